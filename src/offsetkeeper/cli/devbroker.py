@@ -1,0 +1,78 @@
+"""`offsetkeeper dev-broker start|stop|status` and `offsetkeeper demo`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from offsetkeeper import devbroker
+from offsetkeeper.cli.common import OutputOpt
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows
+
+app = typer.Typer(help="Run the embedded development broker (noida-db) locally.", no_args_is_help=True)
+
+PortOpt = Annotated[int, typer.Option("--port", help="Kafka port to listen on.")]
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Where the broker keeps its data "
+                 "[default: ~/.local/share/offsetkeeper/dev-broker].", show_default=False),
+]
+
+
+def _show(st: devbroker.BrokerStatus, fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.json:
+        render_json(devbroker.as_dict(st))
+    else:
+        row = devbroker.as_dict(st)
+        render_rows([row], ["running", "bootstrap", "pid", "data_dir"], fmt)
+
+
+@app.command("start")
+def start(port: PortOpt = devbroker.DEFAULT_PORT, data_dir: DataDirOpt = None,
+          output: OutputOpt = OutputFormat.table) -> None:
+    """Start the broker in the background and wait until it accepts connections.
+
+    Example: offsetkeeper dev-broker start --port 9092
+    """
+    _show(devbroker.start(port, data_dir), output)
+
+
+@app.command("stop")
+def stop(data_dir: DataDirOpt = None, output: OutputOpt = OutputFormat.table) -> None:
+    """Stop the broker cleanly (SIGINT, wait, then SIGKILL after 20 s); its data is kept.
+
+    Example: offsetkeeper dev-broker stop
+    """
+    _show(devbroker.stop(data_dir), output)
+
+
+@app.command("status")
+def status(data_dir: DataDirOpt = None, output: OutputOpt = OutputFormat.table) -> None:
+    """Show whether the broker runs and its bootstrap address; exit 1 when it is not running.
+
+    Example: offsetkeeper dev-broker status -o json
+    """
+    st = devbroker.status(data_dir)
+    _show(st, output)
+    if not st.running:
+        raise typer.Exit(1)
+
+
+def register_demo(root: typer.Typer) -> None:
+    @root.command("demo")
+    def demo(
+        port: Annotated[int, typer.Option("--port", help="Port for the demo broker (0 = any free).")] = 0,
+        keep: Annotated[bool, typer.Option("--keep", help="Leave the broker running afterwards.")] = False,
+        spark: Annotated[bool, typer.Option("--spark/--no-spark",
+                                            help="Include the Spark backup/restore part.")] = True,
+    ) -> None:
+        """Start a local broker, create data and groups, and walk through inspection, reset,
+        rollback, backup and restore.
+
+        Example: offsetkeeper demo
+        """
+        from offsetkeeper.demo import run_demo
+
+        run_demo(port=port or None, keep=keep, spark=spark)

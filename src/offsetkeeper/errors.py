@@ -1,0 +1,83 @@
+"""One exception tree for everything offsetkeeper reports to a user.
+
+    OffsetkeeperError                 exit_code 1 — an operation failed
+    ├── UsageError                    exit_code 2 — bad input; nothing was changed
+    │   ├── ConfigError               a config file, property or cluster name is wrong
+    │   ├── UnknownGroupError         the group has no committed offsets / does not exist
+    │   └── UnknownTopicError         a topic or partition does not exist
+    ├── GroupActiveError              the group has members; offsets may not be changed
+    ├── KafkaOperationError           the cluster answered with an error (code + advice)
+    ├── StoreError                    a snapshot/manifest/store file is missing or corrupt
+    └── PartialFailure                some groups/partitions failed; the report says which
+
+Every message is one sentence a user can act on. Context (group, topic, partition) is
+carried as attributes so callers can build reports without parsing messages.
+"""
+
+from __future__ import annotations
+
+
+class OffsetkeeperError(Exception):
+    """Root of every error offsetkeeper raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        group: str | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.group = group
+        self.topic = topic
+        self.partition = partition
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(OffsetkeeperError):
+    """The input is wrong (a flag, a value, a file): fix it and run again."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """A configuration file, property file or cluster name is wrong."""
+
+
+class UnknownGroupError(UsageError):
+    """The consumer group does not exist or has no committed offsets."""
+
+
+class UnknownTopicError(UsageError):
+    """A topic or a partition of it does not exist."""
+
+
+class GroupActiveError(OffsetkeeperError):
+    """A group has active members, so its offsets must not be changed."""
+
+
+class KafkaOperationError(OffsetkeeperError):
+    """The cluster answered a request with an error."""
+
+    def __init__(self, message: str, *, code: str | None = None, retriable: bool = False, **ctx):
+        super().__init__(message, **ctx)
+        self.code = code
+        self.retriable = retriable
+
+
+class StoreError(OffsetkeeperError):
+    """A stored file (snapshot, manifest, mapping) is missing, unreadable or corrupt."""
+
+
+class PartialFailure(OffsetkeeperError):
+    """Some groups or partitions failed; the attached report says which."""
+
+    def __init__(self, message: str, *, report: object = None, **ctx):
+        super().__init__(message, **ctx)
+        self.report = report

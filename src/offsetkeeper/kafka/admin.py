@@ -1,0 +1,236 @@
+"""A narrow facade over confluent-kafka's AdminClient: plain calls, typed results, timeouts.
+
+Everything that talks to a cluster about groups and offsets goes through `KafkaAdmin`, so the
+rest of the library deals in `offsetkeeper.models` and `offsetkeeper.errors` only.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from offsetkeeper.config import Connection
+from offsetkeeper.errors import UnknownTopicError
+from offsetkeeper.kafka.errors import translate
+from offsetkeeper.models import (
+    CommittedOffset,
+    GroupInfo,
+    GroupListing,
+    MemberInfo,
+    TopicPartition,
+    Watermarks,
+)
+
+DEFAULT_TIMEOUT = 15.0
+
+
+def _state_name(state: Any) -> str:
+    name = getattr(state, "name", None) or str(state or "unknown")
+    return name.split(".")[-1].lower().replace("_", "")
+
+
+def _tp(ck: CkTopicPartition) -> TopicPartition:
+    return TopicPartition(ck.topic, ck.partition)
+
+
+class KafkaAdmin:
+    """Admin operations on one cluster. Thread-safe; close() when done (or use `with`)."""
+
+    def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.conn = conn
+        self.timeout = timeout
+        self._admin: AdminClient | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            conf = self.conn.client_config()
+            conf.setdefault("socket.timeout.ms", str(int(self.timeout * 1000)))
+            self._admin = AdminClient(conf)
+        return self._admin
+
+    def close(self) -> None:
+        self._admin = None  # AdminClient has no close(); dropping it frees librdkafka's handle
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _wait(self, future: cf.Future, *, action: str, **ctx: Any) -> Any:
+        try:
+            return future.result(timeout=self.timeout)
+        except (KafkaException, cf.TimeoutError, TimeoutError) as exc:
+            raise translate(exc if not isinstance(exc, cf.TimeoutError) else TimeoutError(),
+                            action=action, **ctx) from exc
+
+    # -- cluster and topics ------------------------------------------------------------------
+    def cluster_id(self) -> str:
+        """The cluster id (used to tell clusters apart in snapshots)."""
+        result = self._wait(self.admin.describe_cluster(request_timeout=self.timeout),
+                            action="describe cluster")
+        return result.cluster_id or ""
+
+    def topic_partitions(self, topics: Iterable[str] | None = None) -> dict[str, list[int]]:
+        """Partition ids per topic; all non-internal topics when `topics` is None."""
+        try:
+            md = self.admin.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise translate(exc, action="list topics") from exc
+        if topics is None:
+            return {t: sorted(m.partitions) for t, m in md.topics.items()
+                    if not t.startswith("__") and m.error is None}
+        out: dict[str, list[int]] = {}
+        for t in topics:
+            m = md.topics.get(t)
+            if m is None or m.error is not None:
+                raise UnknownTopicError(f"unknown topic '{t}'", topic=t)
+            out[t] = sorted(m.partitions)
+        return out
+
+    # -- groups ------------------------------------------------------------------------------
+    def list_groups(self) -> list[GroupListing]:
+        """Every consumer group the cluster knows, sorted by id."""
+        result = self._wait(self.admin.list_consumer_groups(request_timeout=self.timeout),
+                            action="list groups")
+        return sorted(
+            (GroupListing(g.group_id, _state_name(g.state),
+                          _state_name(getattr(g, "type", "")) if getattr(g, "type", None) else "")
+             for g in result.valid),
+            key=lambda g: g.group_id,
+        )
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
+        """State, coordinator, assignor and members (with assignments) of each group."""
+        ids = list(dict.fromkeys(group_ids))
+        if not ids:
+            return {}
+        futures = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout)
+        out: dict[str, GroupInfo] = {}
+        for gid, fut in futures.items():
+            d = self._wait(fut, action="describe group", group=gid)
+            members = tuple(
+                MemberInfo(
+                    member_id=m.member_id,
+                    client_id=m.client_id or "",
+                    host=(m.host or "").lstrip("/"),
+                    group_instance_id=m.group_instance_id,
+                    assignment=tuple(sorted(_tp(tp) for tp in (m.assignment.topic_partitions
+                                                               if m.assignment else []))),
+                )
+                for m in d.members
+            )
+            coord = d.coordinator
+            out[gid] = GroupInfo(
+                group_id=gid,
+                state=_state_name(d.state),
+                coordinator=f"{coord.host}:{coord.port} ({coord.id})" if coord else "",
+                assignor=d.partition_assignor or "",
+                group_type=_state_name(getattr(d, "type", "")) if getattr(d, "type", None) else "",
+                members=members,
+            )
+        return out
+
+    def committed_offsets_async(self, group_id: str) -> cf.Future:
+        """Start fetching a group's committed offsets; resolve with `committed_result`."""
+        return self.admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group_id)], request_timeout=self.timeout
+        )[group_id]
+
+    def committed_result(self, group_id: str, fut: cf.Future) -> dict[TopicPartition, CommittedOffset]:
+        res = self._wait(fut, action="read committed offsets", group=group_id)
+        return {
+            _tp(tp): CommittedOffset(tp.offset, tp.metadata or "")
+            for tp in res.topic_partitions
+            if tp.offset >= 0 and tp.error is None
+        }
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        """A group's committed offsets (partitions without a commit are absent)."""
+        return self.committed_result(group_id, self.committed_offsets_async(group_id))
+
+    def committed_offsets_many(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
+        """Committed offsets of many groups, fetched concurrently."""
+        futures = {g: self.committed_offsets_async(g) for g in dict.fromkeys(group_ids)}
+        return {g: self.committed_result(g, f) for g, f in futures.items()}
+
+    def alter_offsets_async(
+        self, group_id: str, offsets: Mapping[TopicPartition, int | CommittedOffset]
+    ) -> cf.Future:
+        """Start committing offsets for a group (no active-member check here: see reset.apply)."""
+        tps = []
+        for tp, o in sorted(offsets.items()):
+            if isinstance(o, CommittedOffset):
+                tps.append(CkTopicPartition(tp.topic, tp.partition, o.offset, metadata=o.metadata))
+            else:
+                tps.append(CkTopicPartition(tp.topic, tp.partition, int(o)))
+        return self.admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group_id, tps)], request_timeout=self.timeout
+        )[group_id]
+
+    def alter_result(self, group_id: str, fut: cf.Future) -> dict[TopicPartition, str | None]:
+        """Per-partition error name (None on success) of an alter started with alter_offsets_async."""
+        res = self._wait(fut, action="commit offsets", group=group_id)
+        return {_tp(tp): (tp.error.name() if tp.error else None) for tp in res.topic_partitions}
+
+    def delete_offsets(self, group_id: str, tps: Iterable[TopicPartition]) -> dict[TopicPartition, str | None]:
+        """Delete a group's committed offsets for the given partitions (KIP-496 OffsetDelete)."""
+        cks = [CkTopicPartition(tp.topic, tp.partition) for tp in sorted(tps)]
+        fut = self.admin.delete_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group_id, cks)], request_timeout=self.timeout
+        )[group_id]
+        res = self._wait(fut, action="delete offsets", group=group_id)
+        return {_tp(tp): (tp.error.name() if tp.error else None) for tp in res.topic_partitions}
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, Exception | None]:
+        """Delete groups; per group None on success or the translated error."""
+        ids = list(dict.fromkeys(group_ids))
+        futures = self.admin.delete_consumer_groups(ids, request_timeout=self.timeout)
+        out: dict[str, Exception | None] = {}
+        for gid, fut in futures.items():
+            try:
+                self._wait(fut, action="delete group", group=gid)
+                out[gid] = None
+            except Exception as exc:
+                out[gid] = exc
+        return out
+
+    # -- offsets of the log ------------------------------------------------------------------
+    def _list_offsets(self, specs: dict[CkTopicPartition, OffsetSpec], action: str) -> dict[TopicPartition, Any]:
+        if not specs:
+            return {}
+        try:
+            futures = self.admin.list_offsets(specs, request_timeout=self.timeout)
+        except KafkaException as exc:
+            raise translate(exc, action=action) from exc
+        out = {}
+        for ck, fut in futures.items():
+            out[_tp(ck)] = self._wait(fut, action=action, topic=ck.topic, partition=ck.partition)
+        return out
+
+    def watermarks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, Watermarks]:
+        """Log start and log end offsets of each partition, fetched in two batched requests."""
+        tps = sorted(set(tps))
+        lows = self._list_offsets({CkTopicPartition(t.topic, t.partition): OffsetSpec.earliest()
+                                   for t in tps}, "read log start offsets")
+        highs = self._list_offsets({CkTopicPartition(t.topic, t.partition): OffsetSpec.latest()
+                                    for t in tps}, "read log end offsets")
+        return {t: Watermarks(lows[t].offset, highs[t].offset) for t in tps}
+
+    def offsets_for_time(self, tps: Iterable[TopicPartition], timestamp_ms: int) -> dict[TopicPartition, int | None]:
+        """Offset of the first record with timestamp >= `timestamp_ms`; None when there is none."""
+        res = self._list_offsets(
+            {CkTopicPartition(t.topic, t.partition): OffsetSpec.for_timestamp(int(timestamp_ms))
+             for t in set(tps)},
+            "look up offsets by time",
+        )
+        return {tp: (r.offset if r.offset >= 0 else None) for tp, r in res.items()}

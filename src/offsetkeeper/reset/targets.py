@@ -1,0 +1,78 @@
+"""What to reset offsets to: one small frozen type per kind of target."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from offsetkeeper.models import TopicPartition
+
+
+@dataclass(frozen=True)
+class ToEarliest:
+    """The log start of each partition."""
+
+    label = "earliest"
+
+
+@dataclass(frozen=True)
+class ToLatest:
+    """The log end of each partition."""
+
+    label = "latest"
+
+
+@dataclass(frozen=True)
+class ToCurrent:
+    """The committed offset (log end when there is none); clamps out-of-range commits."""
+
+    label = "current"
+
+
+@dataclass(frozen=True)
+class ToOffset:
+    """One absolute offset for every partition in scope."""
+
+    offset: int
+    label = "offset"
+
+
+@dataclass(frozen=True)
+class ShiftBy:
+    """The committed offset moved by `delta` (negative = back)."""
+
+    delta: int
+    label = "shift-by"
+
+
+@dataclass(frozen=True)
+class ToDatetime:
+    """The first record with timestamp >= `timestamp_ms` (log end when none)."""
+
+    timestamp_ms: int
+    text: str = ""
+    label = "datetime"
+
+
+@dataclass(frozen=True)
+class FromOffsets:
+    """Explicit offsets per group and partition (from a CSV file, a snapshot or a mapping).
+
+    `offsets[None]` applies to every group in scope (the one-group CSV form); a group's own
+    entry wins over it. Only the partitions listed are changed.
+    """
+
+    offsets: Mapping[str | None, Mapping[TopicPartition, int]] = field(default_factory=dict)
+    source: str = "file"
+    label = "from-file"
+
+    def for_group(self, group: str) -> dict[TopicPartition, int]:
+        """The explicit offsets that apply to `group`."""
+        return {**dict(self.offsets.get(None, {})), **dict(self.offsets.get(group, {}))}
+
+    def groups(self) -> list[str]:
+        """Groups named explicitly (the several-group form)."""
+        return sorted(g for g in self.offsets if g is not None)
+
+
+ResetTarget = ToEarliest | ToLatest | ToCurrent | ToOffset | ShiftBy | ToDatetime | FromOffsets

@@ -1,0 +1,1 @@
+"""The data pipeline on Apache Spark (PySpark): Kafka data source, sessions."""

@@ -1,0 +1,68 @@
+"""Shared fixtures: one real broker per session (or OFFSETKEEPER_TEST_BOOTSTRAP), real Spark."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from offsetkeeper import devbroker
+from offsetkeeper.config import Connection
+from offsetkeeper.kafka.admin import KafkaAdmin
+
+
+def _broker(tmp_path_factory, env: str, name: str):
+    given = os.environ.get(env)
+    if given:
+        yield given
+        return
+    data = tmp_path_factory.mktemp(name)
+    st = devbroker.start(devbroker.free_port(), data)
+    try:
+        yield st.bootstrap
+    finally:
+        devbroker.stop(data)
+
+
+@pytest.fixture(scope="session")
+def bootstrap(tmp_path_factory):
+    """Bootstrap address of the test cluster ("prod")."""
+    yield from _broker(tmp_path_factory, "OFFSETKEEPER_TEST_BOOTSTRAP", "broker")
+
+
+@pytest.fixture(scope="session")
+def dr_bootstrap(tmp_path_factory):
+    """Bootstrap address of a second cluster ("dr"), for restore tests."""
+    yield from _broker(tmp_path_factory, "OFFSETKEEPER_TEST_DR_BOOTSTRAP", "dr-broker")
+
+
+@pytest.fixture(scope="session")
+def conn(bootstrap) -> Connection:
+    return Connection(bootstrap_servers=bootstrap)
+
+
+@pytest.fixture
+def admin(conn):
+    with KafkaAdmin(conn) as a:
+        yield a
+
+
+@pytest.fixture
+def unique():
+    """A short unique name factory, so every test uses its own topics and groups."""
+
+    def make(prefix: str = "t") -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole run (starting one costs ~7 s)."""
+    from offsetkeeper.spark.session import get_spark
+
+    s = get_spark("local[2]")
+    yield s
+    s.stop()

@@ -1,0 +1,92 @@
+"""Small helpers for tests: create topics, produce records, run consumers (plain confluent-kafka)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CkTP
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict | None = None) -> None:
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    fs = a.create_topics([NewTopic(name, partitions, 1, config=config or {})])
+    for f in fs.values():
+        f.result(15)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        md = a.list_topics(name, timeout=5)
+        t = md.topics.get(name)
+        if t is not None and t.error is None and len(t.partitions) == partitions:
+            return
+        time.sleep(0.1)
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[tuple], **conf) -> None:
+    """records: (partition, key, value[, headers[, timestamp_ms]]) tuples."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+    for r in records:
+        partition, key, value = r[0], r[1], r[2]
+        kw = {}
+        if len(r) > 3 and r[3] is not None:
+            kw["headers"] = r[3]
+        if len(r) > 4 and r[4] is not None:
+            kw["timestamp"] = r[4]
+        p.produce(topic, key=key, value=value, partition=partition, **kw)
+    assert p.flush(30) == 0
+
+
+def produce_n(bootstrap: str, topic: str, partitions: int, per_partition: int, *, timestamp_ms=None) -> None:
+    produce(bootstrap, topic, (
+        (p, f"k{p}-{i}".encode(), f"v{p}-{i}".encode(), None,
+         None if timestamp_ms is None else timestamp_ms(p, i))
+        for p in range(partitions) for i in range(per_partition)))
+
+
+def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit offsets for a group without joining it (like an external tool would)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[CkTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """Independent read of a group's committed offsets (partition -> offset, -1001 when none)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        res = c.committed([CkTP(topic, p) for p in range(partitions)], timeout=10)
+        return {tp.partition: tp.offset for tp in res}
+    finally:
+        c.close()
+
+
+class LiveConsumer:
+    """A consumer that joins `group` and keeps polling in a thread until stopped."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str]) -> None:
+        import threading
+
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                           "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                           "session.timeout.ms": 10000})
+        self.c.subscribe(topics)
+        self._stop = threading.Event()
+        self._assigned = threading.Event()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+        self._assigned.wait(20)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.c.poll(0.2)
+            if self.c.assignment():
+                self._assigned.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.t.join(10)
+        self.c.close()
