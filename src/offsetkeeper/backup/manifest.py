@@ -1,0 +1,302 @@
+"""The backup manifest (format version 1): typed model, atomic save, load, list, and records.
+
+Layout of one backup (docs/design.md)::
+
+    DEST/BACKUP_ID/
+      manifest.json                                   written last, atomically
+      data/run=N/topic=T/partition=P/part-*.parquet   records of run N (zstd Parquet)
+
+Offsets in the manifest follow Kafka: ranges are ``[start_offset, end_offset)`` and
+``end_offset`` is a position (the log end fixed when the run started), never ``start + count``.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from offsetkeeper.backup import checksum as ck
+from offsetkeeper.errors import StoreError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+# The record schema of the backup files and of read_backup_records (Spark DDL).
+RECORD_DDL = (
+    "topic string, partition int, offset long, timestamp long, timestamp_type int, "
+    "key binary, value binary, headers array<struct<key:string,value:binary>>, leader_epoch int"
+)
+RECORD_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value",
+                  "headers", "leader_epoch")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Gap(_Model):
+    """Offsets ``[start, end)`` that could not be read (lost to retention during the backup)."""
+
+    start: int
+    end: int
+    reason: str = "log start moved past these offsets (retention or delete_records)"
+
+
+class Segment(_Model):
+    """What one run backed up of one partition."""
+
+    run: int
+    start_offset: int
+    end_offset: int
+    record_count: int
+    checksum: str = ck.ZERO
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    gaps: list[Gap] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)  # relative to the backup directory
+
+
+class PartitionEntry(_Model):
+    """One partition over all runs: ``[start_offset, end_offset)`` and its totals."""
+
+    partition: int
+    start_offset: int
+    end_offset: int
+    record_count: int = 0
+    checksum: str = ck.ZERO
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    gaps: list[Gap] = Field(default_factory=list)
+    segments: list[Segment] = Field(default_factory=list)
+
+    def recompute_totals(self) -> None:
+        """Derive the totals from the segments (count, checksum, timestamps, gaps, range)."""
+        segs = sorted(self.segments, key=lambda s: s.start_offset)
+        self.segments = segs
+        self.record_count = sum(s.record_count for s in segs)
+        self.checksum = ck.add(*(s.checksum for s in segs)) if segs else ck.ZERO
+        if segs:
+            self.start_offset = segs[0].start_offset
+            self.end_offset = max(s.end_offset for s in segs)
+        with_data = [s for s in segs if s.record_count]
+        self.first_timestamp = with_data[0].first_timestamp if with_data else None
+        self.last_timestamp = with_data[-1].last_timestamp if with_data else None
+        self.gaps = [g for s in segs for g in s.gaps]
+
+
+class TopicEntry(_Model):
+    name: str
+    partition_count: int
+    configs: dict[str, str] = Field(default_factory=dict)  # non-default values only
+    partitions: list[PartitionEntry] = Field(default_factory=list)
+
+    def partition(self, p: int) -> PartitionEntry | None:
+        return next((e for e in self.partitions if e.partition == p), None)
+
+    @property
+    def record_count(self) -> int:
+        return sum(p.record_count for p in self.partitions)
+
+
+class GroupOffset(_Model):
+    topic: str
+    partition: int
+    offset: int  # the offset of the NEXT record the group reads
+    metadata: str = ""
+
+
+class GroupOffsets(_Model):
+    """The committed offsets of one consumer group on the backed-up topics."""
+
+    group: str
+    captured_at: str
+    run: int
+    offsets: list[GroupOffset] = Field(default_factory=list)
+
+
+class RunInfo(_Model):
+    run: int
+    started_at: str
+    finished_at: str
+    record_count: int
+    partitions: int
+
+
+class SourceInfo(_Model):
+    bootstrap_servers: str
+    cluster_id: str = ""
+
+
+class Manifest(_Model):
+    """Everything a backup holds, except the records themselves."""
+
+    format_version: int = FORMAT_VERSION
+    backup_id: str
+    created_at: str
+    updated_at: str
+    source: SourceInfo
+    isolation_level: str = "read_committed"
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    runs: list[RunInfo] = Field(default_factory=list)
+    topics: list[TopicEntry] = Field(default_factory=list)
+    groups: list[GroupOffsets] = Field(default_factory=list)
+
+    def topic(self, name: str) -> TopicEntry | None:
+        return next((t for t in self.topics if t.name == name), None)
+
+    @property
+    def record_count(self) -> int:
+        return sum(t.record_count for t in self.topics)
+
+    @property
+    def last_run(self) -> int:
+        return max((r.run for r in self.runs), default=0)
+
+    def files(self) -> list[str]:
+        """Every data file (relative to the backup directory), in topic/partition/run order."""
+        return [f for t in self.topics for p in t.partitions for s in p.segments for f in s.files]
+
+    def end_offsets(self) -> dict[tuple[str, int], int]:
+        return {(t.name, p.partition): p.end_offset for t in self.topics for p in t.partitions}
+
+    def group_offsets(self) -> dict[str, dict[tuple[str, int], int]]:
+        """group -> (topic, partition) -> committed offset, as captured with the data."""
+        return {g.group: {(o.topic, o.partition): o.offset for o in g.offsets} for g in self.groups}
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# -- locations ---------------------------------------------------------------------------------
+def _fs(url: str):
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(url)
+    return fs, path
+
+
+def join(base: str, *parts: str) -> str:
+    """Join a local path or URL with relative parts."""
+    if "://" in base:
+        return posixpath.join(base.rstrip("/"), *parts)
+    return posixpath.join(base, *parts)
+
+
+def backup_dir(destination: str, backup_id: str) -> str:
+    validate_backup_id(backup_id)
+    return join(destination, backup_id)
+
+
+def validate_backup_id(backup_id: str) -> None:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}", backup_id or ""):
+        raise UsageError(f"backup id '{backup_id}' is invalid: use letters, digits, '.', '_', '-'")
+
+
+# -- save / load -------------------------------------------------------------------------------
+def save_manifest(destination: str, manifest: Manifest) -> str:
+    """Write the manifest atomically (temp file + rename); returns its location."""
+    base = backup_dir(destination, manifest.backup_id)
+    fs, root = _fs(base)
+    fs.makedirs(root, exist_ok=True)
+    final = posixpath.join(root, MANIFEST_NAME)
+    tmp = posixpath.join(root, f".{MANIFEST_NAME}.{uuid.uuid4().hex}.tmp")
+    data = manifest.model_dump_json(indent=2).encode()
+    with fs.open(tmp, "wb") as f:
+        f.write(data)
+    try:
+        if getattr(fs, "protocol", None) in ("file", ("file", "local")) or "://" not in base:
+            import os
+
+            os.replace(tmp, final)
+        else:
+            fs.mv(tmp, final)
+    except Exception:
+        fs.rm(tmp)
+        raise
+    return join(base, MANIFEST_NAME)
+
+
+def parse_manifest(text: str | bytes, *, where: str = "manifest") -> Manifest:
+    try:
+        raw: Any = json.loads(text)
+    except ValueError as exc:
+        raise StoreError(f"{where} is not valid JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise StoreError(f"{where} must hold a JSON object")
+    version = raw.get("format_version")
+    if version != FORMAT_VERSION:
+        raise StoreError(f"{where} has format_version {version!r}; this offsetkeeper reads {FORMAT_VERSION}")
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise StoreError(f"{where}: field '{loc}' {err['msg'].lower()}") from None
+
+
+def load_manifest(destination: str, backup_id: str) -> Manifest:
+    """Load DEST/BACKUP_ID/manifest.json; StoreError when it is missing or corrupt."""
+    where = join(backup_dir(destination, backup_id), MANIFEST_NAME)
+    fs, path = _fs(where)
+    try:
+        with fs.open(path, "rb") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise StoreError(f"backup '{backup_id}' not found: {where} does not exist") from None
+    return parse_manifest(text, where=where)
+
+
+def manifest_exists(destination: str, backup_id: str) -> bool:
+    fs, path = _fs(join(backup_dir(destination, backup_id), MANIFEST_NAME))
+    return fs.exists(path)
+
+
+def list_backups(destination: str) -> list[Manifest]:
+    """Every backup under `destination` (directories holding a readable manifest), by id."""
+    fs, root = _fs(destination)
+    if not fs.exists(root):
+        raise StoreError(f"backup destination {destination} does not exist")
+    out = []
+    for entry in sorted(fs.ls(root, detail=False)):
+        name = posixpath.basename(entry.rstrip("/"))
+        if fs.exists(posixpath.join(entry, MANIFEST_NAME)):
+            try:
+                out.append(load_manifest(destination, name))
+            except (StoreError, UsageError):
+                continue
+    return out
+
+
+# -- records -----------------------------------------------------------------------------------
+def read_backup_records(spark: SparkSession, destination: str, backup_id: str,
+                        manifest: Manifest | None = None) -> DataFrame:
+    """The records of a backup as a DataFrame with the record schema (incl. topic, partition).
+
+    Only the files the manifest lists are read (a run that did not finish is ignored).
+    Sort by (topic, partition, offset) for source order.
+    """
+    m = manifest or load_manifest(destination, backup_id)
+    base = backup_dir(destination, backup_id)
+    files = [join(base, f) for f in m.files()]
+    if not files:
+        return spark.createDataFrame([], RECORD_DDL)
+    df = (
+        spark.read.schema(f"{RECORD_DDL}, run int")
+        .option("basePath", join(base, "data"))
+        .parquet(*files)
+    )
+    return df.select(*RECORD_COLUMNS)
