@@ -1,0 +1,71 @@
+"""Taking snapshots from a live cluster (reads only; nothing is changed)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot, format_time, new_snapshot_id
+from offsetkeeper.snapshots.store import SnapshotStore
+
+
+def _group_ids(admin: KafkaAdmin, groups: Iterable[str] | None) -> list[str]:
+    if groups is None:
+        return [g.group_id for g in admin.list_groups()]
+    return list(dict.fromkeys(groups))
+
+
+def live_groups(admin: KafkaAdmin, groups: Iterable[str]) -> dict[str, GroupSnapshot]:
+    """State and committed offsets (with metadata) of each group, as the cluster has them now."""
+    ids = list(dict.fromkeys(groups))
+    if not ids:
+        return {}
+    infos = admin.describe_groups(ids)
+    committed = admin.committed_offsets_many(ids)
+    return {
+        g: GroupSnapshot(state=infos[g].state if g in infos else "unknown",
+                         offsets=dict(sorted(committed.get(g, {}).items())))
+        for g in ids
+    }
+
+
+def take_snapshot(
+    admin: KafkaAdmin, groups: list[str] | None, *, description: str = ""
+) -> Snapshot:
+    """Read the committed offsets of `groups` (None = every group of the cluster), the log
+    start/end of every partition of the topics they have offsets for, and the cluster id.
+
+    Groups without committed offsets are recorded with an empty offset map.
+    """
+    when = datetime.now(UTC)
+    ids = _group_ids(admin, groups)
+    state = live_groups(admin, ids)
+    topics = sorted({tp.topic for gs in state.values() for tp in gs.offsets})
+    existing = admin.topic_partitions(None) if topics else {}
+    tps = {TopicPartition(t, p) for t in topics for p in existing.get(t, [])}
+    # A partition a group committed to that no longer exists still gets no watermarks.
+    watermarks = admin.watermarks(tps) if tps else {}
+    return Snapshot(
+        id=new_snapshot_id(when),
+        created_at=format_time(when),
+        cluster_id=admin.cluster_id(),
+        bootstrap_servers=admin.conn.bootstrap_servers,
+        description=description,
+        groups=state,
+        partitions=dict(sorted(watermarks.items())),
+    )
+
+
+def snapshot_and_save(
+    admin: KafkaAdmin,
+    groups: list[str] | None,
+    store: SnapshotStore | str | None = None,
+    *,
+    description: str = "",
+) -> Snapshot:
+    """`take_snapshot` then save it to `store` (a SnapshotStore, a URL, or None = default)."""
+    snap = take_snapshot(admin, groups, description=description)
+    (store if isinstance(store, SnapshotStore) else SnapshotStore(store)).save(snap)
+    return snap

@@ -1,0 +1,238 @@
+"""What a snapshot is: the committed offsets of some groups at one moment, and how it is stored.
+
+A snapshot holds, per group, its state and committed offsets (with commit metadata), plus the
+log start/end of every partition of the topics those groups had offsets for, the cluster id and
+the time. It is serialised as one JSON document with a ``schema_version``::
+
+    {"schema_version": 1, "id": "snap-20261121T194501.123Z-1a2b",
+     "created_at": "2026-11-21T19:45:01.123Z", "cluster_id": "...",
+     "bootstrap_servers": "...", "description": "...",
+     "groups": {"payments": {"state": "empty",
+                             "offsets": [{"topic": "orders", "partition": 0,
+                                          "offset": 42, "metadata": ""}]}},
+     "partitions": [{"topic": "orders", "partition": 0, "log_start": 0, "log_end": 50}]}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from offsetkeeper.models import CommittedOffset, TopicPartition, Watermarks
+
+SCHEMA_VERSION = 1
+
+# snap-YYYYMMDDTHHMMSS.mmmZ-xxxx: sorts by creation time as plain text.
+ID_PATTERN = re.compile(r"^snap-\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{4}$")
+# What may name a snapshot at all (ids are file names in the store: no separators).
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+class SnapshotFormatError(ValueError):
+    """A snapshot document does not follow the schema (the store names the file)."""
+
+
+def format_time(when: datetime) -> str:
+    """ISO-8601 UTC with milliseconds and a Z: ``2026-11-21T19:45:01.123Z``."""
+    when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+def new_snapshot_id(when: datetime | None = None, *, suffix: str | None = None) -> str:
+    """A new id that sorts by time: ``snap-20261121T194501.123Z-1a2b``."""
+    when = (when or datetime.now(UTC)).astimezone(UTC)
+    suffix = suffix if suffix is not None else secrets.token_hex(2)
+    return when.strftime("snap-%Y%m%dT%H%M%S.") + f"{when.microsecond // 1000:03d}Z-{suffix}"
+
+
+def id_time(snapshot_id: str) -> datetime | None:
+    """The creation time encoded in an id made by `new_snapshot_id` (None for other ids)."""
+    if not ID_PATTERN.match(snapshot_id):
+        return None
+    return datetime.strptime(snapshot_id[5:24] + "000", "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class GroupSnapshot:
+    """One group as the snapshot saw it."""
+
+    state: str
+    offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SnapshotSummary:
+    """One line of `snapshots list`."""
+
+    id: str
+    created_at: str
+    cluster_id: str
+    description: str
+    groups: int
+    partitions: int
+    error: str | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        return {"id": self.id, "created_at": self.created_at, "cluster_id": self.cluster_id,
+                "groups": self.groups, "partitions": self.partitions,
+                "description": self.description, "error": self.error}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Committed offsets of some groups plus partition watermarks, on one cluster, at one time."""
+
+    id: str
+    created_at: str
+    cluster_id: str
+    bootstrap_servers: str
+    description: str
+    groups: dict[str, GroupSnapshot] = field(default_factory=dict)
+    partitions: dict[TopicPartition, Watermarks] = field(default_factory=dict)
+
+    # -- views ---------------------------------------------------------------------------------
+    def offsets(self) -> dict[str, dict[TopicPartition, int]]:
+        """Committed offset per group and partition (groups without offsets are left out)."""
+        return {g: {tp: c.offset for tp, c in gs.offsets.items()}
+                for g, gs in sorted(self.groups.items()) if gs.offsets}
+
+    def partition_count(self) -> int:
+        """Distinct group/partition pairs with a committed offset."""
+        return sum(len(gs.offsets) for gs in self.groups.values())
+
+    def summary(self) -> SnapshotSummary:
+        return SnapshotSummary(self.id, self.created_at, self.cluster_id, self.description,
+                               len(self.groups), self.partition_count())
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per group and partition, sorted, with the watermarks and the lag then."""
+        rows = []
+        for g, gs in sorted(self.groups.items()):
+            if not gs.offsets:
+                rows.append({"group": g, "state": gs.state, "topic": None, "partition": None,
+                             "offset": None, "metadata": None, "log_start": None,
+                             "log_end": None, "lag": None})
+            for tp, c in sorted(gs.offsets.items()):
+                wm = self.partitions.get(tp)
+                rows.append({
+                    "group": g, "state": gs.state, "topic": tp.topic, "partition": tp.partition,
+                    "offset": c.offset, "metadata": c.metadata,
+                    "log_start": wm.low if wm else None, "log_end": wm.high if wm else None,
+                    "lag": max(wm.high - c.offset, 0) if wm else None,
+                })
+        return rows
+
+    # -- serialisation -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "id": self.id,
+            "created_at": self.created_at,
+            "cluster_id": self.cluster_id,
+            "bootstrap_servers": self.bootstrap_servers,
+            "description": self.description,
+            "groups": {
+                g: {"state": gs.state,
+                    "offsets": [{"topic": tp.topic, "partition": tp.partition,
+                                 "offset": c.offset, "metadata": c.metadata}
+                                for tp, c in sorted(gs.offsets.items())]}
+                for g, gs in sorted(self.groups.items())
+            },
+            "partitions": [{"topic": tp.topic, "partition": tp.partition,
+                            "log_start": wm.low, "log_end": wm.high}
+                           for tp, wm in sorted(self.partitions.items())],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> Snapshot:
+        """Build a snapshot from its document; SnapshotFormatError says what is wrong."""
+        if not isinstance(doc, dict):
+            raise SnapshotFormatError("the document is not a JSON object")
+        version = doc.get("schema_version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise SnapshotFormatError("'schema_version' is missing")
+        if version > SCHEMA_VERSION:
+            raise SnapshotFormatError(
+                f"schema_version {version} is newer than this offsetkeeper reads "
+                f"({SCHEMA_VERSION}); upgrade offsetkeeper")
+        if version < 1:
+            raise SnapshotFormatError(f"schema_version {version} is not valid")
+        try:
+            groups = {
+                str(g): GroupSnapshot(
+                    state=_str(gd, "state"),
+                    offsets={TopicPartition(_str(o, "topic"), _int(o, "partition")):
+                             CommittedOffset(_int(o, "offset"), _str(o, "metadata", ""))
+                             for o in _list(gd, "offsets")},
+                )
+                for g, gd in _dict(doc, "groups").items()
+            }
+            partitions = {TopicPartition(_str(p, "topic"), _int(p, "partition")):
+                          Watermarks(_int(p, "log_start"), _int(p, "log_end"))
+                          for p in _list(doc, "partitions")}
+            return cls(
+                id=_str(doc, "id"),
+                created_at=_str(doc, "created_at"),
+                cluster_id=_str(doc, "cluster_id", ""),
+                bootstrap_servers=_str(doc, "bootstrap_servers", ""),
+                description=_str(doc, "description", ""),
+                groups=groups,
+                partitions=partitions,
+            )
+        except (TypeError, AttributeError) as exc:
+            raise SnapshotFormatError(f"unexpected structure ({exc})") from exc
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Snapshot:
+        try:
+            doc = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SnapshotFormatError(f"not valid JSON ({exc})") from exc
+        return cls.from_dict(doc)
+
+
+_MISSING = object()
+
+
+def _get(d: Any, key: str, default: Any) -> Any:
+    if not isinstance(d, dict):
+        raise SnapshotFormatError(f"expected an object holding '{key}', got {type(d).__name__}")
+    v = d.get(key, default)
+    if v is _MISSING:
+        raise SnapshotFormatError(f"'{key}' is missing")
+    return v
+
+
+def _str(d: Any, key: str, default: Any = _MISSING) -> str:
+    v = _get(d, key, default)
+    if not isinstance(v, str):
+        raise SnapshotFormatError(f"'{key}' must be a string, got {json.dumps(v)[:40]}")
+    return v
+
+
+def _int(d: Any, key: str) -> int:
+    v = _get(d, key, _MISSING)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise SnapshotFormatError(f"'{key}' must be an integer, got {json.dumps(v)[:40]}")
+    return v
+
+
+def _list(d: Any, key: str) -> list[Any]:
+    v = _get(d, key, _MISSING)
+    if not isinstance(v, list):
+        raise SnapshotFormatError(f"'{key}' must be a list")
+    return v
+
+
+def _dict(d: Any, key: str) -> dict[str, Any]:
+    v = _get(d, key, _MISSING)
+    if not isinstance(v, dict):
+        raise SnapshotFormatError(f"'{key}' must be an object")
+    return v

@@ -1,0 +1,175 @@
+"""Where snapshots live: a directory (local path or any fsspec URL), one JSON file per snapshot.
+
+    STORE/snap-20261121T194501.123Z-1a2b.json
+
+Files are written atomically: a hidden temporary file next to the target, then a rename
+(``os.replace`` on local disks, ``fs.mv`` elsewhere), so a reader never sees half a snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+import fsspec
+import platformdirs
+
+from offsetkeeper.config import ConfigFile
+from offsetkeeper.errors import StoreError, UsageError
+from offsetkeeper.snapshots.model import SAFE_ID, Snapshot, SnapshotFormatError, SnapshotSummary
+
+STORE_ENV = "OFFSETKEEPER_SNAPSHOT_STORE"
+SUFFIX = ".json"
+LATEST = "latest"
+
+
+def default_store_url() -> str:
+    """``user_data_dir("offsetkeeper")/snapshots`` (e.g. ~/.local/share/offsetkeeper/snapshots)."""
+    return str(Path(platformdirs.user_data_dir("offsetkeeper")) / "snapshots")
+
+
+def resolve_store_url(cli_value: str | None, config: ConfigFile | None = None) -> str:
+    """The store to use: ``--store``, else $OFFSETKEEPER_SNAPSHOT_STORE, else the config
+    file's ``snapshots.store``, else the default under the user's data directory."""
+    if cli_value:
+        return str(cli_value)
+    if os.environ.get(STORE_ENV):
+        return os.environ[STORE_ENV]
+    if config is not None and config.snapshots.store:
+        return config.snapshots.store
+    return default_store_url()
+
+
+def check_id(snapshot_id: str) -> str:
+    """Reject ids that cannot name a file in the store (UsageError, exit 2)."""
+    if not SAFE_ID.match(snapshot_id or ""):
+        raise UsageError(f"'{snapshot_id}' is not a snapshot id "
+                         "(expected something like snap-20261121T194501.123Z-1a2b)")
+    return snapshot_id
+
+
+class SnapshotStore:
+    """A directory of snapshot files on the local disk or behind any fsspec URL."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = str(url) if url else default_store_url()
+        target = self.url if "://" in self.url else str(Path(self.url).expanduser())
+        try:
+            self.fs, self.root = fsspec.core.url_to_fs(target)
+        except (ValueError, ImportError) as exc:
+            raise UsageError(f"snapshot store '{self.url}' cannot be opened: {exc}") from exc
+        self.root = self.root.rstrip("/") or "/"
+        self._local = "file" in _protocols(self.fs)
+
+    def __repr__(self) -> str:
+        return f"SnapshotStore({self.url!r})"
+
+    # -- paths ---------------------------------------------------------------------------------
+    def path(self, snapshot_id: str) -> str:
+        """Where the snapshot with this id is (or would be) stored."""
+        return f"{self.root}/{check_id(snapshot_id)}{SUFFIX}"
+
+    def display(self, path: str) -> str:
+        """A path as a user would type it (the URL with its protocol, a plain local path)."""
+        return path if self._local else self.fs.unstrip_protocol(path)
+
+    # -- operations ----------------------------------------------------------------------------
+    def save(self, snapshot: Snapshot) -> str:
+        """Write a snapshot atomically; returns its id. An existing id is never overwritten."""
+        final = self.path(snapshot.id)
+        data = snapshot.to_json().encode()
+        tmp = f"{self.root}/.{snapshot.id}{SUFFIX}.tmp-{secrets.token_hex(4)}"
+        try:
+            self.fs.makedirs(self.root, exist_ok=True)
+            if self.fs.exists(final):
+                raise StoreError(f"snapshot {snapshot.id} already exists: {self.display(final)}")
+            if self._local:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, final)
+            else:
+                self.fs.pipe_file(tmp, data)
+                self.fs.mv(tmp, final)
+        except OSError as exc:
+            with contextlib.suppress(Exception):
+                if self.fs.exists(tmp):
+                    self.fs.rm(tmp)
+            raise StoreError(f"cannot write snapshot {snapshot.id} to {self.display(final)}: "
+                             f"{exc.strerror or exc}") from exc
+        return snapshot.id
+
+    def resolve(self, ref: str) -> str:
+        """An id as given, or the newest snapshot's id for ``latest``."""
+        if ref == LATEST:
+            ids = self.ids()
+            if not ids:
+                raise StoreError(f"the snapshot store {self.url} holds no snapshots")
+            return ids[0]
+        return check_id(ref)
+
+    def load(self, snapshot_id: str) -> Snapshot:
+        """Read a snapshot; StoreError (naming the id and file) when missing or corrupt."""
+        snapshot_id = self.resolve(snapshot_id)
+        path = self.path(snapshot_id)
+        shown = self.display(path)
+        try:
+            data = self.fs.cat_file(path)
+        except FileNotFoundError:
+            raise StoreError(f"snapshot {snapshot_id} not found: no file {shown} "
+                             "(see `offsetkeeper snapshots list`)") from None
+        except OSError as exc:
+            raise StoreError(f"cannot read snapshot {snapshot_id} from {shown}: "
+                             f"{exc.strerror or exc}") from exc
+        try:
+            snap = Snapshot.from_json(data)
+        except SnapshotFormatError as exc:
+            raise StoreError(f"snapshot {snapshot_id} is corrupt: {shown}: {exc}") from exc
+        if snap.id != snapshot_id:
+            raise StoreError(f"snapshot {snapshot_id} is corrupt: {shown} holds id {snap.id}")
+        return snap
+
+    def ids(self) -> list[str]:
+        """Ids of the stored snapshots, newest first (ids sort by time)."""
+        try:
+            if not self.fs.exists(self.root):
+                return []
+            names = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.root, detail=False)]
+        except OSError as exc:
+            raise StoreError(f"cannot list the snapshot store {self.url}: "
+                             f"{exc.strerror or exc}") from exc
+        ids = [n[: -len(SUFFIX)] for n in names if n.endswith(SUFFIX) and not n.startswith(".")]
+        return sorted((i for i in ids if SAFE_ID.match(i)), reverse=True)
+
+    def list(self) -> list[SnapshotSummary]:
+        """A summary of every stored snapshot, newest first; unreadable files are listed with
+        their error instead of stopping the listing."""
+        out = []
+        for sid in self.ids():
+            try:
+                out.append(self.load(sid).summary())
+            except StoreError as exc:
+                out.append(SnapshotSummary(sid, "", "", "", 0, 0, error=exc.message))
+        return out
+
+    def delete(self, snapshot_id: str) -> str:
+        """Remove a snapshot file; returns its id. StoreError when there is none."""
+        snapshot_id = self.resolve(snapshot_id)
+        path = self.path(snapshot_id)
+        try:
+            self.fs.rm_file(path)
+        except FileNotFoundError:
+            raise StoreError(f"snapshot {snapshot_id} not found: no file "
+                             f"{self.display(path)}") from None
+        except OSError as exc:
+            raise StoreError(f"cannot delete snapshot {snapshot_id} ({self.display(path)}): "
+                             f"{exc.strerror or exc}") from exc
+        return snapshot_id
+
+
+def _protocols(fs: fsspec.AbstractFileSystem) -> tuple[str, ...]:
+    p = fs.protocol
+    return (p,) if isinstance(p, str) else tuple(p)
