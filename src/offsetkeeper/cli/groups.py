@@ -1,5 +1,124 @@
-"""`offsetkeeper groups ...`."""
+"""`offsetkeeper groups list|describe|delete`."""
+
+from __future__ import annotations
+
+from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    OutputOpt,
+    connection,
+)
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.errors import UsageError
+from offsetkeeper.inspect import (
+    describe_offsets,
+    describe_states,
+    list_groups,
+    resolve_group_ids,
+    rows_as_dicts,
+)
+from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.reset.delete import delete_groups
+
+app = typer.Typer(help="List, describe and delete consumer groups.", no_args_is_help=True)
+
+STATES = ["stable", "empty", "dead", "preparingrebalance", "completingrebalance", "assigning",
+          "reconciling", "unknown"]
+OFFSET_COLUMNS = ["group", "topic", "partition", "current_offset", "log_start_offset",
+                  "log_end_offset", "lag", "consumer_id", "host", "client_id"]
+
+
+@app.command("list")
+def list_cmd(
+    state: Annotated[str | None, typer.Option("--state", help="Only groups in these states, "
+                                              "comma-separated: " + ",".join(STATES))] = None,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """List consumer groups with their state.
+
+    Example: offsetkeeper groups list --state stable,empty -o json
+    """
+    states = None
+    if state:
+        states = {s.strip().lower().replace("_", "") for s in state.split(",") if s.strip()}
+        bad = sorted(states - set(STATES))
+        if bad:
+            raise UsageError(f"--state '{bad[0]}' is not a group state (expected {', '.join(STATES)})")
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
+        groups = list_groups(admin, states)
+    render_rows([g.__dict__ for g in groups], ["group_id", "state", "group_type"], output)
+
+
+@app.command("describe")
+def describe(
+    groups: Annotated[list[str] | None, typer.Argument(help="Group ids.", show_default=False)] = None,
+    all_groups: Annotated[bool, typer.Option("--all-groups", help="Describe every group.")] = False,
+    offsets: Annotated[bool, typer.Option("--offsets", help="Committed offsets, log start/end and "
+                                          "lag per partition (default).")] = False,
+    members: Annotated[bool, typer.Option("--members", help="Members and their assignments.")] = False,
+    state: Annotated[bool, typer.Option("--state", help="State, coordinator, assignor, member count.")] = False,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Describe groups like kafka-consumer-groups.sh --describe (plus LOG-START-OFFSET).
+
+    Example: offsetkeeper groups describe payments --members
+    """
+    views = sum([offsets, members, state])
+    if views > 1:
+        raise UsageError("choose one of --offsets, --members, --state")
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
+        ids = resolve_group_ids(admin, list(groups or []), all_groups)
+        if members or state:
+            infos = describe_states(admin, ids)
+        else:
+            rows = rows_as_dicts(describe_offsets(admin, ids))
+    if members:
+        rows = [{"group": i.group_id, "consumer_id": m.member_id, "host": m.host,
+                 "client_id": m.client_id, "group_instance_id": m.group_instance_id,
+                 "partitions": len(m.assignment),
+                 "assignment": [str(tp) for tp in m.assignment]}
+                for i in infos for m in i.members]
+        render_rows(rows, ["group", "consumer_id", "host", "client_id", "group_instance_id",
+                           "partitions", "assignment"], output)
+        for i in infos:
+            if not i.members and output is OutputFormat.table:
+                stderr_console().print(f"group {i.group_id} has no active members (state {i.state})",
+                                       highlight=False)
+    elif state:
+        rows = [{"group": i.group_id, "coordinator": i.coordinator, "assignment_strategy": i.assignor,
+                 "state": i.state, "members": len(i.members)} for i in infos]
+        render_rows(rows, ["group", "coordinator", "assignment_strategy", "state", "members"], output)
+    else:
+        render_rows(rows, OFFSET_COLUMNS, output)
+
+
+@app.command("delete")
+def delete(
+    groups: Annotated[list[str], typer.Argument(help="Group ids to delete.", show_default=False)],
+    execute: Annotated[bool, typer.Option("--execute", help="Delete (default: dry run).")] = False,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Delete consumer groups (refused for groups with active members).
+
+    Example: offsetkeeper groups delete old-reporting --execute
+    """
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
+        result = delete_groups(admin, list(dict.fromkeys(groups)), execute=execute)
+    if output is OutputFormat.json:
+        render_json({"executed": execute, "groups": result.rows, "errors": result.errors})
+    else:
+        render_rows(result.rows, ["group", "state", "result"], output,
+                    title=None if execute else "Dry run — nothing deleted; add --execute")
+    for msg in result.errors:
+        stderr_console().print(f"[bold red]error:[/] {msg}", highlight=False)
+    if result.errors:
+        raise typer.Exit(1)

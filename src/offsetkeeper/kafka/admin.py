@@ -10,9 +10,15 @@ import concurrent.futures as cf
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigResource,
+    ConfigSource,
+    OffsetSpec,
+    ResourceType,
+)
 
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import UnknownTopicError
@@ -52,6 +58,8 @@ class KafkaAdmin:
         if self._admin is None:
             conf = self.conn.client_config()
             conf.setdefault("socket.timeout.ms", str(int(self.timeout * 1000)))
+            # librdkafka logs informational noise (e.g. BGQUEUE purges) to stderr at level 6.
+            conf.setdefault("log_level", "3")
             self._admin = AdminClient(conf)
         return self._admin
 
@@ -205,11 +213,12 @@ class KafkaAdmin:
         return out
 
     # -- offsets of the log ------------------------------------------------------------------
-    def _list_offsets(self, specs: dict[CkTopicPartition, OffsetSpec], action: str) -> dict[TopicPartition, Any]:
+    def _list_offsets(self, specs: dict[CkTopicPartition, OffsetSpec], action: str,
+                      **kw: Any) -> dict[TopicPartition, Any]:
         if not specs:
             return {}
         try:
-            futures = self.admin.list_offsets(specs, request_timeout=self.timeout)
+            futures = self.admin.list_offsets(specs, request_timeout=self.timeout, **kw)
         except KafkaException as exc:
             raise translate(exc, action=action) from exc
         out = {}
@@ -234,3 +243,30 @@ class KafkaAdmin:
             "look up offsets by time",
         )
         return {tp: (r.offset if r.offset >= 0 else None) for tp, r in res.items()}
+
+    def end_offsets(self, tps: Iterable[TopicPartition], *, read_committed: bool = True) -> dict[TopicPartition, int]:
+        """Log end of each partition; with `read_committed` the last stable offset (LSO)."""
+        level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+        res = self._list_offsets({CkTopicPartition(t.topic, t.partition): OffsetSpec.latest()
+                                  for t in set(tps)}, "read log end offsets", isolation_level=level)
+        return {tp: r.offset for tp, r in res.items()}
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        """Non-default configuration values of each topic (describe_configs)."""
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in dict.fromkeys(topics)]
+        if not resources:
+            return {}
+        try:
+            futures = self.admin.describe_configs(resources, request_timeout=self.timeout)
+        except KafkaException as exc:
+            raise translate(exc, action="describe topic configs") from exc
+        out: dict[str, dict[str, str]] = {}
+        for res, fut in futures.items():
+            entries = self._wait(fut, action="describe topic configs", topic=res.name)
+            out[res.name] = {
+                name: e.value for name, e in sorted(entries.items())
+                if e.value is not None and not e.is_default
+                and e.source not in (ConfigSource.DEFAULT_CONFIG.value, ConfigSource.STATIC_BROKER_CONFIG.value)
+                and not e.is_sensitive
+            }
+        return out

@@ -1,0 +1,104 @@
+"""Rendering and executing reset plans for every command that changes offsets.
+
+`offsets reset`, `snapshots rollback` and restore translation all print plans and reports the
+same way and run the same executor, with a progress bar on a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, apply_plan
+from offsetkeeper.reset.plan import ResetPlan
+
+PLAN_COLUMNS = ["group", "topic", "partition", "current", "target", "log_start", "log_end", "note"]
+REPORT_COLUMNS = ["group", "status", "partitions_changed", "attempts", "latency_ms", "error"]
+
+
+def plan_rows(plan: ResetPlan) -> list[dict]:
+    rows = []
+    for g in plan.groups:
+        if g.refused:
+            rows.append({"group": g.group, "note": f"REFUSED: {g.refused}"})
+            continue
+        for p in g.partitions:
+            rows.append({
+                "group": p.group, "topic": p.topic, "partition": p.partition,
+                "current": p.current, "target": p.target,
+                "log_start": p.log_start if p.log_start >= 0 else None,
+                "log_end": p.log_end if p.log_end >= 0 else None,
+                "note": f"ERROR: {p.error}" if p.error else (p.note or None),
+            })
+    return rows
+
+
+def show_plan(plan: ResetPlan, fmt: OutputFormat, *, executed: bool = False) -> None:
+    """Print a plan; refusals and per-partition errors also go to stderr as one line each."""
+    title = None if executed else f"Reset plan ({plan.target}) — dry run, nothing changed; add --execute to apply"
+    render_rows(plan_rows(plan), PLAN_COLUMNS, fmt, title=title, json_payload=plan.to_dict())
+    err = stderr_console()
+    for g in plan.refused:
+        err.print(f"[bold red]refused:[/] {escape(g.refused or '')}", highlight=False)
+    for p in plan.partitions():
+        if p.error:
+            err.print(f"[bold red]error:[/] group {escape(p.group)} {escape(str(p.tp))}: {escape(p.error)}",
+                      highlight=False)
+
+
+def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
+    """Print the execution report: a summary and one line per group that did not succeed."""
+    if fmt is OutputFormat.json:
+        render_json(report.to_dict())
+        return
+    rows = [{**r.__dict__, "latency_ms": round(r.latency_s * 1000, 1),
+             "error": r.error if not r.partition_errors else
+             f"{r.error}: " + "; ".join(f"{k} {v}" for k, v in sorted(r.partition_errors.items()))}
+            for r in report.results]
+    render_rows(rows, REPORT_COLUMNS, fmt, title="Execution report")
+    s = report.summary()
+    if fmt is OutputFormat.table:
+        out = stderr_console()
+        out.print(
+            f"{s['status']}: {s['groups_succeeded']}/{s['groups_total']} groups, "
+            f"{s['partitions_changed']} partitions changed in {s['elapsed_s']}s "
+            f"({s['offsets_per_s']} offsets/s; latency p50 {s['latency_p50_ms']} ms, "
+            f"p99 {s['latency_p99_ms']} ms, max {s['latency_max_ms']} ms)", highlight=False)
+        if report.snapshot_id:
+            out.print(f"snapshot taken before the change: {report.snapshot_id} "
+                      f"(undo: offsetkeeper snapshots rollback {report.snapshot_id} --execute)",
+                      highlight=False)
+
+
+def execute_plan(admin, plan: ResetPlan, opts: ApplyOptions, fmt: OutputFormat) -> ApplyReport:
+    """Run the executor with a Rich progress bar on a terminal (none for json/csv or pipes)."""
+    console = stderr_console()
+    if fmt is not OutputFormat.table or not console.is_terminal or os.environ.get("CI"):
+        return apply_plan(admin, plan, opts)
+    with Progress(TextColumn("resetting"), BarColumn(), MofNCompleteColumn(), TextColumn("groups"),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task("reset", total=len(plan.groups))
+        opts = ApplyOptions(**{**opts.__dict__, "on_group_done": lambda _r: progress.advance(task)})
+        return apply_plan(admin, plan, opts)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file via temp file + rename so a crash never leaves half a file."""
+    path = path.expanduser()
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def finish(plan: ResetPlan, report: ApplyReport | None) -> None:
+    """Exit non-zero when anything was refused or failed."""
+    if report is not None:
+        if report.status != "SUCCESS":
+            raise typer.Exit(1)
+    elif plan.has_errors:
+        raise typer.Exit(1)

@@ -1,0 +1,116 @@
+"""Read-only views of groups and offsets, as rows ready to render (no Spark, no changes)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.models import GroupInfo, GroupListing, TopicPartition
+
+
+@dataclass(frozen=True)
+class OffsetRow:
+    """One line of `groups describe --offsets` (kafka-consumer-groups.sh --describe + log start)."""
+
+    group: str
+    topic: str
+    partition: int
+    current_offset: int | None
+    log_start_offset: int
+    log_end_offset: int
+    lag: int | None
+    consumer_id: str | None
+    host: str | None
+    client_id: str | None
+
+
+def list_groups(admin: KafkaAdmin, states: set[str] | None = None) -> list[GroupListing]:
+    """Groups, optionally only those in the given states (lower-case, e.g. {'stable','empty'})."""
+    groups = admin.list_groups()
+    if states:
+        groups = [g for g in groups if g.state in states]
+    return groups
+
+
+def resolve_group_ids(admin: KafkaAdmin, groups: list[str], all_groups: bool) -> list[str]:
+    from offsetkeeper.errors import UsageError
+
+    if all_groups and groups:
+        raise UsageError("give GROUP names or --all-groups, not both")
+    if all_groups:
+        return [g.group_id for g in admin.list_groups()]
+    if not groups:
+        raise UsageError("no group given: name one or more groups, or use --all-groups")
+    return list(dict.fromkeys(groups))
+
+
+def describe_states(admin: KafkaAdmin, group_ids: list[str]) -> list[GroupInfo]:
+    infos = admin.describe_groups(group_ids)
+    return [infos[g] for g in group_ids]
+
+
+def describe_offsets(admin: KafkaAdmin, group_ids: list[str]) -> list[OffsetRow]:
+    """Per group and partition: committed offset, log start/end, lag, and the owning member.
+
+    Partitions assigned to a member but never committed show current offset and lag as None
+    (rendered '-'), as kafka-consumer-groups.sh does.
+    """
+    infos = admin.describe_groups(group_ids)
+    committed = admin.committed_offsets_many(group_ids)
+    owner: dict[tuple[str, TopicPartition], tuple[str, str, str]] = {}
+    wanted: set[TopicPartition] = set()
+    for g, info in infos.items():
+        for m in info.members:
+            for tp in m.assignment:
+                owner[(g, tp)] = (m.member_id, m.host, m.client_id)
+                wanted.add(tp)
+    for offs in committed.values():
+        wanted.update(offs)
+    marks = admin.watermarks(wanted)
+    rows = []
+    for g in group_ids:
+        tps = set(committed.get(g, {})) | {tp for (gg, tp) in owner if gg == g}
+        for tp in sorted(tps):
+            c = committed.get(g, {}).get(tp)
+            wm = marks[tp]
+            cur = c.offset if c else None
+            mid, host, cid = owner.get((g, tp), (None, None, None))
+            rows.append(OffsetRow(g, tp.topic, tp.partition, cur, wm.low, wm.high,
+                                  None if cur is None else max(0, wm.high - cur), mid, host, cid))
+    return rows
+
+
+def rows_as_dicts(rows) -> list[dict]:
+    return [asdict(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """`offsets show`: log start/end of a partition, and the offset for a time if asked."""
+
+    topic: str
+    partition: int
+    log_start_offset: int
+    log_end_offset: int
+    offset_at_time: int | None = None
+
+
+def show_offsets(admin: KafkaAdmin, specs: list[tuple[str, tuple[int, ...] | None]],
+                 at_ms: int | None = None) -> list[PartitionOffsets]:
+    """Log start/end per partition of the given topics (and the first offset at/after a time)."""
+    from offsetkeeper.errors import UnknownTopicError
+
+    parts = admin.topic_partitions(list(dict.fromkeys(t for t, _ in specs)))
+    tps: list[TopicPartition] = []
+    for topic, ps in specs:
+        for p in ps or parts[topic]:
+            if p not in parts[topic]:
+                raise UnknownTopicError(f"topic '{topic}' has no partition {p} "
+                                        f"(partitions 0-{len(parts[topic]) - 1})", topic=topic, partition=p)
+            tps.append(TopicPartition(topic, p))
+    tps = sorted(set(tps))
+    marks = admin.watermarks(tps)
+    at = admin.offsets_for_time(tps, at_ms) if at_ms is not None else {}
+    # No record at or after the time: None (shown '-'); a reset to that time goes to log end.
+    return [PartitionOffsets(tp.topic, tp.partition, marks[tp].low, marks[tp].high, at.get(tp))
+            for tp in tps]

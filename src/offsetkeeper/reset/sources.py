@@ -1,0 +1,70 @@
+"""Explicit-offset reset targets read from elsewhere: CSV files, snapshots, restore mappings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from offsetkeeper.config import load_config_file
+from offsetkeeper.errors import UsageError
+from offsetkeeper.reset.parse import parse_offsets_csv
+from offsetkeeper.reset.targets import FromOffsets
+
+
+def from_file(path: str | Path) -> FromOffsets:
+    """Offsets from a --from-file CSV (both forms; see parse_offsets_csv)."""
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise UsageError(f"--from-file {p} cannot be read: {exc.strerror}") from None
+    return parse_offsets_csv(text, source=str(p))
+
+
+def snapshot_store_url(cli_value: str | None, config_path) -> str | None:
+    """The snapshot store: --snapshot-store, else the config's snapshots.store, else the default."""
+    if cli_value:
+        return cli_value
+    return load_config_file(config_path).snapshots.store
+
+
+def _load_snapshot(snapshot_id: str, store: str | None, config_path):
+    from offsetkeeper.snapshots.store import SnapshotStore
+
+    return SnapshotStore(snapshot_store_url(store, config_path)).load(snapshot_id)
+
+
+def from_snapshot(snapshot_id: str, *, store: str | None = None, config=None) -> FromOffsets:
+    """Offsets recorded in a snapshot (rollback)."""
+    from offsetkeeper.snapshots.rollback import rollback_target
+
+    return rollback_target(_load_snapshot(snapshot_id, store, config))
+
+
+def check_snapshot_cluster(admin, snapshot_id: str, store: str | None, config, *, allow: bool) -> None:
+    """Refuse to roll a snapshot of one cluster onto another unless explicitly allowed."""
+    from offsetkeeper.snapshots.rollback import check_cluster
+
+    check_cluster(admin, _load_snapshot(snapshot_id, store, config), allow=allow)
+
+
+def parse_mapping_ref(ref: str) -> tuple[str, str, str | None]:
+    """`DEST/BACKUP_ID[:RESTORE_ID]` -> (destination, backup_id, restore_id or None)."""
+    base, sep, tail = ref.rpartition(":")
+    if sep and tail and "/" not in tail:
+        ref, restore_id = base, tail
+    else:
+        restore_id = None
+    ref = ref.rstrip("/")
+    dest, _, backup_id = ref.rpartition("/")
+    if not backup_id or not dest:
+        raise UsageError(f"--from-mapping '{ref}' must be BACKUP_DIR[:RESTORE_ID], "
+                         "e.g. /backups/nightly-1:restore-1")
+    return dest, backup_id, restore_id
+
+
+def from_mapping(ref: str, groups: list[str] | None = None) -> FromOffsets:
+    """Group offsets captured in a backup, translated through a restore's offset mapping."""
+    from offsetkeeper.restore.translate import offsets_from_mapping
+
+    dest, backup_id, restore_id = parse_mapping_ref(ref)
+    return offsets_from_mapping(dest, backup_id, restore_id, groups)

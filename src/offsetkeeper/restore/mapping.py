@@ -1,0 +1,180 @@
+"""The offset mapping: for every restored record, its source offset and its target offset.
+
+Stored with the backup as Parquet chunks, one file per produced chunk, written atomically:
+
+    DEST/BACKUP_ID/mappings/RESTORE_ID/SOURCE_TOPIC/SOURCE_PARTITION/chunk-<first offset>.parquet
+
+Columns: restore_id, topic, partition (the source), source_offset, target_topic,
+target_partition, target_offset, timestamp. Lookups and translation are pure functions over
+a partition's sorted offsets (`PartitionMapping`).
+"""
+
+from __future__ import annotations
+
+import io
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from offsetkeeper.errors import StoreError
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.restore.paths import join, mappings_root, open_fs, write_bytes_atomic
+
+MAPPING_SCHEMA = pa.schema([
+    ("restore_id", pa.string()),
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("source_offset", pa.int64()),
+    ("target_topic", pa.string()),
+    ("target_partition", pa.int32()),
+    ("target_offset", pa.int64()),
+    ("timestamp", pa.int64()),
+])
+
+
+def chunk_url(root: str, source: TopicPartition, first_source_offset: int) -> str:
+    return join(root, source.topic, str(source.partition), f"chunk-{first_source_offset:020d}.parquet")
+
+
+def write_chunk(root: str, restore_id: str, source: TopicPartition, target: TopicPartition,
+                source_offsets: Sequence[int], target_offsets: Sequence[int],
+                timestamps: Sequence[int]) -> str:
+    """Write one mapping chunk atomically; returns its URL."""
+    n = len(source_offsets)
+    table = pa.table({
+        "restore_id": pa.array([restore_id] * n, pa.string()),
+        "topic": pa.array([source.topic] * n, pa.string()),
+        "partition": pa.array([source.partition] * n, pa.int32()),
+        "source_offset": pa.array(source_offsets, pa.int64()),
+        "target_topic": pa.array([target.topic] * n, pa.string()),
+        "target_partition": pa.array([target.partition] * n, pa.int32()),
+        "target_offset": pa.array(target_offsets, pa.int64()),
+        "timestamp": pa.array(timestamps, pa.int64()),
+    }, schema=MAPPING_SCHEMA)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    url = chunk_url(root, source, source_offsets[0])
+    write_bytes_atomic(url, buf.getvalue())
+    return url
+
+
+def read_mapping(root: str, source: TopicPartition | None = None) -> pa.Table:
+    """All mapping rows under `root` (optionally of one source partition), sorted."""
+    fs, path = open_fs(root)
+    if source is not None:
+        path = join(path, source.topic, str(source.partition))
+    if not fs.exists(path):
+        return MAPPING_SCHEMA.empty_table()
+    files = sorted(f for f in fs.find(path) if f.rsplit("/", 1)[-1].startswith("chunk-")
+                   and f.endswith(".parquet"))
+    tables = []
+    for f in files:
+        try:
+            with fs.open(f, "rb") as fh:
+                tables.append(pq.read_table(fh, schema=MAPPING_SCHEMA))
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"mapping chunk {f} cannot be read: {exc}") from exc
+    if not tables:
+        return MAPPING_SCHEMA.empty_table()
+    t = pa.concat_tables(tables)
+    return t.sort_by([("topic", "ascending"), ("partition", "ascending"),
+                      ("source_offset", "ascending")])
+
+
+@dataclass(frozen=True)
+class PartitionMapping:
+    """The mapping of one source partition, sorted by source offset."""
+
+    source: TopicPartition
+    target: TopicPartition
+    source_offsets: tuple[int, ...]
+    target_offsets: tuple[int, ...]
+    timestamps: tuple[int, ...] = ()
+    target_log_end: int | None = None  # the target partition's log end after the restore
+
+    def __post_init__(self) -> None:
+        if len(self.source_offsets) != len(self.target_offsets):
+            raise ValueError("source and target offsets differ in length")
+
+    @property
+    def count(self) -> int:
+        return len(self.source_offsets)
+
+    def lookup(self, source_offset: int) -> int | None:
+        """The target offset of the record restored from `source_offset`; None if not restored."""
+        i = bisect_left(self.source_offsets, source_offset)
+        if i < len(self.source_offsets) and self.source_offsets[i] == source_offset:
+            return self.target_offsets[i]
+        return None
+
+    def translate(self, committed: int) -> int:
+        """Target offset for a source committed offset C: the target offset of the first restored
+        record with source offset >= C; past the last one, the target log end."""
+        i = bisect_left(self.source_offsets, committed)
+        if i < len(self.source_offsets):
+            return self.target_offsets[i]
+        if self.target_log_end is not None:
+            return self.target_log_end
+        if not self.target_offsets:
+            raise StoreError(f"no record of {self.source} was restored and the target log end "
+                             "is unknown (the restore did not finish)", topic=self.source.topic,
+                             partition=self.source.partition)
+        return self.target_offsets[-1] + 1
+
+    def first_source_at_or_after(self, committed: int) -> int | None:
+        i = bisect_left(self.source_offsets, committed)
+        return self.source_offsets[i] if i < len(self.source_offsets) else None
+
+
+def partition_mappings(table: pa.Table, log_ends: dict[TopicPartition, int] | None = None,
+                       routes: dict[TopicPartition, TopicPartition] | None = None,
+                       ) -> dict[TopicPartition, PartitionMapping]:
+    """Group a mapping table into PartitionMappings; `routes` adds partitions with no rows."""
+    log_ends = log_ends or {}
+    cols = {c: table.column(c).to_pylist() for c in
+            ("topic", "partition", "source_offset", "target_topic", "target_partition",
+             "target_offset", "timestamp")}
+    groups: dict[TopicPartition, tuple[TopicPartition, list, list, list]] = {}
+    for i in range(table.num_rows):
+        src = TopicPartition(cols["topic"][i], cols["partition"][i])
+        g = groups.get(src)
+        if g is None:
+            g = groups[src] = (TopicPartition(cols["target_topic"][i], cols["target_partition"][i]), [], [], [])
+        g[1].append(cols["source_offset"][i])
+        g[2].append(cols["target_offset"][i])
+        g[3].append(cols["timestamp"][i])
+    out = {}
+    for src, (tgt, so, to, ts) in groups.items():
+        order = sorted(range(len(so)), key=so.__getitem__)
+        out[src] = PartitionMapping(src, tgt, tuple(so[i] for i in order), tuple(to[i] for i in order),
+                                    tuple(ts[i] for i in order), log_ends.get(tgt))
+    for src, tgt in (routes or {}).items():
+        if src not in out:
+            out[src] = PartitionMapping(src, tgt, (), (), (), log_ends.get(tgt))
+    return out
+
+
+def summary_rows(mappings: dict[TopicPartition, PartitionMapping]) -> list[dict[str, Any]]:
+    """Per source partition: source/target first/last offsets and the record count."""
+    rows = []
+    for src in sorted(mappings):
+        m = mappings[src]
+        rows.append({
+            "topic": src.topic, "partition": src.partition,
+            "target_topic": m.target.topic, "target_partition": m.target.partition,
+            "records": m.count,
+            "source_first": m.source_offsets[0] if m.count else None,
+            "source_last": m.source_offsets[-1] if m.count else None,
+            "target_first": m.target_offsets[0] if m.count else None,
+            "target_last": m.target_offsets[-1] if m.count else None,
+            "target_log_end": m.target_log_end,
+        })
+    return rows
+
+
+def mapping_root_for(destination: str, backup_id: str, restore_id: str) -> str:
+    return mappings_root(destination, backup_id, restore_id)

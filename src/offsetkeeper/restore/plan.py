@@ -1,0 +1,96 @@
+"""Which source partition goes to which target partition (pure, no I/O)."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+from offsetkeeper.errors import UsageError
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.restore.backup_view import BackupView
+from offsetkeeper.restore.config import RestoreOptions
+
+
+@dataclass(frozen=True, order=True)
+class Route:
+    """Records of `source` are written, in source-offset order, to `target`."""
+
+    source: TopicPartition
+    target: TopicPartition
+
+
+@dataclass(frozen=True)
+class TopicToCreate:
+    name: str
+    partitions: int
+    configs: dict[str, str]
+    source_topic: str
+
+
+def _selected(topic: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    if include and not any(fnmatch.fnmatchcase(topic, p) for p in include):
+        return False
+    return not any(fnmatch.fnmatchcase(topic, p) for p in exclude)
+
+
+def route_partitions(view: BackupView, o: RestoreOptions) -> list[Route]:
+    """One route per selected source partition; refuses two sources on one target partition."""
+    topics = sorted(t for t in view.topics if _selected(t, o.topics, o.exclude_topics))
+    for pattern in o.topics:
+        if not any(fnmatch.fnmatchcase(t, pattern) for t in view.topics):
+            raise UsageError(f"topic '{pattern}' is not in backup '{view.backup_id}' "
+                             f"(it holds: {', '.join(sorted(view.topics)) or 'nothing'})")
+    for src in o.rename:
+        if src not in view.topics:
+            raise UsageError(f"--rename names topic '{src}', which is not in backup '{view.backup_id}'")
+    routes: list[Route] = []
+    for t in topics:
+        meta = view.topics[t]
+        parts = sorted({tp.partition for tp in view.partitions if tp.topic == t}
+                       or range(meta.partition_count))
+        wanted = o.source_partitions.get(t, o.source_partitions.get(None))
+        if wanted is not None:
+            missing = sorted(set(wanted) - set(parts))
+            if missing and t in o.source_partitions:
+                raise UsageError(f"--source-partitions: topic '{t}' has no backed-up partition "
+                                 f"{missing[0]} (it has {', '.join(map(str, parts))})")
+            parts = [p for p in parts if p in wanted]
+        pmap = {**o.partition_map.get(None, {}), **o.partition_map.get(t, {})}
+        target_topic = o.rename.get(t, t)
+        for p in parts:
+            routes.append(Route(TopicPartition(t, p), TopicPartition(target_topic, pmap.get(p, p))))
+    seen: dict[TopicPartition, TopicPartition] = {}
+    for r in routes:
+        if r.target in seen:
+            raise UsageError(f"{seen[r.target]} and {r.source} would both be restored to {r.target}; "
+                             "give each source partition its own target partition")
+        seen[r.target] = r.source
+    if not routes:
+        raise UsageError(f"nothing to restore: no backed-up partition of backup '{view.backup_id}' "
+                         "matches the topic and partition filters")
+    return sorted(routes)
+
+
+def topics_to_create(view: BackupView, routes: list[Route], existing: dict[str, list[int]]) -> list[TopicToCreate]:
+    """Target topics that do not exist yet: the backed-up partition count (or more, when a
+    partition map needs it) and the backed-up configs."""
+    need: dict[str, tuple[str, int]] = {}
+    for r in routes:
+        src, n = need.get(r.target.topic, (r.source.topic, 0))
+        need[r.target.topic] = (src, max(n, r.target.partition + 1))
+    out = []
+    for name, (src, n) in sorted(need.items()):
+        if name in existing:
+            continue
+        meta = view.topics[src]
+        out.append(TopicToCreate(name, max(n, meta.partition_count), dict(meta.configs), src))
+    return out
+
+
+def check_existing_targets(routes: list[Route], existing: dict[str, list[int]]) -> None:
+    """Every target partition of an existing topic must exist."""
+    for r in routes:
+        parts = existing.get(r.target.topic)
+        if parts is not None and r.target.partition not in parts:
+            raise UsageError(f"target topic '{r.target.topic}' has no partition {r.target.partition} "
+                             f"(it has {len(parts)}); use --partition-map or add partitions")
