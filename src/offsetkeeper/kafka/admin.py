@@ -270,3 +270,22 @@ class KafkaAdmin:
                 and not e.is_sensitive
             }
         return out
+
+    def create_topic(self, name: str, partitions: int, *, replication_factor: int = -1,
+                     configs: Mapping[str, str] | None = None) -> None:
+        """Create a topic and wait until its metadata shows every partition."""
+        import time
+
+        from confluent_kafka.admin import NewTopic
+
+        fut = self.admin.create_topics(
+            [NewTopic(name, partitions, replication_factor, config=dict(configs or {}))],
+            request_timeout=self.timeout)[name]
+        self._wait(fut, action="create topic", topic=name)
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            md = self.admin.list_topics(name, timeout=self.timeout)
+            t = md.topics.get(name)
+            if t is not None and t.error is None and len(t.partitions) >= partitions:
+                return
+            time.sleep(0.1)
