@@ -1,6 +1,239 @@
-"""`offsetkeeper snapshots ...` (issue 3: not built yet)."""
+"""`offsetkeeper snapshots create|list|show|diff|verify|rollback|delete`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.markup import escape
+
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    OutputOpt,
+    connection,
+)
+from offsetkeeper.cli.output import (
+    OutputFormat,
+    render_json,
+    render_rows,
+    stderr_console,
+    stdout_console,
+)
+from offsetkeeper.config import load_config_file
+from offsetkeeper.errors import UsageError
+from offsetkeeper.snapshots.compare import DIFF_COLUMNS, OffsetDiff
+from offsetkeeper.snapshots.model import Snapshot
+from offsetkeeper.snapshots.store import SnapshotStore, resolve_store_url
 
 app = typer.Typer(help="Offset snapshots: create, list, show, diff, verify, rollback, delete.",
                   no_args_is_help=True)
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option("--store", help="Snapshot store: a directory or fsspec URL (s3://, gs://, ...) "
+                 "[default: $OFFSETKEEPER_SNAPSHOT_STORE, config snapshots.store, "
+                 "else ~/.local/share/offsetkeeper/snapshots].", show_default=False),
+]
+IdArg = Annotated[str, typer.Argument(help="Snapshot id (or 'latest' for the newest).",
+                                      show_default=False)]
+
+LIST_COLUMNS = ["id", "created_at", "cluster_id", "groups", "partitions", "description"]
+SHOW_COLUMNS = ["group", "state", "topic", "partition", "offset", "metadata",
+                "log_start", "log_end", "lag"]
+
+
+def _store(store: str | None, config: Path | None) -> SnapshotStore:
+    return SnapshotStore(resolve_store_url(store, load_config_file(config)))
+
+
+def _note(text: str) -> None:
+    stderr_console().print(f"[yellow]note:[/] {escape(text)}", highlight=False)
+
+
+def _say(text: str, fmt: OutputFormat) -> None:
+    """A sentence for people: shown with table output, left out of JSON and CSV."""
+    if fmt is OutputFormat.table:
+        stdout_console().print(escape(text), highlight=False)
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v.strip() for raw in values or [] for v in raw.split(",") if v.strip()]
+
+
+def _render_diffs(diffs: list[OffsetDiff], fmt: OutputFormat, title: str) -> None:
+    if diffs or fmt is not OutputFormat.table:
+        render_rows([d.as_row() for d in diffs], DIFF_COLUMNS, fmt, title=title)
+
+
+@app.command("create")
+def create(
+    group: Annotated[list[str] | None, typer.Option(
+        "--group", "-g", help="Group to include (repeat, or comma-separate).",
+        show_default=False)] = None,
+    all_groups: Annotated[bool, typer.Option("--all-groups", help="Include every group.")] = False,
+    description: Annotated[str, typer.Option("--description", "-d",
+                                             help="Free text stored with the snapshot.")] = "",
+    store: StoreOpt = None,
+    bootstrap: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None,
+    config: ConfigOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Save the committed offsets (with metadata) of groups, the log start/end of their
+    partitions, the cluster id and the time. Changes nothing on the cluster.
+
+    Example: offsetkeeper snapshots create -g payments -g billing -d "before migration"
+    """
+    groups = _split(group)
+    if bool(groups) == all_groups:
+        raise UsageError("give either --group G (one or more) or --all-groups")
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.snapshots.capture import snapshot_and_save
+
+    st = _store(store, config)
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
+        snap = snapshot_and_save(admin, None if all_groups else groups, st,
+                                 description=description)
+    for g, gs in sorted(snap.groups.items()):
+        if not gs.offsets:
+            _note(f"group {g} has no committed offsets (state {gs.state}); recorded as empty")
+    row = {**snap.summary().as_row(), "path": st.display(st.path(snap.id))}
+    row.pop("error")
+    if output is OutputFormat.table:
+        _say(f"snapshot {snap.id} saved: {row['groups']} groups, {row['partitions']} "
+             f"partitions -> {row['path']}", output)
+    else:
+        render_rows([row], [*LIST_COLUMNS, "path"], output, json_payload=row)
+
+
+@app.command("list")
+def list_(store: StoreOpt = None, config: ConfigOpt = None,
+          output: OutputOpt = OutputFormat.table) -> None:
+    """List the stored snapshots, newest first.
+
+    Example: offsetkeeper snapshots list --store s3://ops-bucket/offset-snapshots
+    """
+    st = _store(store, config)
+    rows = [s.as_row() for s in st.list()]
+    columns = LIST_COLUMNS + (["error"] if any(r["error"] for r in rows) else [])
+    if not rows:
+        _say(f"no snapshots in {st.url}", output)
+        if output is OutputFormat.table:
+            return
+    render_rows(rows, columns, output, title=f"Snapshots in {st.url}")
+
+
+@app.command("show")
+def show(snapshot_id: IdArg, store: StoreOpt = None, config: ConfigOpt = None,
+         output: OutputOpt = OutputFormat.table) -> None:
+    """Show one snapshot: per group and partition the offset, metadata, log start/end and lag.
+
+    Example: offsetkeeper snapshots show snap-20261121T194501.123Z-1a2b -o json
+    """
+    snap = _store(store, config).load(snapshot_id)
+    if output is OutputFormat.json:
+        render_json(snap.to_dict())
+        return
+    title = (f"{snap.id}  created {snap.created_at}  cluster {snap.cluster_id or '?'} "
+             f"({snap.bootstrap_servers})" + (f"  — {snap.description}" if snap.description
+                                              else ""))
+    render_rows(snap.rows(), SHOW_COLUMNS, output, title=title)
+
+
+@app.command("diff")
+def diff_cmd(
+    snapshot_id: IdArg,
+    other: Annotated[str | None, typer.Argument(
+        help="Second snapshot id; without it the live cluster is compared.",
+        show_default=False)] = None,
+    live: Annotated[bool, typer.Option("--live", help="Compare with the live cluster "
+                                       "(the default when no second id is given).")] = False,
+    store: StoreOpt = None,
+    bootstrap: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None,
+    config: ConfigOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Show the committed offsets that differ between two snapshots, or between a snapshot and
+    the live cluster (BEFORE = first snapshot, AFTER = second / live). Exit 0 either way.
+
+    Example: offsetkeeper snapshots diff snap-20261121T194501.123Z-1a2b --live
+    """
+    if other and live:
+        raise UsageError("give either a second snapshot id or --live, not both")
+    from offsetkeeper.snapshots.compare import diff
+
+    st = _store(store, config)
+    a = st.load(snapshot_id)
+    if other:
+        b = st.load(other)
+        if a.cluster_id != b.cluster_id:
+            _note(f"the snapshots were taken on different clusters "
+                  f"({a.cluster_id or '?'} and {b.cluster_id or '?'})")
+        diffs, against = diff(a, b), b.id
+    else:
+        diffs, against = _live_diffs(a, bootstrap, command_config, cluster, config), "live"
+    _render_diffs(diffs, output, f"{a.id} -> {against}")
+    if not diffs:
+        _say(f"no differences between {a.id} and {against}", output)
+
+
+def _live_diffs(snap: Snapshot, bootstrap, command_config, cluster, config) -> list[OffsetDiff]:
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.snapshots.compare import verify
+
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
+        live_id = admin.cluster_id()
+        if snap.cluster_id and live_id and snap.cluster_id != live_id:
+            _note(f"snapshot {snap.id} was taken on cluster {snap.cluster_id}; "
+                  f"this is cluster {live_id}")
+        return verify(admin, snap)
+
+
+@app.command("verify")
+def verify_cmd(
+    snapshot_id: IdArg,
+    store: StoreOpt = None,
+    bootstrap: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None,
+    config: ConfigOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Check that the live committed offsets of the snapshot's groups equal the snapshot.
+    Exit 0 when they all match, 1 (listing the differences) otherwise.
+
+    Example: offsetkeeper snapshots verify latest
+    """
+    snap = _store(store, config).load(snapshot_id)
+    diffs = _live_diffs(snap, bootstrap, command_config, cluster, config)
+    _render_diffs(diffs, output, f"{snap.id} -> live")
+    if diffs:
+        stderr_console().print(
+            f"[bold red]error:[/] {len(diffs)} partition offset(s) differ from snapshot "
+            f"{escape(snap.id)}", highlight=False)
+        raise typer.Exit(1)
+    _say(f"ok: the committed offsets of {len(snap.groups)} group(s) "
+         f"({snap.partition_count()} partitions) match snapshot {snap.id}", output)
+
+
+@app.command("delete")
+def delete(
+    snapshot_ids: Annotated[list[str], typer.Argument(help="Snapshot id(s) to delete.",
+                                                      show_default=False)],
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Delete stored snapshots (the cluster is not touched).
+
+    Example: offsetkeeper snapshots delete snap-20261121T194501.123Z-1a2b
+    """
+    st = _store(store, config)
+    for sid in snapshot_ids:
+        stdout_console().print(f"deleted {escape(st.delete(sid))}", highlight=False)

@@ -1,0 +1,155 @@
+"""Snapshots against a real broker: capture, the CLI, verify/diff, corrupt and missing files."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from kafkatools import commit, create_topic, produce_n
+from offsetkeeper.cli.main import main
+from offsetkeeper.models import CommittedOffset, TopicPartition
+from offsetkeeper.snapshots.capture import take_snapshot
+from offsetkeeper.snapshots.compare import verify
+from offsetkeeper.snapshots.store import SnapshotStore
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch, tmp_path, bootstrap):
+    """Run `offsetkeeper snapshots ...` in-process: (exit code, stdout, stderr)."""
+    store = tmp_path / "snaps"
+    monkeypatch.delenv("OFFSETKEEPER_SNAPSHOT_STORE", raising=False)
+    monkeypatch.setenv("OFFSETKEEPER_CONFIG", str(tmp_path / "none.yaml"))
+    (tmp_path / "none.yaml").write_text("{}\n")
+
+    def run(*args: str, connect: bool = True) -> tuple[int, str, str]:
+        extra = ["--store", str(store)] + (["-b", bootstrap] if connect else [])
+        monkeypatch.setattr(sys, "argv", ["offsetkeeper", "snapshots", *args, *extra])
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    run.store = SnapshotStore(str(store))
+    return run
+
+
+@pytest.fixture
+def topic_group(bootstrap, unique):
+    topic, group = unique("snap"), unique("g")
+    create_topic(bootstrap, topic, partitions=3)
+    produce_n(bootstrap, topic, 3, 10)
+    commit(bootstrap, group, {(topic, 0): 4, (topic, 1): 7})
+    return topic, group
+
+
+def test_take_snapshot_reads_offsets_metadata_watermarks_and_cluster(admin, bootstrap, unique,
+                                                                     topic_group):
+    topic, group = topic_group
+    admin.alter_result(group, admin.alter_offsets_async(
+        group, {TopicPartition(topic, 2): CommittedOffset(9, "meta-9")}))
+    missing = unique("nogroup")
+    snap = take_snapshot(admin, [group, missing], description="d")
+    assert snap.description == "d" and snap.bootstrap_servers == bootstrap
+    assert snap.cluster_id == admin.cluster_id()
+    offs = snap.groups[group].offsets
+    assert {tp.partition: c.offset for tp, c in offs.items()} == {0: 4, 1: 7, 2: 9}
+    assert offs[TopicPartition(topic, 2)].metadata == "meta-9"
+    assert snap.groups[group].state == "empty"
+    assert snap.groups[missing].offsets == {}
+    # watermarks of every partition of the topic, as log start / log end
+    assert {tp.partition: (w.low, w.high) for tp, w in snap.partitions.items()} == {
+        0: (0, 10), 1: (0, 10), 2: (0, 10)}
+    assert verify(admin, snap) == []
+
+
+def test_all_groups_snapshot_includes_the_group(admin, topic_group):
+    _, group = topic_group
+    snap = take_snapshot(admin, None)
+    assert group in snap.groups and snap.groups[group].offsets
+
+
+def test_create_show_list_verify_diff_delete(cli, bootstrap, topic_group):
+    topic, group = topic_group
+    code, out, err = cli("create", "-g", group, "-d", "before change", "-o", "json")
+    assert code == 0, err
+    created = json.loads(out)
+    sid = created["id"]
+    assert created["groups"] == 1 and created["partitions"] == 2
+    assert created["path"].endswith(f"{sid}.json")
+
+    code, out, _ = cli("show", sid, "-o", "json", connect=False)
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1 and doc["description"] == "before change"
+    assert [o["offset"] for o in doc["groups"][group]["offsets"]] == [4, 7]
+
+    code, out, _ = cli("show", sid, "-o", "csv", connect=False)
+    assert out.splitlines()[0].startswith("group,state,topic,partition,offset")
+    assert f"{group},empty,{topic},0,4,,0,10,6" in out
+
+    code, out, _ = cli("list", "-o", "json", connect=False)
+    assert [s["id"] for s in json.loads(out)] == [sid]
+
+    code, out, err = cli("verify", sid)
+    assert code == 0, err
+    assert "match" in out
+
+    commit(bootstrap, group, {(topic, 0): 9, (topic, 2): 1})
+    code, out, err = cli("verify", sid, "-o", "json")
+    assert code == 1
+    assert "2 partition offset(s) differ" in err and sid in err
+    rows = {(r["partition"], r["change"]): r for r in json.loads(out)}
+    assert rows[(0, "changed")]["before"] == 4 and rows[(0, "changed")]["delta"] == 5
+    assert rows[(2, "added")]["after"] == 1
+
+    code, out, _ = cli("diff", sid, "--live", "-o", "csv")
+    assert code == 0
+    assert f"{group},{topic},0,4,9,5,changed" in out
+
+    code, out, _ = cli("create", "-g", group, "-o", "json")
+    sid2 = json.loads(out)["id"]
+    code, out, _ = cli("diff", sid, sid2, "-o", "json", connect=False)
+    assert code == 0 and len(json.loads(out)) == 2
+    code, out, _ = cli("diff", sid2, connect=True)
+    assert code == 0 and "no differences" in out
+    code, _, err = cli("diff", sid, sid2, "--live", connect=False)
+    assert code == 2
+
+    code, out, _ = cli("list", "-o", "csv", connect=False)
+    assert [line.split(",")[0] for line in out.splitlines()[1:]] == [sid2, sid]
+    code, out, _ = cli("delete", sid, sid2, connect=False)
+    assert code == 0 and cli.store.list() == []
+
+
+def test_corrupt_and_missing_snapshots_exit_1_naming_the_file(cli, topic_group):
+    _, group = topic_group
+    code, out, _ = cli("create", "-g", group, "-o", "json")
+    sid = json.loads(out)["id"]
+    path = cli.store.path(sid)
+    with open(path, "r+") as f:
+        f.truncate(40)
+    for args, connect in ((("show", sid), False), (("verify", sid), True),
+                          (("diff", sid, "--live"), True)):
+        code, _, err = cli(*args, connect=connect)
+        assert code == 1, args
+        assert "corrupt" in err and sid in err and f"{sid}.json" in err
+
+    code, _, err = cli("verify", "snap-20200101T000000.000Z-dead")
+    assert code == 1 and "not found" in err and "snap-20200101T000000.000Z-dead.json" in err
+    code, _, err = cli("delete", "snap-20200101T000000.000Z-dead", connect=False)
+    assert code == 1 and "not found" in err
+    code, _, err = cli("show", "../../etc/passwd", connect=False)
+    assert code == 2 and "not a snapshot id" in err
+
+
+def test_create_usage_errors(cli):
+    code, _, err = cli("create")
+    assert code == 2 and "--all-groups" in err
+    code, _, err = cli("create", "-g", "x", "--all-groups")
+    assert code == 2
