@@ -38,10 +38,10 @@ def _register() -> None:
 _register()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turn library errors into one line on stderr and an exit code."""
     try:
-        app()
+        app(args=argv, prog_name="offsetkeeper")
     except OffsetkeeperError as exc:
         stderr_console().print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
         sys.exit(exc.exit_code)

@@ -17,7 +17,14 @@ from offsetkeeper.cli.common import (
     connection,
 )
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
-from offsetkeeper.cli.reset_render import execute_plan, finish, show_plan, show_report, write_atomic
+from offsetkeeper.cli.reset_render import (
+    execute_plan,
+    finish,
+    print_problems,
+    show_plan,
+    show_report,
+    write_atomic,
+)
 from offsetkeeper.errors import UsageError
 from offsetkeeper.inspect import rows_as_dicts, show_offsets
 from offsetkeeper.kafka.admin import KafkaAdmin
@@ -182,6 +189,7 @@ def reset(
         show_plan(plan, output, executed=execute)
         if report is not None:
             show_report(report, output)
+    print_problems(plan, report)
     if export and output is OutputFormat.table:
         stderr_console().print(f"plan written to {export} (use with --from-file)", highlight=False)
     finish(plan, report)

@@ -39,16 +39,28 @@ def plan_rows(plan: ResetPlan) -> list[dict]:
 
 
 def show_plan(plan: ResetPlan, fmt: OutputFormat, *, executed: bool = False) -> None:
-    """Print a plan; refusals and per-partition errors also go to stderr as one line each."""
+    """Print a plan (data only, to stdout)."""
     title = None if executed else f"Reset plan ({plan.target}) — dry run, nothing changed; add --execute to apply"
     render_rows(plan_rows(plan), PLAN_COLUMNS, fmt, title=title, json_payload=plan.to_dict())
+
+
+def print_problems(plan: ResetPlan, report: ApplyReport | None = None) -> None:
+    """One line on stderr per refused group, failed group or failed partition (any format)."""
     err = stderr_console()
+    reported = set()
     for g in plan.refused:
         err.print(f"[bold red]refused:[/] {escape(g.refused or '')}", highlight=False)
+        reported.add(g.group)
     for p in plan.partitions():
         if p.error:
             err.print(f"[bold red]error:[/] group {escape(p.group)} {escape(str(p.tp))}: {escape(p.error)}",
                       highlight=False)
+            reported.add(p.group)
+    for r in report.results if report else ():
+        if r.status in ("failed", "refused") and r.group not in reported:
+            detail = "; ".join(f"{k}: {v}" for k, v in sorted(r.partition_errors.items()))
+            err.print(f"[bold red]{r.status}:[/] group {escape(r.group)}: {escape(r.error or '')}"
+                      + (f" ({escape(detail)})" if detail else ""), highlight=False)
 
 
 def show_report(report: ApplyReport, fmt: OutputFormat) -> None:

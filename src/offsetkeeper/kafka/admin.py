@@ -192,12 +192,11 @@ class KafkaAdmin:
 
     def delete_offsets(self, group_id: str, tps: Iterable[TopicPartition]) -> dict[TopicPartition, str | None]:
         """Delete a group's committed offsets for the given partitions (KIP-496 OffsetDelete)."""
-        cks = [CkTopicPartition(tp.topic, tp.partition) for tp in sorted(tps)]
-        fut = self.admin.delete_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group_id, cks)], request_timeout=self.timeout
-        )[group_id]
-        res = self._wait(fut, action="delete offsets", group=group_id)
-        return {_tp(tp): (tp.error.name() if tp.error else None) for tp in res.topic_partitions}
+        # The Python binding lacks OffsetDelete; librdkafka has it (see offset_delete.py).
+        from offsetkeeper.kafka.offset_delete import delete_group_offsets
+
+        return delete_group_offsets(self.conn.client_config(), group_id, sorted(tps),
+                                    timeout_s=self.timeout)
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, Exception | None]:
         """Delete groups; per group None on success or the translated error."""

@@ -1,0 +1,148 @@
+"""Parsing of reset input: topic specs, datetimes, durations, offsets, CSV files."""
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from offsetkeeper.errors import UsageError
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.reset.parse import (
+    parse_datetime,
+    parse_duration,
+    parse_offset,
+    parse_offsets_csv,
+    parse_topic_spec,
+)
+from offsetkeeper.reset.plan import GroupPlan, PartitionPlan, ResetPlan
+from offsetkeeper.reset.render import plan_csv, plan_script
+
+topic_names = st.from_regex(r"[A-Za-z0-9._-]{1,20}", fullmatch=True)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("orders", ("orders", None)),
+    ("orders:0", ("orders", (0,))),
+    ("orders:2,0,2", ("orders", (0, 2))),
+    ("my.topic-1:10", ("my.topic-1", (10,))),
+])
+def test_topic_spec(text, expected):
+    assert parse_topic_spec(text) == expected
+
+
+@pytest.mark.parametrize("text", [":0", "orders:", "orders:a", "orders:-1", "orders:1,x"])
+def test_topic_spec_rejects(text):
+    with pytest.raises(UsageError, match="--topic"):
+        parse_topic_spec(text)
+
+
+@given(topic_names, st.lists(st.integers(0, 1000), min_size=1, max_size=10))
+def test_topic_spec_round_trip(topic, parts):
+    assert parse_topic_spec(f"{topic}:{','.join(map(str, parts))}") == (topic, tuple(sorted(set(parts))))
+
+
+@pytest.mark.parametrize("text,ms", [
+    ("2026-11-20T09:40:00", 1795167600000),
+    ("2026-11-20T09:40:00Z", 1795167600000),
+    ("2026-11-20T09:40:00.250Z", 1795167600250),
+    ("2026-11-20T11:40:00+02:00", 1795167600000),
+    ("2026-11-20", 1795132800000),
+])
+def test_datetime_utc_default(text, ms):
+    assert parse_datetime(text) == ms
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-13-01T00:00:00", "", "09:40"])
+def test_datetime_rejects(text):
+    with pytest.raises(UsageError, match="not an ISO-8601 datetime"):
+        parse_datetime(text)
+
+
+@pytest.mark.parametrize("text,delta", [
+    ("PT1H", timedelta(hours=1)),
+    ("PT1H30M", timedelta(hours=1, minutes=30)),
+    ("P1DT2H", timedelta(days=1, hours=2)),
+    ("PT0.5S", timedelta(seconds=0.5)),
+    ("-PT10M", timedelta(minutes=10)),
+    ("p2d", timedelta(days=2)),
+])
+def test_duration(text, delta):
+    assert parse_duration(text) == delta
+
+
+@pytest.mark.parametrize("text", ["P", "PT", "1H", "PT1X", "P1DT", "", "PT-1H"])
+def test_duration_rejects(text):
+    with pytest.raises(UsageError, match="not an ISO-8601 duration"):
+        parse_duration(text)
+
+
+@given(st.integers(0, 10**6), st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
+def test_duration_property(d, h, m, s):
+    assert parse_duration(f"P{d}DT{h}H{m}M{s}S") == timedelta(days=d, hours=h, minutes=m, seconds=s)
+
+
+@pytest.mark.parametrize("text,msg", [("-1", "negative"), ("abc", "not a number"), ("1.5", "not a number")])
+def test_offset_rejects(text, msg):
+    with pytest.raises(UsageError, match=msg):
+        parse_offset(text)
+
+
+def test_csv_one_group_form():
+    t = parse_offsets_csv("orders,0,5\norders,1,7\n\n# comment\npay,0,0\n")
+    assert t.groups() == []
+    assert t.for_group("anything") == {TopicPartition("orders", 0): 5, TopicPartition("orders", 1): 7,
+                                       TopicPartition("pay", 0): 0}
+
+
+def test_csv_several_groups_form():
+    t = parse_offsets_csv("g1,orders,0,5\ng2,orders,0,9\n")
+    assert t.groups() == ["g1", "g2"]
+    assert t.for_group("g2") == {TopicPartition("orders", 0): 9}
+    assert t.for_group("g3") == {}
+
+
+@pytest.mark.parametrize("text,line", [
+    ("orders,0,5\norders,x,1\n", 2),
+    ("orders,0,5\ng,orders,0,1\n", 2),
+    ("orders,0\n", 1),
+    ("orders,0,-3\n", 1),
+    ("a,b,c,d,e\n", 1),
+])
+def test_csv_rejects_with_line_number(text, line):
+    with pytest.raises(UsageError, match=f"line {line}"):
+        parse_offsets_csv(text, source="f.csv")
+
+
+def test_csv_empty():
+    with pytest.raises(UsageError, match="holds no offsets"):
+        parse_offsets_csv("\n# nothing\n")
+
+
+offset_maps = st.dictionaries(
+    st.sampled_from(["g1", "g-2", "g.3"]),
+    st.dictionaries(st.tuples(topic_names, st.integers(0, 50)), st.integers(0, 10**12), min_size=1),
+    min_size=1, max_size=3)
+
+
+@given(offset_maps)
+def test_export_then_from_file_round_trip(groups):
+    """Invariant: what --export writes, --from-file reads back as exactly the planned offsets."""
+    plan = ResetPlan(target="x", groups=tuple(
+        GroupPlan(g, "empty", 0, tuple(PartitionPlan(g, t, p, None, o, 0, o) for (t, p), o in sorted(m.items())))
+        for g, m in sorted(groups.items())))
+    parsed = parse_offsets_csv(plan_csv(plan))
+    for g, m in groups.items():
+        assert parsed.for_group(g) == {TopicPartition(t, p): o for (t, p), o in m.items()}
+
+
+def test_script_has_one_command_per_partition_and_skips_refused():
+    plan = ResetPlan(target="x", groups=(
+        GroupPlan("g1", "empty", 0, (PartitionPlan("g1", "orders", 0, 1, 5, 0, 9),
+                                      PartitionPlan("g1", "orders", 1, 1, 6, 0, 9))),
+        GroupPlan("g2", "stable", 1, (PartitionPlan("g2", "orders", 0, 1, 5, 0, 9),), refused="active"),
+    ))
+    s = plan_script(plan, bootstrap_servers="k:9092")
+    assert s.count("kafka-consumer-groups.sh") == 2
+    assert "--group g1 --topic orders:1 --reset-offsets --to-offset 6 --execute" in s
+    assert "# SKIPPED g2: active" in s
