@@ -11,7 +11,7 @@ from offsetkeeper.models import CommittedOffset, TopicPartition
 from offsetkeeper.reset.targets import FromOffsets
 from offsetkeeper.snapshots.compare import Live, OffsetDiff, diff
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot
-from offsetkeeper.snapshots.rollback import check_cluster, rollback_groups, rollback_target
+from offsetkeeper.snapshots.rollback import cluster_mismatch, rollback_groups, rollback_target
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -108,10 +108,10 @@ def test_rollback_of_a_snapshot_without_offsets_is_refused():
 
 def test_cluster_check():
     s = snap({"g": {A: 1}}, cluster="c1")
-    assert check_cluster(s, "c1") is None
+    assert cluster_mismatch(s, "c1") is None
     with pytest.raises(UsageError, match="--allow-cluster-mismatch") as e:
-        check_cluster(s, "c2")
+        cluster_mismatch(s, "c2")
     assert "c1" in e.value.message and "c2" in e.value.message
-    note = check_cluster(s, "c2", allow_mismatch=True)
+    note = cluster_mismatch(s, "c2", allow_mismatch=True)
     assert "c1" in note and "c2" in note
-    assert "cannot tell" in check_cluster(snap({"g": {A: 1}}, cluster=""), "c2")
+    assert "cannot tell" in cluster_mismatch(snap({"g": {A: 1}}, cluster=""), "c2")

@@ -131,6 +131,12 @@ def test_resolve_store_url(monkeypatch):
     assert resolve_store_url("/x", cfg) == "/x"
 
 
-def test_default_store_is_under_user_data_dir():
+def test_default_store_is_under_user_data_dir(monkeypatch):
+    monkeypatch.delenv(STORE_ENV, raising=False)
     assert "offsetkeeper" in default_store_url()
     assert SnapshotStore().url == default_store_url()
+
+
+def test_store_without_url_follows_the_environment(monkeypatch):
+    monkeypatch.setenv(STORE_ENV, "memory://from-env")
+    assert SnapshotStore().url == "memory://from-env"

@@ -237,3 +237,62 @@ def delete(
     st = _store(store, config)
     for sid in snapshot_ids:
         stdout_console().print(f"deleted {escape(st.delete(sid))}", highlight=False)
+
+
+@app.command("rollback")
+def rollback(
+    snapshot_id: IdArg,
+    execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (default: dry run).")] = False,
+    allow_cluster_mismatch: Annotated[bool, typer.Option(
+        "--allow-cluster-mismatch", help="Allow a snapshot taken on another cluster "
+        "(different cluster id).")] = False,
+    no_snapshot: Annotated[bool, typer.Option(
+        "--no-snapshot", help="Do not snapshot the groups before --execute.")] = False,
+    max_concurrent: Annotated[int, typer.Option("--max-concurrent", min=1, max=1000,
+                                                help="Groups committed at once.")] = 32,
+    retries: Annotated[int, typer.Option("--retries", min=0, max=50,
+                                         help="Retries per group for retriable errors.")] = 5,
+    store: StoreOpt = None,
+    bootstrap: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None,
+    config: ConfigOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Put the snapshot's groups back to its committed offsets: a reset --from-snapshot with
+    the same plan, safety checks (no active members, clamping) and executor. Dry run unless
+    --execute; with --execute the groups are snapshotted first, so a rollback can be undone.
+
+    Example: offsetkeeper snapshots rollback snap-20261121T194501.123Z-1a2b --execute
+    """
+    from offsetkeeper.cli.reset_render import (
+        execute_plan,
+        finish,
+        print_problems,
+        show_plan,
+        show_report,
+    )
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.reset.apply import ApplyOptions
+    from offsetkeeper.snapshots.rollback import plan_rollback
+
+    st = _store(store, config)
+    snap = st.load(snapshot_id)
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
+        plan, note = plan_rollback(admin, snap, allow_cluster_mismatch=allow_cluster_mismatch)
+        if note:
+            _note(note)
+        report = None
+        if execute:
+            opts = ApplyOptions(max_concurrent=max_concurrent, retries=retries,
+                                snapshot=not no_snapshot, snapshot_store=st.url,
+                                description=f"before rollback to {snap.id}")
+            report = execute_plan(admin, plan, opts, output)
+    if output is OutputFormat.json and report is not None:
+        render_json({"plan": plan.to_dict(), "report": report.to_dict()})
+    else:
+        show_plan(plan, output, executed=execute)
+        if report is not None:
+            show_report(report, output)
+    print_problems(plan, report)
+    finish(plan, report)

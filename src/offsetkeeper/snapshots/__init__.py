@@ -4,7 +4,7 @@
     store     SnapshotStore (a directory or fsspec URL, one file per snapshot), resolve_store_url
     capture   take_snapshot(admin, groups) — reads the cluster, changes nothing
     compare   diff(a, b), verify(admin, snapshot) -> list[OffsetDiff]
-    rollback  rollback_target(snapshot) -> FromOffsets, check_cluster(...)
+    rollback  rollback_target(snapshot) -> FromOffsets, check_cluster, plan_rollback
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ from offsetkeeper.snapshots.model import (
     SnapshotSummary,
     new_snapshot_id,
 )
-from offsetkeeper.snapshots.rollback import check_cluster, rollback_groups, rollback_target
+from offsetkeeper.snapshots.rollback import (
+    check_cluster,
+    cluster_mismatch,
+    plan_rollback,
+    rollback_groups,
+    rollback_target,
+)
 from offsetkeeper.snapshots.store import SnapshotStore, default_store_url, resolve_store_url
 
 __all__ = [
@@ -31,10 +37,12 @@ __all__ = [
     "SnapshotStore",
     "SnapshotSummary",
     "check_cluster",
+    "cluster_mismatch",
     "default_store_url",
     "diff",
     "diff_live",
     "new_snapshot_id",
+    "plan_rollback",
     "resolve_store_url",
     "rollback_groups",
     "rollback_target",

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from offsetkeeper.errors import UsageError
 from offsetkeeper.reset.targets import FromOffsets
 from offsetkeeper.snapshots.model import Snapshot
+
+if TYPE_CHECKING:
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.reset.plan import ResetPlan
 
 
 def rollback_target(snapshot: Snapshot) -> FromOffsets:
@@ -23,10 +29,10 @@ def rollback_groups(snapshot: Snapshot) -> tuple[str, ...]:
     return tuple(snapshot.offsets())
 
 
-def check_cluster(
+def cluster_mismatch(
     snapshot: Snapshot, live_cluster_id: str, *, allow_mismatch: bool = False
 ) -> str | None:
-    """Refuse to apply a snapshot to a cluster other than the one it was taken on.
+    """Refuse to apply a snapshot to a cluster other than the one it was taken on (pure).
 
     Returns None when the ids match, a note to show the user when they differ but
     `allow_mismatch` is set (or an id is unknown), and raises UsageError otherwise.
@@ -44,3 +50,22 @@ def check_cluster(
             "pass --allow-cluster-mismatch to apply it to a different cluster")
     return (f"snapshot {snapshot.id} was taken on cluster {taken}; applying it to cluster "
             f"{live} because --allow-cluster-mismatch was given")
+
+
+def check_cluster(admin: KafkaAdmin, snapshot: Snapshot, *, allow: bool = False) -> str | None:
+    """`cluster_mismatch` against the cluster `admin` talks to (reads its cluster id)."""
+    return cluster_mismatch(snapshot, admin.cluster_id(), allow_mismatch=allow)
+
+
+def plan_rollback(
+    admin: KafkaAdmin, snapshot: Snapshot, *, allow_cluster_mismatch: bool = False
+) -> tuple[ResetPlan, str | None]:
+    """Check the cluster, then plan a reset of the snapshot's groups to its offsets (nothing is
+    changed; execute the plan with `reset.apply.apply_plan`). Returns the plan and a note
+    about the cluster id for the user, if any."""
+    from offsetkeeper.reset.plan import ResetScope, build_plan
+
+    note = check_cluster(admin, snapshot, allow=allow_cluster_mismatch)
+    target = rollback_target(snapshot)
+    scope = ResetScope(groups=rollback_groups(snapshot), topics=(), all_topics=True)
+    return build_plan(admin, scope, target, label=f"rollback to {snapshot.id}"), note

@@ -51,10 +51,13 @@ def check_id(snapshot_id: str) -> str:
 
 
 class SnapshotStore:
-    """A directory of snapshot files on the local disk or behind any fsspec URL."""
+    """A directory of snapshot files on the local disk or behind any fsspec URL.
+
+    Without a URL: $OFFSETKEEPER_SNAPSHOT_STORE, else the default under the user's data dir.
+    """
 
     def __init__(self, url: str | None = None) -> None:
-        self.url = str(url) if url else default_store_url()
+        self.url = str(url) if url else resolve_store_url(None)
         target = self.url if "://" in self.url else str(Path(self.url).expanduser())
         try:
             self.fs, self.root = fsspec.core.url_to_fs(target)

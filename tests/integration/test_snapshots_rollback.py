@@ -1,0 +1,140 @@
+"""Rollback against a real broker: the issue's round trip, cluster-id mismatch, active groups."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+import pytest
+
+from kafkatools import LiveConsumer, commit, committed, create_topic, produce_n
+from offsetkeeper.cli.main import main
+from offsetkeeper.snapshots.model import new_snapshot_id
+from offsetkeeper.snapshots.store import SnapshotStore
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch, tmp_path, bootstrap):
+    """Run `offsetkeeper snapshots ...` in-process: (exit code, stdout, stderr)."""
+    store = tmp_path / "snaps"
+    monkeypatch.delenv("OFFSETKEEPER_SNAPSHOT_STORE", raising=False)
+    (tmp_path / "none.yaml").write_text("{}\n")
+    monkeypatch.setenv("OFFSETKEEPER_CONFIG", str(tmp_path / "none.yaml"))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        argv = ["offsetkeeper", "snapshots", *args, "--store", str(store), "-b", bootstrap]
+        monkeypatch.setattr(sys, "argv", argv)
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    run.store = SnapshotStore(str(store))
+    return run
+
+
+@pytest.fixture
+def setup(bootstrap, unique):
+    topic, group = unique("rb"), unique("g")
+    create_topic(bootstrap, topic, partitions=2)
+    produce_n(bootstrap, topic, 2, 20)
+    commit(bootstrap, group, {(topic, 0): 5, (topic, 1): 12})
+    return topic, group
+
+
+def _create(cli, group: str) -> str:
+    code, out, err = cli("create", "-g", group, "-o", "json")
+    assert code == 0, err
+    return json.loads(out)["id"]
+
+
+def test_snapshot_change_verify_rollback_verify(cli, bootstrap, setup):
+    """The issue's round trip; the cluster is checked with an independent client."""
+    topic, group = setup
+    sid = _create(cli, group)
+    commit(bootstrap, group, {(topic, 0): 18, (topic, 1): 2})
+
+    code, _, err = cli("verify", sid)
+    assert code == 1 and "differ" in err
+
+    code, out, _ = cli("rollback", sid, "-o", "json")  # dry run: plan only
+    assert code == 0
+    plan = json.loads(out)
+    targets = {p["partition"]: p["target"] for g in plan["groups"] for p in g["partitions"]}
+    assert targets == {0: 5, 1: 12}
+    assert committed(bootstrap, group, topic, 2) == {0: 18, 1: 2}
+
+    code, out, err = cli("rollback", sid, "--execute", "-o", "json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["report"]["status"] == "SUCCESS"
+    assert committed(bootstrap, group, topic, 2) == {0: 5, 1: 12}
+    code, _, err = cli("verify", sid)
+    assert code == 0, err
+
+    # the rollback snapshotted the offsets it replaced: rolling back to that undoes it
+    undo = result["report"]["snapshot_id"]
+    assert undo and undo != sid
+    code, _, err = cli("rollback", undo, "--execute")
+    assert code == 0, err
+    assert committed(bootstrap, group, topic, 2) == {0: 18, 1: 2}
+    assert "snapshot taken before the change" in err
+
+
+def test_rollback_with_no_snapshot_takes_none(cli, bootstrap, setup):
+    topic, group = setup
+    sid = _create(cli, group)
+    commit(bootstrap, group, {(topic, 0): 1})
+    code, _, err = cli("rollback", sid, "--execute", "--no-snapshot")
+    assert code == 0, err
+    assert "snapshots rollback" not in err  # --no-snapshot: nothing to undo with
+    assert len(cli.store.list()) == 1
+    assert committed(bootstrap, group, topic, 2)[0] == 5
+
+
+def test_cluster_mismatch_is_refused_without_the_flag(cli, bootstrap, setup):
+    topic, group = setup
+    sid = _create(cli, group)
+    other = dataclasses.replace(cli.store.load(sid), id=new_snapshot_id(),
+                                cluster_id="another-cluster-id")
+    cli.store.save(other)
+    commit(bootstrap, group, {(topic, 0): 9})
+
+    code, _, err = cli("rollback", other.id, "--execute")
+    assert code == 2
+    assert "another-cluster-id" in err and "--allow-cluster-mismatch" in err
+    assert committed(bootstrap, group, topic, 2)[0] == 9
+
+    code, _, err = cli("rollback", other.id, "--execute", "--allow-cluster-mismatch")
+    assert code == 0, err
+    assert "another-cluster-id" in err and "--allow-cluster-mismatch was given" in err
+    assert committed(bootstrap, group, topic, 2)[0] == 5
+
+
+def test_rollback_refuses_a_group_with_active_members(cli, bootstrap, setup):
+    topic, group = setup
+    sid = _create(cli, group)
+    consumer = LiveConsumer(bootstrap, group, [topic])
+    try:
+        code, out, err = cli("rollback", sid, "--execute")
+    finally:
+        consumer.stop()
+    assert code == 1, (out, err)
+    assert "refused" in err and group in err, out
+
+
+def test_rollback_of_missing_or_corrupt_snapshot(cli, setup):
+    _, group = setup
+    code, _, err = cli("rollback", "snap-20200101T000000.000Z-beef")
+    assert code == 1 and "snap-20200101T000000.000Z-beef.json" in err
+    sid = _create(cli, group)
+    with open(cli.store.path(sid), "w") as f:
+        f.write('{"schema_version": 1, "id": ')
+    code, _, err = cli("rollback", sid, "--execute")
+    assert code == 1 and "corrupt" in err and f"{sid}.json" in err
