@@ -1,0 +1,318 @@
+"""The executor side of a restore: produce one target partition's records in source order.
+
+Runs inside Spark (`mapInArrow`) on rows sorted by (target topic, target partition, source
+offset). For each route it first finds where an earlier attempt stopped — the last mapped source
+offset, then the records on the target after the last mapped target offset, matched one by one
+with the next backup records (by the x-kafka-backup-offset header, or by key and value when
+headers are off) — so a rerun or a Spark task retry never writes a record twice or skips one.
+Then it produces the rest with an idempotent producer (acks=all), and after each chunk of
+records writes the delivery-report offsets as a mapping chunk (atomically).
+
+Kafka clients are created here, inside the task; nothing unpicklable is captured.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.restore.mapping import read_mapping, write_chunk
+
+OFFSET_HEADER = "x-kafka-backup-offset"
+TIMESTAMP_HEADER = "x-kafka-backup-timestamp"
+PARTITION_HEADER = "x-kafka-backup-partition"
+TOPIC_HEADER = "x-kafka-backup-topic"
+RESTORE_HEADERS = (OFFSET_HEADER, TIMESTAMP_HEADER, PARTITION_HEADER, TOPIC_HEADER)
+
+SUMMARY_SCHEMA = pa.schema([
+    ("source_topic", pa.string()),
+    ("source_partition", pa.int32()),
+    ("target_topic", pa.string()),
+    ("target_partition", pa.int32()),
+    ("records", pa.int64()),
+    ("recovered", pa.int64()),
+    ("skipped", pa.int64()),
+    ("bytes", pa.int64()),
+    ("first_source", pa.int64()),
+    ("last_source", pa.int64()),
+    ("first_target", pa.int64()),
+    ("last_target", pa.int64()),
+])
+
+
+@dataclass(frozen=True)
+class WriterConfig:
+    restore_id: str
+    mapping_root: str
+    producer_conf: Mapping[str, str]
+    consumer_conf: Mapping[str, str]
+    offset_headers: bool
+    chunk_records: int
+    # target "topic:partition" -> log end before the restore began
+    start_log_ends: Mapping[str, int] = field(default_factory=dict)
+    records_per_second: float | None = None   # per task
+    bytes_per_second: float | None = None     # per task
+
+
+class RestoreWriteError(RuntimeError):
+    """A task could not write or could not prove where to continue."""
+
+
+def origin_headers(topic: str, partition: int, offset: int, timestamp: int) -> list[tuple[str, bytes]]:
+    return [(OFFSET_HEADER, str(offset).encode()), (TIMESTAMP_HEADER, str(timestamp).encode()),
+            (PARTITION_HEADER, str(partition).encode()), (TOPIC_HEADER, topic.encode())]
+
+
+def _header(headers: list | None, name: str) -> bytes | None:
+    for k, v in headers or ():
+        if k == name:
+            return v
+    return None
+
+
+def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start: int,
+                     timeout: float = 60.0) -> list[Any]:
+    """Every record of `tp` from offset `start` to the current log end (confluent Messages)."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CkTP
+
+    c = Consumer({**consumer_conf, "group.id": "offsetkeeper-restore-check",
+                  "enable.auto.commit": "false", "enable.partition.eof": "true",
+                  "isolation.level": "read_uncommitted", "auto.offset.reset": "earliest"})
+    try:
+        low, high = c.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=15)
+        if high <= start:
+            return []
+        c.assign([CkTP(tp.topic, tp.partition, max(start, low))])
+        out = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = c.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    if not out or out[-1].offset() >= high - 1:
+                        return out
+                    continue
+                raise RestoreWriteError(f"reading {tp} to resume failed: {msg.error().str()}")
+            out.append(msg)
+            if msg.offset() >= high - 1:
+                return out
+        raise RestoreWriteError(f"reading {tp} from offset {start} to resume timed out")
+    finally:
+        c.close()
+
+
+class _RouteWriter:
+    """Writes the rows of one route; one per (source, target) pair within a task."""
+
+    def __init__(self, w: _TaskWriter, source: TopicPartition, target: TopicPartition) -> None:
+        self.w, self.source, self.target = w, source, target
+        cfg = w.cfg
+        mapped = read_mapping(cfg.mapping_root, source)
+        so = mapped.column("source_offset").to_pylist()
+        to = mapped.column("target_offset").to_pylist()
+        self.last_source = so[-1] if so else None
+        scan_from = (to[-1] + 1) if to else cfg.start_log_ends.get(f"{target.topic}:{target.partition}", 0)
+        # Records already on the target that the mapping does not know (written before a crash).
+        self.tail = read_target_tail(cfg.consumer_conf, target, scan_from) if (so or scan_from >= 0) else []
+        self.tail_i = 0
+        self.pending_src: list[int] = []
+        self.pending_ts: list[int] = []
+        self.recovered_src: list[int] = []
+        self.recovered_tgt: list[int] = []
+        self.recovered_ts: list[int] = []
+        self.summary = {"source_topic": source.topic, "source_partition": source.partition,
+                        "target_topic": target.topic, "target_partition": target.partition,
+                        "records": 0, "recovered": 0, "skipped": 0, "bytes": 0,
+                        "first_source": None, "last_source": None,
+                        "first_target": None, "last_target": None}
+
+    def _note(self, src_first: int, src_last: int, tgt_first: int, tgt_last: int) -> None:
+        s = self.summary
+        if s["first_source"] is None:
+            s["first_source"], s["first_target"] = src_first, tgt_first
+        s["last_source"], s["last_target"] = src_last, tgt_last
+
+    def recover(self, offset: int, ts: int, key: bytes | None, value: bytes | None) -> bool:
+        """True when this row is already on the target (then it is mapped, not produced)."""
+        if self.tail_i >= len(self.tail):
+            return False
+        msg = self.tail[self.tail_i]
+        hdr = _header(msg.headers(), OFFSET_HEADER)
+        if hdr is not None:
+            ok = (int(hdr) == offset and _header(msg.headers(), PARTITION_HEADER) == str(self.source.partition).encode()
+                  and _header(msg.headers(), TOPIC_HEADER) == self.source.topic.encode())
+        else:
+            ok = not self.w.cfg.offset_headers and msg.key() == key and msg.value() == value
+        if not ok:
+            raise RestoreWriteError(
+                f"target {self.target} offset {msg.offset()} holds a record this restore did not "
+                f"write (expected source offset {offset} of {self.source}); cannot resume safely")
+        self.tail_i += 1
+        self.recovered_src.append(offset)
+        self.recovered_tgt.append(msg.offset())
+        self.recovered_ts.append(ts)
+        return True
+
+    def flush_recovered(self) -> None:
+        if self.recovered_src:
+            write_chunk(self.w.cfg.mapping_root, self.w.cfg.restore_id, self.source, self.target,
+                        self.recovered_src, self.recovered_tgt, self.recovered_ts)
+            self._note(self.recovered_src[0], self.recovered_src[-1], self.recovered_tgt[0], self.recovered_tgt[-1])
+            self.summary["recovered"] += len(self.recovered_src)
+            self.recovered_src, self.recovered_tgt, self.recovered_ts = [], [], []
+
+    def flush(self) -> None:
+        """Wait for every produced record of this route, then write its mapping chunk."""
+        self.flush_recovered()
+        if not self.pending_src:
+            return
+        w = self.w
+        remaining = w.producer.flush(120)
+        if w.errors:
+            raise RestoreWriteError(f"producing to {self.target} failed: {w.errors[0]}")
+        if remaining:
+            raise RestoreWriteError(f"producing to {self.target}: {remaining} records not acknowledged in 120 s")
+        delivered = w.delivered
+        if len(delivered) != len(self.pending_src) or any(
+                b <= a for a, b in itertools.pairwise(delivered)):
+            raise RestoreWriteError(f"delivery reports for {self.target} are incomplete or out of order")
+        write_chunk(w.cfg.mapping_root, w.cfg.restore_id, self.source, self.target,
+                    self.pending_src, delivered, self.pending_ts)
+        self._note(self.pending_src[0], self.pending_src[-1], delivered[0], delivered[-1])
+        self.summary["records"] += len(delivered)
+        w.delivered = []
+        self.pending_src, self.pending_ts = [], []
+
+    def finish(self) -> dict[str, Any]:
+        self.flush()
+        if self.tail_i < len(self.tail):
+            m = self.tail[self.tail_i]
+            raise RestoreWriteError(f"target {self.target} holds more records than the backup "
+                                    f"selection (offset {m.offset()} and later); cannot resume safely")
+        return self.summary
+
+
+class _TaskWriter:
+    def __init__(self, cfg: WriterConfig) -> None:
+        self.cfg = cfg
+        self._producer = None
+        self.delivered: list[int] = []
+        self.errors: list[str] = []
+        self.t0 = time.monotonic()
+        self.sent_records = 0
+        self.sent_bytes = 0
+
+    @property
+    def producer(self):
+        if self._producer is None:
+            from confluent_kafka import Producer
+
+            conf = {"linger.ms": "20", "batch.size": "1000000", "queue.buffering.max.messages": "500000",
+                    "queue.buffering.max.kbytes": "1048576", **self.cfg.producer_conf,
+                    "enable.idempotence": "true"}
+            conf.setdefault("acks", "all")
+            self._producer = Producer(conf)
+        return self._producer
+
+    def on_delivery(self, err, msg) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+        else:
+            self.delivered.append(msg.offset())
+
+    def throttle(self) -> None:
+        need = 0.0
+        if self.cfg.records_per_second:
+            need = self.sent_records / self.cfg.records_per_second
+        if self.cfg.bytes_per_second:
+            need = max(need, self.sent_bytes / self.cfg.bytes_per_second)
+        wait = need - (time.monotonic() - self.t0)
+        if wait > 0:
+            self.producer.poll(0)
+            time.sleep(wait)
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> list[dict[str, Any]]:
+        summaries: list[dict[str, Any]] = []
+        route: _RouteWriter | None = None
+        headers_on = self.cfg.offset_headers
+        limited = bool(self.cfg.records_per_second or self.cfg.bytes_per_second)
+        chunk = self.cfg.chunk_records
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            c = {n: batch.column(n).to_pylist() for n in
+                 ("topic", "partition", "offset", "timestamp", "key", "value", "headers",
+                  "target_topic", "target_partition")}
+            topics, parts, offs, tss = c["topic"], c["partition"], c["offset"], c["timestamp"]
+            keys, values, hdrs = c["key"], c["value"], c["headers"]
+            ttopics, tparts = c["target_topic"], c["target_partition"]
+            for i in range(batch.num_rows):
+                if route is None or route.source.partition != parts[i] or route.source.topic != topics[i] \
+                        or route.target.partition != tparts[i] or route.target.topic != ttopics[i]:
+                    if route is not None:
+                        summaries.append(route.finish())
+                    route = _RouteWriter(self, TopicPartition(topics[i], parts[i]),
+                                         TopicPartition(ttopics[i], tparts[i]))
+                off, ts = offs[i], tss[i]
+                if route.last_source is not None and off <= route.last_source:
+                    route.summary["skipped"] += 1
+                    continue
+                key, value = keys[i], values[i]
+                if route.tail_i < len(route.tail) and route.recover(off, ts, key, value):
+                    continue
+                h = [(d["key"], d["value"]) for d in hdrs[i]] if hdrs[i] else None
+                if headers_on:
+                    h = (h or []) + origin_headers(topics[i], parts[i], off, ts)
+                kw = {"headers": h} if h else {}
+                while True:
+                    try:
+                        self.producer.produce(ttopics[i], value=value, key=key, partition=tparts[i],
+                                              timestamp=ts if ts and ts > 0 else 0,
+                                              on_delivery=self.on_delivery, **kw)
+                        break
+                    except BufferError:
+                        self.producer.poll(0.05)
+                route.pending_src.append(off)
+                route.pending_ts.append(ts)
+                nbytes = (len(key) if key else 0) + (len(value) if value else 0)
+                route.summary["bytes"] += nbytes
+                self.sent_records += 1
+                self.sent_bytes += nbytes
+                if limited and self.sent_records % 64 == 0:
+                    self.throttle()
+                if len(route.pending_src) >= chunk:
+                    route.flush()
+            self.producer.poll(0)
+        if route is not None:
+            summaries.append(route.finish())
+        return summaries
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(30)
+            self._producer = None
+
+
+def write_partitions(cfg: WriterConfig, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """`mapInArrow` function: produce the sorted rows, yield one summary row per route."""
+    w = _TaskWriter(cfg)
+    try:
+        summaries = w.write(batches)
+    finally:
+        w.close()
+    yield pa.RecordBatch.from_pylist(summaries, schema=SUMMARY_SCHEMA)
+
+
+def summary_ddl() -> str:
+    return ("source_topic string, source_partition int, target_topic string, target_partition int, "
+            "records long, recovered long, skipped long, bytes long, first_source long, "
+            "last_source long, first_target long, last_target long")
