@@ -24,8 +24,9 @@ def cli(capsys, monkeypatch, tmp_path, bootstrap):
     (tmp_path / "none.yaml").write_text("{}\n")
     monkeypatch.setenv("OFFSETKEEPER_CONFIG", str(tmp_path / "none.yaml"))
 
-    def run(*args: str) -> tuple[int, str, str]:
-        argv = ["offsetkeeper", "snapshots", *args, "--store", str(store), "-b", bootstrap]
+    def run(*args: str, command: tuple[str, ...] = ("snapshots",),
+            store_flag: str = "--store") -> tuple[int, str, str]:
+        argv = ["offsetkeeper", *command, *args, store_flag, str(store), "-b", bootstrap]
         monkeypatch.setattr(sys, "argv", argv)
         try:
             main()
@@ -111,6 +112,12 @@ def test_cluster_mismatch_is_refused_without_the_flag(cli, bootstrap, setup):
     assert "another-cluster-id" in err and "--allow-cluster-mismatch" in err
     assert committed(bootstrap, group, topic, 2)[0] == 9
 
+    # offsets reset --from-snapshot goes through the same check
+    code, _, err = cli("--from-snapshot", other.id, "--execute", command=("offsets", "reset"),
+                       store_flag="--snapshot-store")
+    assert code == 2 and "--allow-cluster-mismatch" in err
+    assert committed(bootstrap, group, topic, 2)[0] == 9
+
     code, _, err = cli("rollback", other.id, "--execute", "--allow-cluster-mismatch")
     assert code == 0, err
     assert "another-cluster-id" in err and "--allow-cluster-mismatch was given" in err
@@ -138,3 +145,23 @@ def test_rollback_of_missing_or_corrupt_snapshot(cli, setup):
         f.write('{"schema_version": 1, "id": ')
     code, _, err = cli("rollback", sid, "--execute")
     assert code == 1 and "corrupt" in err and f"{sid}.json" in err
+
+
+def test_python_api_with_a_memory_store(admin, setup):
+    """The documented library path: take, save to an fsspec URL, verify, plan and apply."""
+    from offsetkeeper.reset.apply import ApplyOptions, apply_plan
+    from offsetkeeper.snapshots import SnapshotStore, plan_rollback, take_snapshot, verify
+
+    topic, group = setup
+    store = SnapshotStore(f"memory://snaps-{group}")
+    snap = take_snapshot(admin, [group], description="api")
+    store.save(snap)
+    assert verify(admin, store.load(snap.id)) == []
+    commit(admin.conn.bootstrap_servers, group, {(topic, 1): 3})
+    [d] = verify(admin, snap)
+    assert (d.before, d.after, d.delta) == (12, 3, -9)
+    plan, note = plan_rollback(admin, snap)
+    assert note is None
+    report = apply_plan(admin, plan, ApplyOptions(snapshot_store=store.url))
+    assert report.status == "SUCCESS" and report.snapshot_id in {s.id for s in store.list()}
+    assert verify(admin, snap) == []
