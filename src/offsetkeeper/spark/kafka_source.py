@@ -276,21 +276,22 @@ def resolve_ranges(
         for p in sorted(ps):
             lo, hi = low[(t, p)], high[(t, p)]
 
-            def pick(spec, default: int) -> int:
-                if isinstance(spec, int):
-                    return spec
-                return spec.get(t, {}).get(p, default)
-
-            s = pick(starting, EARLIEST)
+            s = _pick(starting, t, p, EARLIEST)
             if start_overrides and (t, p) in start_overrides:
                 s = start_overrides[(t, p)]
             s = lo if s == EARLIEST else hi if s == LATEST else s
-            e = pick(ending, LATEST)
+            e = _pick(ending, t, p, LATEST)
             e = hi if e == LATEST else e
             e = min(e, hi)
             s = min(s, e)
             out.append(OffsetRange(t, p, s, e))
     return out
+
+
+def _pick(spec: int | Mapping[str, Mapping[int, int]], t: str, p: int, default: int) -> int:
+    if isinstance(spec, int):
+        return spec
+    return spec.get(t, {}).get(p, default)
 
 
 def split_ranges(

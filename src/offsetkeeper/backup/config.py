@@ -1,0 +1,160 @@
+"""What a backup run needs, from flags or a YAML file.
+
+YAML (``offsetkeeper backup run --file backup.yaml``)::
+
+    source:                       # or give --bootstrap-server / --cluster on the command line
+      cluster: prod               # a named cluster of the main config file, or:
+      bootstrap_servers: kafka-1:9092
+      command_config: /etc/kafka/client.properties
+      properties: {security.protocol: SASL_SSL}
+    topics:
+      include: [orders, "payments-*", "~audit-[0-9]+"]
+      exclude: ["*-tmp"]
+    destination: /backups          # a path or a URL
+    backup_id: nightly
+    spark:
+      master: local[*]
+      conf: {spark.driver.memory: 2g}
+
+Flags given on the command line win over the file. ``${ENV}`` is expanded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from offsetkeeper.backup.manifest import validate_backup_id
+from offsetkeeper.backup.topics import compile_pattern
+from offsetkeeper.config import ConfigFile, Connection, expand_env, resolve_connection
+from offsetkeeper.errors import ConfigError, UsageError
+from offsetkeeper.spark.session import DEFAULT_MASTER
+
+
+@dataclass(frozen=True)
+class BackupConfig:
+    """One backup: where from, which topics, where to, under which id, on which Spark."""
+
+    connection: Connection
+    include: tuple[str, ...]
+    destination: str
+    backup_id: str
+    exclude: tuple[str, ...] = ()
+    master: str = DEFAULT_MASTER
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    min_partitions: int | None = None
+    max_records_per_task: int | None = 500_000
+
+    def __post_init__(self) -> None:
+        validate_backup_id(self.backup_id)
+        if not self.destination:
+            raise UsageError("no destination given: use --dest PATH|URL")
+        if not self.include:
+            raise UsageError("no topics given: use --topic NAME|GLOB|~REGEX (repeatable)")
+        for p in (*self.include, *self.exclude):
+            compile_pattern(p)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Source(_Strict):
+    cluster: str | None = None
+    bootstrap_servers: str | None = None
+    command_config: str | None = None
+    properties: dict[str, str | int | bool] = Field(default_factory=dict)
+
+
+class _Topics(_Strict):
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+
+
+class _Spark(_Strict):
+    master: str | None = None
+    conf: dict[str, str | int | bool] = Field(default_factory=dict)
+
+
+class BackupFile(_Strict):
+    """The YAML file of `backup run --file`."""
+
+    source: _Source = Field(default_factory=_Source)
+    topics: _Topics = Field(default_factory=_Topics)
+    destination: str | None = None
+    backup_id: str | None = None
+    spark: _Spark = Field(default_factory=_Spark)
+    min_partitions: int | None = None
+    max_records_per_task: int | None = None
+
+
+def load_backup_file(path: str | Path) -> BackupFile:
+    p = Path(path).expanduser()
+    try:
+        raw = yaml.safe_load(p.read_text()) or {}
+    except OSError as exc:
+        raise ConfigError(f"backup file {p} cannot be read: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"backup file {p} is not valid YAML: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"backup file {p} must hold a mapping at the top level")
+    try:
+        return BackupFile.model_validate(expand_env(raw, where=str(p)))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise ConfigError(f"backup file {p}: unknown key '{loc}'") from None
+        raise ConfigError(f"backup file {p}: '{loc}' {err['msg'].lower()}") from None
+
+
+def _s(v: str | int | bool) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def build_backup_config(
+    *,
+    file: str | Path | None = None,
+    config: ConfigFile | None = None,
+    bootstrap_server: str | None = None,
+    command_config: str | Path | None = None,
+    cluster: str | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    destination: str | None = None,
+    backup_id: str | None = None,
+    master: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    max_records_per_task: int | None = None,
+) -> BackupConfig:
+    """Combine the YAML file (if any), the main config file and flags (flags win)."""
+    f = load_backup_file(file) if file else BackupFile()
+    config = config or ConfigFile()
+    if bootstrap_server or cluster or command_config:
+        conn = resolve_connection(bootstrap_server=bootstrap_server, command_config=command_config,
+                                  cluster=cluster, config=config)
+    else:
+        conn = resolve_connection(bootstrap_server=f.source.bootstrap_servers,
+                                  command_config=f.source.command_config,
+                                  cluster=f.source.cluster, config=config)
+        if f.source.properties:
+            conn = Connection(conn.bootstrap_servers,
+                              {**conn.properties, **{k: _s(v) for k, v in f.source.properties.items()}},
+                              conn.name)
+    conf = {**{k: _s(v) for k, v in config.spark.conf.items()},
+            **{k: _s(v) for k, v in f.spark.conf.items()}, **dict(spark_conf or {})}
+    return BackupConfig(
+        connection=conn,
+        include=tuple(include or f.topics.include),
+        exclude=tuple(exclude or f.topics.exclude),
+        destination=destination or f.destination or "",
+        backup_id=backup_id or f.backup_id or "",
+        master=master or f.spark.master or config.spark.master or DEFAULT_MASTER,
+        spark_conf=conf,
+        min_partitions=f.min_partitions,
+        max_records_per_task=max_records_per_task or f.max_records_per_task or 500_000,
+    )

@@ -1,0 +1,65 @@
+"""Planning a backup run (pure): which offsets of which partitions this run reads.
+
+Snapshot semantics: the end of every partition is its log end (last stable offset, since the
+backup reads committed records) fixed when the run starts. A first run starts at the log start;
+a later run of the same backup id starts where the previous run ended (incremental).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from offsetkeeper.backup.manifest import Manifest
+from offsetkeeper.errors import StoreError
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    topic: str
+    partition: int
+    start: int  # first offset to read (may be below the log start: the reader reports a gap)
+    end: int  # the log end fixed at the start of the run (exclusive)
+    log_start: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    run: int
+    partitions: tuple[PartitionPlan, ...]
+
+    @property
+    def to_read(self) -> list[PartitionPlan]:
+        return [p for p in self.partitions if p.size > 0]
+
+    @property
+    def offsets(self) -> int:
+        return sum(p.size for p in self.partitions)
+
+
+def plan_run(
+    previous: Manifest | None,
+    partitions: Mapping[str, Sequence[int]],
+    *,
+    log_start: Mapping[tuple[str, int], int],
+    log_end: Mapping[tuple[str, int], int],
+) -> RunPlan:
+    """Ranges for the next run of a backup given the previous manifest and the cluster's offsets."""
+    prev_end = previous.end_offsets() if previous else {}
+    out = []
+    for t in sorted(partitions):
+        for p in sorted(partitions[t]):
+            lo, hi = log_start[(t, p)], log_end[(t, p)]
+            start = prev_end.get((t, p), lo)
+            if start > hi:
+                raise StoreError(
+                    f"{t}:{p}: the log end {hi} is below the end {start} of the previous run of "
+                    f"this backup (was the topic recreated?); use a new backup id",
+                    topic=t, partition=p)
+            out.append(PartitionPlan(t, p, start, hi, lo))
+    run = (previous.last_run if previous else 0) + 1
+    return RunPlan(run, tuple(out))

@@ -1,0 +1,43 @@
+"""Topic selection for backups: include / exclude patterns (globs, or ``~regex``)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+
+from offsetkeeper.errors import UsageError
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """A glob (``orders-*``, ``pay?``) or, with a leading ``~``, a full-match regex."""
+    if not pattern or pattern == "~":
+        raise UsageError("empty topic pattern: give a topic name, a glob or ~REGEX")
+    if pattern.startswith("~"):
+        try:
+            return re.compile(pattern[1:])
+        except re.error as exc:
+            raise UsageError(f"topic pattern '{pattern}' is not a valid regex: {exc}") from None
+    return re.compile(fnmatch.translate(pattern))
+
+
+def select_topics(
+    available: Iterable[str], include: Sequence[str], exclude: Sequence[str] = ()
+) -> list[str]:
+    """Topics matching any include and no exclude pattern, sorted. Internal topics (``__*``)
+    are only selected when a pattern names them explicitly (starts with ``__``)."""
+    if not include:
+        raise UsageError("no topics given: use --topic NAME|GLOB|~REGEX (repeatable)")
+    inc = [(p, compile_pattern(p)) for p in include]
+    exc = [compile_pattern(p) for p in exclude]
+    out = []
+    for t in sorted(set(available)):
+        hits = [p for p, rx in inc if rx.fullmatch(t)]
+        if not hits:
+            continue
+        if t.startswith("__") and not any(p.lstrip("~").startswith("__") for p in hits):
+            continue
+        if any(rx.fullmatch(t) for rx in exc):
+            continue
+        out.append(t)
+    return out
