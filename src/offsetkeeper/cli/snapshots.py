@@ -38,8 +38,8 @@ StoreOpt = Annotated[
                  "[default: $OFFSETKEEPER_SNAPSHOT_STORE, config snapshots.store, "
                  "else ~/.local/share/offsetkeeper/snapshots].", show_default=False),
 ]
-IdArg = Annotated[str, typer.Argument(help="Snapshot id (or 'latest' for the newest).",
-                                      show_default=False)]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Snapshot id (or 'latest' for the "
+                                      "newest).", show_default=False)]
 
 LIST_COLUMNS = ["id", "created_at", "cluster_id", "groups", "partitions", "description"]
 SHOW_COLUMNS = ["group", "state", "topic", "partition", "offset", "metadata",
@@ -58,6 +58,10 @@ def _say(text: str, fmt: OutputFormat) -> None:
     """A sentence for people: shown with table output, left out of JSON and CSV."""
     if fmt is OutputFormat.table:
         stdout_console().print(escape(text), highlight=False)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -105,8 +109,8 @@ def create(
     row = {**snap.summary().as_row(), "path": st.display(st.path(snap.id))}
     row.pop("error")
     if output is OutputFormat.table:
-        _say(f"snapshot {snap.id} saved: {row['groups']} groups, {row['partitions']} "
-             f"partitions -> {row['path']}", output)
+        _say(f"snapshot {snap.id} saved: {_n(row['groups'], 'group')}, "
+             f"{_n(row['partitions'], 'partition')} -> {row['path']}", output)
     else:
         render_rows([row], [*LIST_COLUMNS, "path"], output, json_payload=row)
 
@@ -149,7 +153,7 @@ def show(snapshot_id: IdArg, store: StoreOpt = None, config: ConfigOpt = None,
 def diff_cmd(
     snapshot_id: IdArg,
     other: Annotated[str | None, typer.Argument(
-        help="Second snapshot id; without it the live cluster is compared.",
+        metavar="ID2", help="Second snapshot id; without it the live cluster is compared.",
         show_default=False)] = None,
     live: Annotated[bool, typer.Option("--live", help="Compare with the live cluster "
                                        "(the default when no second id is given).")] = False,
@@ -219,13 +223,13 @@ def verify_cmd(
             f"[bold red]error:[/] {len(diffs)} partition offset(s) differ from snapshot "
             f"{escape(snap.id)}", highlight=False)
         raise typer.Exit(1)
-    _say(f"ok: the committed offsets of {len(snap.groups)} group(s) "
-         f"({snap.partition_count()} partitions) match snapshot {snap.id}", output)
+    _say(f"ok: the committed offsets of {_n(len(snap.groups), 'group')} "
+         f"({_n(snap.partition_count(), 'partition')}) match snapshot {snap.id}", output)
 
 
 @app.command("delete")
 def delete(
-    snapshot_ids: Annotated[list[str], typer.Argument(help="Snapshot id(s) to delete.",
+    snapshot_ids: Annotated[list[str], typer.Argument(metavar="ID", help="Snapshot id(s) to delete.",
                                                       show_default=False)],
     store: StoreOpt = None,
     config: ConfigOpt = None,
