@@ -125,7 +125,9 @@ def load_config_file(path: str | Path | None = None) -> ConfigFile:
     try:
         return ConfigFile.model_validate(expand_env(raw, where=str(p)))
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # An unknown key usually explains a "missing" one (a typo): report it first.
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = ".".join(str(x) for x in err["loc"])
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"config file {p}: unknown key '{loc}'") from None

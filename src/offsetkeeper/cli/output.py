@@ -20,7 +20,11 @@ class OutputFormat(StrEnum):
 
 
 def stdout_console() -> Console:
-    return Console(soft_wrap=True)
+    console = Console(soft_wrap=True)
+    if not console.is_terminal:
+        # Piped output: never fold columns to an imagined 80-character screen.
+        console = Console(soft_wrap=True, width=10_000)
+    return console
 
 
 def stderr_console() -> Console:
