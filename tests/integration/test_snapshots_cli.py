@@ -153,3 +153,17 @@ def test_create_usage_errors(cli):
     assert code == 2 and "--all-groups" in err
     code, _, err = cli("create", "-g", "x", "--all-groups")
     assert code == 2
+
+
+def test_create_all_groups_and_a_group_without_offsets(cli, unique, topic_group):
+    _, group = topic_group
+    code, out, err = cli("create", "--all-groups", "-o", "json")
+    assert code == 0, err
+    sid = json.loads(out)["id"]
+    assert group in cli.store.load(sid).groups
+
+    empty = unique("never-committed")
+    code, out, err = cli("create", "-g", f"{group},{empty}")
+    assert code == 0, err
+    assert "saved: 2 groups, 2 partitions" in out
+    assert f"group {empty} has no committed offsets" in err

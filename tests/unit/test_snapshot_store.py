@@ -7,6 +7,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offsetkeeper.config import ConfigFile, SnapshotsModel
 from offsetkeeper.errors import StoreError, UsageError
@@ -140,3 +142,29 @@ def test_default_store_is_under_user_data_dir(monkeypatch):
 def test_store_without_url_follows_the_environment(monkeypatch):
     monkeypatch.setenv(STORE_ENV, "memory://from-env")
     assert SnapshotStore().url == "memory://from-env"
+
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=8),
+                       st.dictionaries(st.integers(0, 5), st.integers(0, 10**12), max_size=3),
+                       max_size=3),
+       st.text(max_size=30))
+def test_any_snapshot_survives_the_memory_store(groups, description):
+    store = SnapshotStore(f"memory://prop-{uuid.uuid4().hex[:8]}")
+    snap = Snapshot(new_snapshot_id(), format_time(datetime.now(UTC)), "c", "b", description,
+                    {g: GroupSnapshot("empty", {TopicPartition("t", p): CommittedOffset(o)
+                                                for p, o in offs.items()})
+                     for g, offs in groups.items()})
+    store.save(snap)
+    assert store.load(snap.id) == snap
+    assert store.list()[0] == snap.summary()
+
+
+def test_every_snapshots_command_has_help_with_an_example():
+    from offsetkeeper.cli.snapshots import app
+
+    names = {c.name for c in app.registered_commands}
+    assert names == {"create", "list", "show", "diff", "verify", "rollback", "delete"}
+    for c in app.registered_commands:
+        assert "Example: offsetkeeper snapshots " + c.name in (c.callback.__doc__ or ""), c.name
