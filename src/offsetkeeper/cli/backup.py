@@ -1,6 +1,218 @@
-"""`offsetkeeper backup ...` and `offsetkeeper backups ...` (issue 4: not built yet)."""
+"""`offsetkeeper backup run` and `offsetkeeper backups list|describe|validate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+
 backup_app = typer.Typer(help="Back topics up to Parquet with a manifest (Spark).", no_args_is_help=True)
 backups_app = typer.Typer(help="List, describe and validate backups.", no_args_is_help=True)
+
+DestOpt = Annotated[
+    str | None,
+    typer.Option("--dest", "-d", envvar="OFFSETKEEPER_BACKUP_DEST",
+                 help="Backup destination: a directory or URL holding backups.", show_default=False),
+]
+MasterOpt = Annotated[
+    str | None,
+    typer.Option("--master", help="Spark master [default: local[*]].", show_default=False),
+]
+ConfPairsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--conf", help="Spark configuration KEY=VALUE (repeatable).", show_default=False),
+]
+
+
+def _need_dest(dest: str | None) -> str:
+    from offsetkeeper.errors import UsageError
+
+    if not dest:
+        raise UsageError("no destination given: use --dest PATH|URL (or $OFFSETKEEPER_BACKUP_DEST)")
+    return dest
+
+
+@backup_app.command("run")
+def run(
+    topic: Annotated[list[str] | None, typer.Option(
+        "--topic", "-t", help="Topic to back up: NAME, GLOB or ~REGEX (repeatable).",
+        show_default=False)] = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude", help="Topics to leave out: NAME, GLOB or ~REGEX (repeatable).",
+        show_default=False)] = None,
+    dest: DestOpt = None,
+    backup_id: Annotated[str | None, typer.Option(
+        "--id", help="Backup id; running the same id again appends what is new.",
+        show_default=False)] = None,
+    file: Annotated[Path | None, typer.Option(
+        "--file", "-f", help="YAML file with source, topics, destination, backup_id, spark.",
+        show_default=False)] = None,
+    master: MasterOpt = None,
+    conf: ConfPairsOpt = None,
+    max_records_per_task: Annotated[int | None, typer.Option(
+        "--max-records-per-task", min=1,
+        help="Split partitions into Spark tasks of at most this many offsets [default: 500000].",
+        show_default=False)] = None,
+    bootstrap: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None,
+    config: ConfigOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Back up topics: Parquet (zstd) per topic/partition plus a manifest, written last.
+
+    The end offset of every partition is fixed when the run starts (a snapshot); the committed
+    offsets of every group with offsets on these topics are captured with it.
+
+    Example: offsetkeeper backup run -b localhost:9092 -t 'orders*' --dest /backups --id nightly
+    """
+    from offsetkeeper.backup.config import build_backup_config
+    from offsetkeeper.backup.run import run_backup
+    from offsetkeeper.config import load_config_file
+    from offsetkeeper.spark.session import parse_conf_pairs
+
+    cfg = build_backup_config(
+        file=file, config=load_config_file(config), bootstrap_server=bootstrap,
+        command_config=command_config, cluster=cluster, include=topic or (), exclude=exclude or (),
+        destination=dest, backup_id=backup_id, master=master, spark_conf=parse_conf_pairs(conf),
+        max_records_per_task=max_records_per_task,
+    )
+    if output is OutputFormat.json:
+        result = run_backup(cfg)
+        render_json(result.summary())
+        return
+    with _ProgressDisplay() as display:
+        result = run_backup(cfg, progress=display.update)
+    s = result.summary()
+    rows = [{"field": k, "value": v if k != "gaps" else len(v)} for k, v in s.items()]
+    render_rows(rows, ["field", "value"], output, title=f"backup {cfg.backup_id} run {result.run}")
+    for t, p, g in result.gaps:
+        stderr_console().print(f"warning: {t}:{p}: offsets [{g.start}, {g.end}) were removed by "
+                               f"retention before they could be read (recorded as a gap)")
+
+
+class _ProgressDisplay:
+    """Rich progress on stderr: partitions done / total and records read."""
+
+    def __enter__(self) -> _ProgressDisplay:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("partitions  {task.fields[records]:,} records"), TimeElapsedColumn(),
+            console=stderr_console(), transient=True,
+        )
+        self.progress.__enter__()
+        self.task = self.progress.add_task("planning", total=None, records=0)
+        return self
+
+    def update(self, p) -> None:
+        self.progress.update(self.task, description=p.phase, completed=p.partitions_done,
+                             total=p.partitions_total or None, records=p.records)
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+
+@backups_app.command("list")
+def list_(dest: DestOpt = None, output: OutputOpt = OutputFormat.table) -> None:
+    """List the backups under a destination.
+
+    Example: offsetkeeper backups list --dest /backups
+    """
+    from offsetkeeper.backup.manifest import list_backups
+
+    ms = list_backups(_need_dest(dest))
+    rows = [{"backup_id": m.backup_id, "runs": len(m.runs), "topics": len(m.topics),
+             "partitions": sum(len(t.partitions) for t in m.topics), "records": m.record_count,
+             "groups": len(m.groups), "updated_at": m.updated_at} for m in ms]
+    render_rows(rows, ["backup_id", "runs", "topics", "partitions", "records", "groups",
+                       "updated_at"], output)
+
+
+@backups_app.command("describe")
+def describe(
+    backup_id: Annotated[str, typer.Argument(help="Backup id.")],
+    dest: DestOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Show a backup: per partition the offset range, records, timestamps, checksum and gaps.
+
+    With --output json the whole manifest is printed.
+
+    Example: offsetkeeper backups describe nightly --dest /backups
+    """
+    from offsetkeeper.backup.manifest import load_manifest
+
+    m = load_manifest(_need_dest(dest), backup_id)
+    if output is OutputFormat.json:
+        render_json(m.model_dump(mode="json"))
+        return
+    rows = [{"topic": t.name, "partition": p.partition, "start_offset": p.start_offset,
+             "end_offset": p.end_offset, "records": p.record_count,
+             "first_timestamp": p.first_timestamp, "last_timestamp": p.last_timestamp,
+             "checksum": p.checksum, "runs": len(p.segments),
+             "gaps": [f"{g.start}-{g.end - 1}" for g in p.gaps]}
+            for t in m.topics for p in t.partitions]
+    render_rows(rows, ["topic", "partition", "start_offset", "end_offset", "records",
+                       "first_timestamp", "last_timestamp", "checksum", "runs", "gaps"], output,
+                title=f"backup {m.backup_id}: {m.record_count} records, {len(m.runs)} runs, "
+                      f"updated {m.updated_at}")
+    if output is OutputFormat.table:
+        grows = [{"group": g.group, "topic": o.topic, "partition": o.partition, "offset": o.offset}
+                 for g in m.groups for o in g.offsets]
+        if grows:
+            render_rows(grows, ["group", "topic", "partition", "offset"], output,
+                        title="committed offsets captured with the data")
+        for t in m.topics:
+            if t.configs:
+                render_rows([{"config": k, "value": v} for k, v in t.configs.items()],
+                            ["config", "value"], output, title=f"topic {t.name} configs")
+
+
+@backups_app.command("validate")
+def validate(
+    backup_id: Annotated[str, typer.Argument(help="Backup id.")],
+    dest: DestOpt = None,
+    deep: Annotated[bool, typer.Option(
+        "--deep", help="Re-read every file and recompute counts and checksums (Spark).")] = False,
+    master: MasterOpt = None,
+    conf: ConfPairsOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Check a backup: the manifest and that every file exists; --deep re-reads the data.
+
+    Exits 1 and names the partition, run or file when anything does not match.
+
+    Example: offsetkeeper backups validate nightly --dest /backups --deep
+    """
+    from offsetkeeper.backup.validate import validate_backup
+    from offsetkeeper.errors import StoreError
+    from offsetkeeper.spark.session import parse_conf_pairs
+
+    report = validate_backup(_need_dest(dest), backup_id, deep=deep, master=master,
+                             spark_conf=parse_conf_pairs(conf))
+    if output is OutputFormat.json:
+        render_json(report.as_dict())
+    else:
+        render_rows([{"where": p.where, "problem": p.message} for p in report.problems],
+                    ["where", "problem"], output) if report.problems else None
+        if output is OutputFormat.table and report.ok:
+            stderr_console().print(
+                f"backup {backup_id} is valid ({'deep' if deep else 'quick'}: "
+                f"{report.files_checked} files, {report.partitions_checked} partitions"
+                + (f", {report.records_checked} records re-read" if deep else "") + ")")
+    if not report.ok:
+        first = report.problems[0]
+        raise StoreError(f"backup {backup_id} failed validation: {len(report.problems)} "
+                         f"problem(s), first: {first}")
