@@ -169,8 +169,10 @@ def reset(
     conn = connection(bootstrap, command_config, cluster, config)
     with KafkaAdmin(conn) as admin:
         if from_snapshot is not None:
-            sources.check_snapshot_cluster(admin, from_snapshot, snapshot_store, config,
-                                           allow=allow_cluster_mismatch)
+            note = sources.check_snapshot_cluster(admin, from_snapshot, snapshot_store, config,
+                                                  allow=allow_cluster_mismatch)
+            if note:
+                stderr_console().print(f"note: {note}", highlight=False)
         plan = build_plan(admin, scope, target, label=label)
         if export:
             write_atomic(export, plan_csv(plan))

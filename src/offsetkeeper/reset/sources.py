@@ -20,11 +20,11 @@ def from_file(path: str | Path) -> FromOffsets:
     return parse_offsets_csv(text, source=str(p))
 
 
-def snapshot_store_url(cli_value: str | None, config_path) -> str | None:
-    """The snapshot store: --snapshot-store, else the config's snapshots.store, else the default."""
-    if cli_value:
-        return cli_value
-    return load_config_file(config_path).snapshots.store
+def snapshot_store_url(cli_value: str | None, config_path) -> str:
+    """The snapshot store: the flag, $OFFSETKEEPER_SNAPSHOT_STORE, the config, else the default."""
+    from offsetkeeper.snapshots.store import resolve_store_url
+
+    return resolve_store_url(cli_value, load_config_file(config_path))
 
 
 def _load_snapshot(snapshot_id: str, store: str | None, config_path):
@@ -40,11 +40,12 @@ def from_snapshot(snapshot_id: str, *, store: str | None = None, config=None) ->
     return rollback_target(_load_snapshot(snapshot_id, store, config))
 
 
-def check_snapshot_cluster(admin, snapshot_id: str, store: str | None, config, *, allow: bool) -> None:
-    """Refuse to roll a snapshot of one cluster onto another unless explicitly allowed."""
+def check_snapshot_cluster(admin, snapshot_id: str, store: str | None, config, *, allow: bool) -> str | None:
+    """Refuse to roll a snapshot of one cluster onto another unless explicitly allowed; returns
+    a note for the user when it is allowed."""
     from offsetkeeper.snapshots.rollback import check_cluster
 
-    check_cluster(admin, _load_snapshot(snapshot_id, store, config), allow=allow)
+    return check_cluster(admin, _load_snapshot(snapshot_id, store, config), allow=allow)
 
 
 def parse_mapping_ref(ref: str) -> tuple[str, str, str | None]:
