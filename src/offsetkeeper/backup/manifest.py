@@ -161,7 +161,8 @@ class Manifest(_Model):
 
     @property
     def last_run(self) -> int:
-        return max((r.run for r in self.runs), default=0)
+        seg_runs = (s.run for t in self.topics for p in t.partitions for s in p.segments)
+        return max((*(r.run for r in self.runs), *seg_runs), default=0)
 
     def files(self) -> list[str]:
         """Every data file (relative to the backup directory), in topic/partition/run order."""
