@@ -44,7 +44,7 @@ class BackupConfig:
     destination: str
     backup_id: str
     exclude: tuple[str, ...] = ()
-    master: str = DEFAULT_MASTER
+    master: str | None = None  # None: local[*], or the master spark-submit was given
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     min_partitions: int | None = None
     max_records_per_task: int | None = 500_000
@@ -153,7 +153,8 @@ def build_backup_config(
         exclude=tuple(exclude or f.topics.exclude),
         destination=destination or f.destination or "",
         backup_id=backup_id or f.backup_id or "",
-        master=master or f.spark.master or config.spark.master or DEFAULT_MASTER,
+        master=master or f.spark.master or (
+            config.spark.master if config.spark.master != DEFAULT_MASTER else None),
         spark_conf=conf,
         min_partitions=f.min_partitions,
         max_records_per_task=max_records_per_task or f.max_records_per_task or 500_000,

@@ -18,7 +18,10 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, 
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
+    builder = SparkSession.builder.appName(app_name)
+    # Under spark-submit (the JVM started this interpreter) the master comes from spark-submit.
+    if master is not None or not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        builder = builder.master(master or DEFAULT_MASTER)
     defaults = {
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "8",
