@@ -178,3 +178,26 @@ def summary_rows(mappings: dict[TopicPartition, PartitionMapping]) -> list[dict[
 
 def mapping_root_for(destination: str, backup_id: str, restore_id: str) -> str:
     return mappings_root(destination, backup_id, restore_id)
+
+
+def lookup_row(mappings: dict[TopicPartition, PartitionMapping], topic: str, partition: int,
+               offset: int) -> dict[str, Any]:
+    """The answer of `mapping lookup` for one source offset."""
+    from offsetkeeper.errors import UsageError
+
+    src = TopicPartition(topic, partition)
+    m = mappings.get(src)
+    if m is None:
+        known = ", ".join(str(s) for s in sorted(mappings)) or "none"
+        raise UsageError(f"{src} was not restored (restored partitions: {known})",
+                         topic=topic, partition=partition)
+    exact = m.lookup(offset)
+    row = {"topic": topic, "partition": partition, "offset": offset, "restored": exact is not None,
+           "target_topic": m.target.topic, "target_partition": m.target.partition}
+    if exact is not None:
+        return {**row, "target_offset": exact, "note": "record restored"}
+    nxt = m.first_source_at_or_after(offset)
+    target = m.translate(offset)
+    note = (f"not restored; the next restored record is source offset {nxt}" if nxt is not None
+            else "past the last restored record; target log end")
+    return {**row, "target_offset": target, "note": note}
