@@ -105,7 +105,7 @@ def test_dr_three_phase_groups_resume_at_the_same_record(bootstrap, dr_bootstrap
 
     for group in (g_end, g_mid, g_part):
         for t, parts in prod.items():
-            for p, records in parts.items():
+            for p in parts:
                 src = _read_as_group(bootstrap, group, t, p)
                 dr = _read_as_group(dr_bootstrap, group, t, p)
                 assert [_stripped(m) for m in dr] == [_stripped(m) for m in src], (group, t, p)
