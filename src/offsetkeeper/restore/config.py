@@ -66,10 +66,12 @@ class RestoreOptions:
 
 # -- parsing of flag values ------------------------------------------------------------------
 
-def parse_time_ms(text: str | int | None, *, flag: str) -> int | None:
+def parse_time_ms(text: str | int | datetime | None, *, flag: str) -> int | None:
     """Epoch milliseconds, or ISO-8601 (UTC when no zone, millisecond precision)."""
     if text is None or text == "":
         return None
+    if isinstance(text, datetime):  # YAML parses unquoted timestamps itself
+        text = text.isoformat()
     if isinstance(text, int) or re.fullmatch(r"-?\d+", str(text).strip()):
         return int(text)
     s = str(text).strip().replace("Z", "+00:00").replace("z", "+00:00")
@@ -155,8 +157,8 @@ class RestoreModel(_Strict):
     rename: dict[str, str] = Field(default_factory=dict)
     partition_map: list[str] = Field(default_factory=list)
     source_partitions: list[str] = Field(default_factory=list)
-    from_time: str | int | None = None
-    to_time: str | int | None = None
+    from_time: datetime | str | int | None = None
+    to_time: datetime | str | int | None = None
     create_topics: bool = True
     replication_factor: int = -1
     offset_headers: bool = True
