@@ -13,7 +13,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -46,9 +45,23 @@ def default_data_dir() -> Path:
 
 
 def noida_executable() -> str:
-    """Path of the noida-db command (installed with the package's dev extra)."""
-    beside = Path(sys.executable).parent / "noida-db"
-    found = str(beside) if beside.exists() else shutil.which("noida-db")
+    """Path of the noida-db server binary (installed with the package's dev extra).
+
+    The `noida-db` console script is a Python wrapper that runs the binary as a child; signals
+    sent to the wrapper do not reach the server cleanly (it would not save its state), so the
+    binary inside the noida_db package is run directly.
+    """
+    try:
+        import noida_db
+
+        binary = Path(noida_db.__file__).parent / "noida-db"
+        if binary.is_file():
+            if not os.access(binary, os.X_OK):
+                binary.chmod(0o755)
+            return str(binary)
+    except ImportError:
+        pass
+    found = shutil.which("noida-db")
     if not found:
         raise OffsetkeeperError(
             "noida-db is not installed; run: pip install 'noida-db==0.2.3' (or scripts/setup.sh)"
@@ -134,16 +147,16 @@ def stop(data_dir: str | Path | None = None, *, timeout: float = 20.0) -> Broker
     d = Path(data_dir or default_data_dir()).expanduser()
     st = status(d)
     if st.pid and _pid_alive(st.pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(st.pid, signal.SIGINT)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(st.pid, signal.SIGINT)  # started in its own session: pgid == pid
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and _pid_alive(st.pid):
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(st.pid, os.WNOHANG)
             time.sleep(0.1)
         if _pid_alive(st.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(st.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(st.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(st.pid, 0)
     with contextlib.suppress(FileNotFoundError):

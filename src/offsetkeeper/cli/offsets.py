@@ -139,7 +139,7 @@ def reset(
     script: Annotated[Path | None, typer.Option("--script", help="Write an equivalent "
                                                 "kafka-consumer-groups.sh script.")] = None,
     max_concurrent: Annotated[int, typer.Option("--max-concurrent", min=1, max=1000,
-                                                help="Groups committed at once.")] = 32,
+                                                help="Groups in flight at once.")] = 100,
     retries: Annotated[int, typer.Option("--retries", min=0, max=50,
                                          help="Retries per group for retriable errors.")] = 5,
     no_snapshot: Annotated[bool, typer.Option("--no-snapshot", help="Do not snapshot the groups "

@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
 )
 
 from offsetkeeper.config import Connection
-from offsetkeeper.errors import UnknownTopicError
+from offsetkeeper.errors import OffsetkeeperError, UnknownTopicError
 from offsetkeeper.kafka.errors import translate
 from offsetkeeper.models import (
     CommittedOffset,
@@ -51,6 +51,7 @@ class KafkaAdmin:
         self.conn = conn
         self.timeout = timeout
         self._admin: AdminClient | None = None
+        self._retired: list[AdminClient] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -60,11 +61,25 @@ class KafkaAdmin:
             conf.setdefault("socket.timeout.ms", str(int(self.timeout * 1000)))
             # librdkafka logs informational noise (e.g. BGQUEUE purges) to stderr at level 6.
             conf.setdefault("log_level", "3")
+            # Come back quickly after a broker restart (librdkafka's default backs off to 10 s).
+            conf.setdefault("reconnect.backoff.max.ms", "1000")
             self._admin = AdminClient(conf)
         return self._admin
 
     def close(self) -> None:
         self._admin = None  # AdminClient has no close(); dropping it frees librdkafka's handle
+        self._retired.clear()
+
+    def reconnect(self) -> None:
+        """Use a fresh client from now on (after the cluster was unreachable).
+
+        After a broker restart, group requests on the old client can hang until they time out,
+        again and again; new connections do not. The old client is kept alive until close():
+        destroying it with requests still pending can abort the process (librdkafka #4605).
+        """
+        if self._admin is not None:
+            self._retired.append(self._admin)
+            self._admin = None
 
     def __enter__(self) -> KafkaAdmin:
         return self
@@ -80,6 +95,18 @@ class KafkaAdmin:
                             action=action, **ctx) from exc
 
     # -- cluster and topics ------------------------------------------------------------------
+    def ping(self) -> None:
+        """Raise a (retriable) error unless the cluster answers a metadata request.
+
+        Group requests sent while no broker is reachable can abort the process when they time
+        out during coordinator lookup (librdkafka issue #4605), so callers that retry check
+        reachability with this cheap, safe call first.
+        """
+        try:
+            self.admin.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise translate(exc, action="reach the cluster") from exc
+
     def cluster_id(self) -> str:
         """The cluster id (used to tell clusters apart in snapshots)."""
         result = self._wait(self.admin.describe_cluster(request_timeout=self.timeout),
@@ -117,13 +144,26 @@ class KafkaAdmin:
 
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
         """State, coordinator, assignor and members (with assignments) of each group."""
+        out: dict[str, GroupInfo] = {}
+        for gid, res in self.describe_groups_each(group_ids).items():
+            if isinstance(res, Exception):
+                raise res
+            out[gid] = res
+        return out
+
+    def describe_groups_each(self, group_ids: Iterable[str]) -> dict[str, GroupInfo | OffsetkeeperError]:
+        """Like describe_groups, but one failing group does not hide the others' answers."""
         ids = list(dict.fromkeys(group_ids))
         if not ids:
             return {}
         futures = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout)
-        out: dict[str, GroupInfo] = {}
+        out: dict[str, GroupInfo | OffsetkeeperError] = {}
         for gid, fut in futures.items():
-            d = self._wait(fut, action="describe group", group=gid)
+            try:
+                d = self._wait(fut, action="describe group", group=gid)
+            except OffsetkeeperError as exc:
+                out[gid] = exc
+                continue
             members = tuple(
                 MemberInfo(
                     member_id=m.member_id,

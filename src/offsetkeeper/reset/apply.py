@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import math
 import random
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
@@ -27,7 +25,7 @@ SUCCESS, REFUSED, FAILED, NOTHING = "success", "refused", "failed", "nothing-to-
 class ApplyOptions:
     """How to execute a plan."""
 
-    max_concurrent: int = 32
+    max_concurrent: int = 100
     retries: int = 5
     backoff_base_s: float = 0.2
     backoff_max_s: float = 5.0
@@ -35,7 +33,7 @@ class ApplyOptions:
     snapshot: bool = True
     snapshot_store: str | None = None
     description: str = ""
-    # Called from worker threads after each group finishes (for progress bars).
+    # Called after each group finishes (for progress bars).
     on_group_done: Callable[[GroupResult], None] | None = None
 
 
@@ -113,72 +111,156 @@ def _backoff(attempt: int, opts: ApplyOptions) -> float:
     return random.uniform(0, min(opts.backoff_max_s, opts.backoff_base_s * 2 ** attempt))
 
 
-def _apply_group(admin, gp: GroupPlan, opts: ApplyOptions) -> GroupResult:
-    if gp.refused:
-        return GroupResult(gp.group, REFUSED, error=gp.refused)
-    offsets = {tp: t for tp, t in gp.offsets.items()}
-    perr = {str(p.tp): p.error for p in gp.partitions if p.error}
-    if not any(p.changes for p in gp.partitions):
-        status = FAILED if perr else NOTHING
-        return GroupResult(gp.group, status, partition_errors=perr,
-                           error="no partition could be planned" if perr else None)
-    start = time.monotonic()
-    attempts = 0
-    while True:
-        attempts += 1
+def _active_message(info) -> str:
+    n = len(info.members)
+    return (f"group {info.group_id} has {n} active member{'s' if n != 1 else ''} "
+            f"(state {info.state}); stop its consumers and run again")
+
+
+RETRIABLE_PARTITION_ERRORS = frozenset({
+    "COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
+    "REQUEST_TIMED_OUT", "REBALANCE_IN_PROGRESS", "_TIMED_OUT", "_TRANSPORT"})
+
+
+@dataclass
+class _Job:
+    """Mutable progress of one group through the executor."""
+
+    plan: GroupPlan
+    offsets: dict
+    started: float = 0.0
+    attempts: int = 0
+    last_error: str | None = None
+    partition_errors: dict[str, str] = field(default_factory=dict)
+
+
+def _run_wave(admin, jobs: list[_Job], opts: ApplyOptions) -> tuple[list[GroupResult], list[_Job]]:
+    """One pipelined pass over `jobs`: re-check state, commit, read back — all requests of a
+    kind in flight at once (librdkafka routes each to its group's coordinator).
+
+    Returns the finished results and the jobs to retry (retriable failures).
+    """
+    done: list[GroupResult] = []
+    retry: list[_Job] = []
+
+    def fail(job: _Job, status: str, error: str, changed: int = 0) -> None:
+        done.append(GroupResult(job.plan.group, status, partitions_changed=changed,
+                                attempts=job.attempts, latency_s=time.monotonic() - job.started,
+                                error=error, partition_errors=job.partition_errors))
+
+    def retry_or_fail(job: _Job, err: OffsetkeeperError) -> None:
+        job.last_error = err.message
+        if is_retriable(err) and job.attempts <= opts.retries:
+            retry.append(job)
+        else:
+            fail(job, FAILED, err.message)
+
+    for job in jobs:
+        job.attempts += 1
+    try:
+        admin.ping()
+    except OffsetkeeperError as exc:
+        for job in jobs:
+            retry_or_fail(job, exc)
+        return done, retry
+    # 1. Re-check right before committing: a consumer may have joined since planning (the
+    #    development broker, unlike Kafka, would accept the commit).
+    try:
+        infos = admin.describe_groups_each([j.plan.group for j in jobs])
+    except Exception as exc:  # the whole request failed (e.g. no broker reachable)
+        err = translate(exc, action="describe groups")
+        infos = {j.plan.group: err for j in jobs}
+    eligible = []
+    for job in jobs:
+        info = infos.get(job.plan.group)
+        if isinstance(info, OffsetkeeperError):
+            retry_or_fail(job, info)
+        elif info is not None and info.is_active:
+            fail(job, REFUSED, _active_message(info))
+        else:
+            eligible.append(job)
+    # 2. Commit: every group's request in flight at once.
+    futures = []
+    for job in eligible:
         try:
-            # Re-check right before committing: a consumer may have joined since planning.
-            info = admin.describe_groups([gp.group])[gp.group]
-            if info.is_active:
-                n = len(info.members)
-                return GroupResult(gp.group, REFUSED, attempts=attempts,
-                                   latency_s=time.monotonic() - start,
-                                   error=f"group {gp.group} has {n} active member{'s' if n != 1 else ''} "
-                                         f"(state {info.state}); stop its consumers and run again")
-            results = admin.alter_result(gp.group, admin.alter_offsets_async(gp.group, offsets))
-            bad = {str(tp): err for tp, err in results.items() if err}
-            if bad:
-                names = set(bad.values())
-                if names & {"COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
-                            "REQUEST_TIMED_OUT", "REBALANCE_IN_PROGRESS"} and attempts <= opts.retries:
-                    time.sleep(_backoff(attempts, opts))
-                    continue
-                perr.update({tp: ADVICE.get(e, e).format(what=tp) for tp, e in bad.items()})
-                return GroupResult(gp.group, FAILED, attempts=attempts,
-                                   latency_s=time.monotonic() - start,
-                                   partitions_changed=len(results) - len(bad),
-                                   error=f"{len(bad)} partition(s) rejected", partition_errors=perr)
-            break
-        except OffsetkeeperError as exc:
-            if is_retriable(exc) and attempts <= opts.retries:
-                time.sleep(_backoff(attempts, opts))
-                continue
-            return GroupResult(gp.group, FAILED, attempts=attempts, latency_s=time.monotonic() - start,
-                               error=exc.message, partition_errors=perr)
-        except Exception as exc:  # librdkafka raising outside a future
-            err = translate(exc, action="commit offsets", group=gp.group)
-            if is_retriable(err) and attempts <= opts.retries:
-                time.sleep(_backoff(attempts, opts))
-                continue
-            return GroupResult(gp.group, FAILED, attempts=attempts, latency_s=time.monotonic() - start,
-                               error=err.message, partition_errors=perr)
-    latency = time.monotonic() - start
-    if opts.verify:
+            futures.append((job, admin.alter_offsets_async(job.plan.group, job.offsets)))
+        except Exception as exc:
+            retry_or_fail(job, translate(exc, action="commit offsets", group=job.plan.group))
+    committed = []
+    for job, fut in futures:
         try:
-            live = admin.committed_offsets(gp.group)
+            results = admin.alter_result(job.plan.group, fut)
         except OffsetkeeperError as exc:
-            return GroupResult(gp.group, FAILED, attempts=attempts, latency_s=latency,
-                               partitions_changed=len(offsets),
-                               error=f"committed, but reading back failed: {exc.message}")
-        for tp, want in offsets.items():
-            got = live.get(tp)
-            if got is None or got.offset != want:
-                perr[str(tp)] = f"read back {got.offset if got else 'nothing'}, planned {want}"
-    changed = sum(1 for p in gp.partitions if p.changes and str(p.tp) not in perr)
-    status = FAILED if perr else SUCCESS
-    return GroupResult(gp.group, status, partitions_changed=changed, attempts=attempts,
-                       latency_s=latency, partition_errors=perr,
-                       error=f"{len(perr)} partition(s) failed" if perr else None)
+            retry_or_fail(job, exc)
+            continue
+        bad = {str(tp): e for tp, e in results.items() if e}
+        if bad and set(bad.values()) <= RETRIABLE_PARTITION_ERRORS and job.attempts <= opts.retries:
+            job.last_error = ", ".join(sorted(set(bad.values())))
+            retry.append(job)
+            continue
+        job.partition_errors.update({tp: ADVICE.get(e, e).format(what=tp) for tp, e in bad.items()})
+        committed.append(job)
+    # 3. Read back and compare with the plan.
+    reads = [(job, admin.committed_offsets_async(job.plan.group)) for job in committed] \
+        if opts.verify else []
+    latency = {id(job): time.monotonic() - job.started for job in committed}
+    live_by_job = {}
+    for job, fut in reads:
+        try:
+            live_by_job[id(job)] = admin.committed_result(job.plan.group, fut)
+        except OffsetkeeperError as exc:
+            live_by_job[id(job)] = exc
+    for job in committed:
+        live = live_by_job.get(id(job))
+        if isinstance(live, OffsetkeeperError):
+            job.partition_errors["*"] = f"committed, but reading back failed: {live.message}"
+        elif live is not None:
+            for tp, want in job.offsets.items():
+                got = live.get(tp)
+                if (got is None or got.offset != want) and str(tp) not in job.partition_errors:
+                    job.partition_errors[str(tp)] = \
+                        f"read back {got.offset if got else 'nothing'}, planned {want}"
+        changed = sum(1 for p in job.plan.partitions if p.changes and str(p.tp) not in job.partition_errors)
+        perr = job.partition_errors
+        done.append(GroupResult(job.plan.group, FAILED if perr else SUCCESS, partitions_changed=changed,
+                                attempts=job.attempts, latency_s=latency[id(job)], partition_errors=perr,
+                                error=f"{len(perr)} partition(s) failed" if perr else None))
+    return done, retry
+
+
+def _execute(admin, plans: list[GroupPlan], opts: ApplyOptions, notify) -> list[GroupResult]:
+    """Run groups through waves of at most `max_concurrent` groups, retrying retriable ones."""
+    results: list[GroupResult] = []
+    queue: list[_Job] = []
+    for gp in plans:
+        perr = {str(p.tp): p.error for p in gp.partitions if p.error}
+        if gp.refused:
+            results.append(notify(GroupResult(gp.group, REFUSED, error=gp.refused)))
+        elif not any(p.changes for p in gp.partitions):
+            results.append(notify(GroupResult(
+                gp.group, FAILED if perr else NOTHING, partition_errors=perr,
+                error="no partition could be planned" if perr else None)))
+        else:
+            queue.append(_Job(gp, dict(gp.offsets), partition_errors=perr))
+    retry_at: list[tuple[float, _Job]] = []
+    while queue or retry_at:
+        now = time.monotonic()
+        ready = [j for t, j in retry_at if t <= now]
+        retry_at = [(t, j) for t, j in retry_at if t > now]
+        wave = ready + queue[: max(0, opts.max_concurrent - len(ready))]
+        queue = queue[len(wave) - len(ready):]
+        if not wave:
+            time.sleep(max(0.0, min(t for t, _ in retry_at) - now))
+            continue
+        for job in wave:
+            job.started = job.started or time.monotonic()
+        done, again = _run_wave(admin, wave, opts)
+        if again:
+            admin.reconnect()
+        results.extend(notify(r) for r in done)
+        retry_at.extend((time.monotonic() + _backoff(j.attempts, opts), j) for j in again)
+    order = {gp.group: i for i, gp in enumerate(plans)}
+    return sorted(results, key=lambda r: order[r.group])
 
 
 def take_auto_snapshot(admin, plan: ResetPlan, opts: ApplyOptions) -> str | None:
@@ -197,17 +279,12 @@ def apply_plan(admin, plan: ResetPlan, options: ApplyOptions | None = None) -> A
     """Execute `plan` against the cluster of `admin`; never raises for per-group failures."""
     opts = options or ApplyOptions()
     snapshot_id = take_auto_snapshot(admin, plan, opts)
-    lock = threading.Lock()
     start = time.monotonic()
 
-    def run(gp: GroupPlan) -> GroupResult:
-        res = _apply_group(admin, gp, opts)
+    def notify(res: GroupResult) -> GroupResult:
         if opts.on_group_done:
-            with lock:
-                opts.on_group_done(res)
+            opts.on_group_done(res)
         return res
 
-    workers = max(1, min(opts.max_concurrent, len(plan.groups) or 1))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reset") as pool:
-        results = tuple(pool.map(run, plan.groups))
-    return ApplyReport(results=results, elapsed_s=time.monotonic() - start, snapshot_id=snapshot_id)
+    results = _execute(admin, list(plan.groups), opts, notify)
+    return ApplyReport(results=tuple(results), elapsed_s=time.monotonic() - start, snapshot_id=snapshot_id)
