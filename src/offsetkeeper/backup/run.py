@@ -197,6 +197,41 @@ class _ProgressWatcher:
             self._t.join(5)
 
 
+# Up to this many partitions per run, the statistics are computed while writing (one pass,
+# Spark's observe()); above it, by reading the written files back.
+OBSERVE_MAX_PARTITIONS = 64
+
+
+def _observed(df, keys: list[tuple[str, int]]):
+    """Attach per-partition count/checksum/offset/timestamp metrics to the write (one pass)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    h = ck.hash_column().cast("decimal(20,0)")
+    exprs = []
+    for i, (t, p) in enumerate(keys):
+        cond = (F.col("topic") == F.lit(t)) & (F.col("partition") == F.lit(p))
+        off = F.when(cond, F.col("offset"))
+        ts = F.when(cond, F.col("timestamp"))
+        exprs += [F.count(off).alias(f"n{i}"), F.sum(F.when(cond, h)).alias(f"s{i}"),
+                  F.min(off).alias(f"lo{i}"), F.max(off).alias(f"hi{i}"),
+                  F.min_by(ts, off).alias(f"ft{i}"), F.max_by(ts, off).alias(f"lt{i}")]
+    obs = Observation("offsetkeeper_backup")
+    return df.observe(obs, *exprs), obs
+
+
+def _observed_stats(obs, keys: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+    m = obs.get
+    out = {}
+    for i, key in enumerate(keys):
+        n = int(m.get(f"n{i}") or 0)
+        if n:
+            out[key] = {"n": n, "checksum": ck.to_hex(int(m.get(f"s{i}") or 0)),
+                        "first_offset": m.get(f"lo{i}"), "last_offset": m.get(f"hi{i}"),
+                        "first_ts": m.get(f"ft{i}"), "last_ts": m.get(f"lt{i}")}
+    return out
+
+
 def _summarise(spark, run_dir: str) -> dict[tuple[str, int], dict]:
     """Count, checksum, first/last offset and timestamp per partition, from the written files."""
     from pyspark.sql import functions as F
@@ -291,14 +326,21 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         opts = _source_options(config, plan, report_path)
         with _ProgressWatcher(progress, plan, report_path):
             df = spark.read.format(SOURCE_NAME).options(**opts).load()
+            keys = [(p.topic, p.partition) for p in plan.to_read]
+            observation = None
+            if len(keys) <= OBSERVE_MAX_PARTITIONS:
+                df, observation = _observed(df, keys)
             (df.sortWithinPartitions("topic", "partition", "offset")
              .write.mode("overwrite").option("compression", "zstd")
              .partitionBy("topic", "partition").parquet(run_dir))
         reports = read_reports(report_path)
         notify(BackupProgress("summarising", len(plan.to_read), len(plan.to_read),
                               sum(r["records"] for r in reports), plan.offsets))
-        files_exist = _list_files(base, plan.run)[0]
-        stats = _summarise(spark, run_dir) if files_exist else {}
+        if observation is not None:
+            stats = _observed_stats(observation, keys)
+        else:
+            files_exist = _list_files(base, plan.run)[0]
+            stats = _summarise(spark, run_dir) if files_exist else {}
     files, nbytes = _list_files(base, plan.run)
 
     gaps_by_tp: dict[tuple[str, int], list[Gap]] = {}
