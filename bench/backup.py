@@ -103,7 +103,9 @@ def produce(bootstrap: str, topic: str, partitions: int, mb: float, value_bytes:
 
 
 def run_kcat(bootstrap: str, topic: str, out: Path) -> dict:
+    # one fetch may carry every partition: allow large responses (the dev broker ignores limits)
     cmd = ["kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+           "-X", "receive.message.max.bytes=1000000000",
            "-f", "%o %k %s\n"]
     t = time.monotonic()
     with out.open("wb") as f:
