@@ -6,9 +6,9 @@
 2. create missing target topics (backed-up partition count and configs);
 3. record the restore state (target log ends before anything is written) — or, for a rerun of
    the same restore id, check that the options did not change;
-4. Spark: backup rows joined with the routes, filtered (time window, already-mapped offsets),
-   repartitioned by target partition and sorted by source offset; `writer.write_partitions`
-   produces them and writes the mapping;
+4. Spark: one task per route (largest first); each reads its partition's backup files in
+   offset order (time window and resume point applied) and produces them
+   (`writer.restore_tasks`), writing the mapping as it goes — no shuffle;
 5. record the target log ends after the restore and mark it completed.
 """
 
@@ -34,7 +34,7 @@ from offsetkeeper.restore.plan import (
     topics_to_create,
 )
 from offsetkeeper.restore.state import RestoreState, RouteState, load_state, save_state
-from offsetkeeper.restore.writer import WriterConfig, summary_ddl, write_partitions
+from offsetkeeper.restore.writer import TASK_DDL, WriterConfig, restore_tasks, summary_ddl
 
 
 @dataclass
@@ -77,6 +77,30 @@ def _selected_records(spark, o: RestoreOptions, view: BackupView, routes: list[R
     if o.to_time_ms is not None:
         df = df.where(F.col("timestamp") < F.lit(o.to_time_ms))
     return df
+
+
+def _task_specs(view: BackupView, routes: list[Route], resume_after: dict[TopicPartition, int],
+                n_tasks: int) -> list[tuple[str]]:
+    """`n_tasks` task specs (JSON): each a list of routes with their backup files (absolute) and
+    resume point, balanced by record count (largest first). One producer serves a task's routes."""
+    import json
+
+    from offsetkeeper.backup.manifest import backup_dir, join
+
+    base = backup_dir(view.destination, view.backup_id)
+    sized = []
+    for r in routes:
+        entry = view.manifest.topic(r.source.topic).partition(r.source.partition) if view.manifest else None
+        files = [join(base, f) for seg in (entry.segments if entry else []) for f in seg.files]
+        sized.append((entry.record_count if entry else 0, {
+            "source_topic": r.source.topic, "source_partition": r.source.partition,
+            "target_topic": r.target.topic, "target_partition": r.target.partition,
+            "files": files, "resume_after": resume_after.get(r.source, -1)}))
+    bins: list[tuple[int, list[dict]]] = [(0, []) for _ in range(n_tasks)]
+    for size, spec in sorted(sized, key=lambda x: -x[0]):
+        i = min(range(n_tasks), key=lambda j: bins[j][0])
+        bins[i] = (bins[i][0] + size, [*bins[i][1], spec])
+    return [(json.dumps(routes),) for _, routes in bins if routes]
 
 
 def _dry_run_rows(df) -> list[dict[str, Any]]:
@@ -160,8 +184,8 @@ def run_restore(o: RestoreOptions, *, spark=None) -> RestoreResult:
 
             spark = get_spark(o.master, o.spark_conf, app_name=f"offsetkeeper-restore-{restore_id}")
 
-        df = _selected_records(spark, o, view, routes, resume_after)
         if o.dry_run:
+            df = _selected_records(spark, o, view, routes, resume_after)
             result.created_topics = [{"topic": t.name, "partitions": t.partitions, "configs": t.configs,
                                       "from": t.source_topic, "would_create": True} for t in creates]
             result.partitions = sorted(_dry_run_rows(df), key=lambda r: (r["target_topic"], r["target_partition"]))
@@ -176,7 +200,7 @@ def run_restore(o: RestoreOptions, *, spark=None) -> RestoreResult:
         state.status, state.runs, state.finished_at_ms = "running", state.runs + 1, None
         save_state(o.destination, o.backup_id, state)
 
-        n_tasks = max(1, min(len(routes), spark.sparkContext.defaultParallelism))
+        n_slots = max(1, min(len(routes), spark.sparkContext.defaultParallelism))
         client = o.target.client_config()
         cfg = WriterConfig(
             restore_id=restore_id,
@@ -186,15 +210,15 @@ def run_restore(o: RestoreOptions, *, spark=None) -> RestoreResult:
             offset_headers=o.offset_headers,
             chunk_records=o.chunk_records,
             start_log_ends={f"{s.target_topic}:{s.target_partition}": s.start_log_end for s in state.routes},
-            records_per_second=o.records_per_second / n_tasks if o.records_per_second else None,
-            bytes_per_second=o.bytes_per_second / n_tasks if o.bytes_per_second else None,
+            records_per_second=o.records_per_second / n_slots if o.records_per_second else None,
+            bytes_per_second=o.bytes_per_second / n_slots if o.bytes_per_second else None,
+            from_time_ms=o.from_time_ms,
+            to_time_ms=o.to_time_ms,
         )
-        cols = ["topic", "partition", "offset", "timestamp", "key", "value", "headers",
-                "target_topic", "target_partition"]
-        sorted_df = (df.select(*cols).repartition(n_tasks, "target_topic", "target_partition")
-                     .sortWithinPartitions("target_topic", "target_partition", "offset"))
-        rows = [r.asDict() for r in
-                sorted_df.mapInArrow(partial(write_partitions, cfg), summary_ddl()).collect()]
+        tasks = spark.createDataFrame(
+            spark.sparkContext.parallelize(_task_specs(view, routes, resume_after, n_slots), n_slots),
+            TASK_DDL)
+        rows = [r.asDict() for r in tasks.mapInArrow(partial(restore_tasks, cfg), summary_ddl()).collect()]
 
         ends = admin.watermarks([r.target for r in routes])
         for s in state.routes:

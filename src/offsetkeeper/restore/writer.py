@@ -1,7 +1,8 @@
 """The executor side of a restore: produce one target partition's records in source order.
 
-Runs inside Spark (`mapInArrow`) on rows sorted by (target topic, target partition, source
-offset). For each route it first finds where an earlier attempt stopped — the last mapped source
+Runs inside Spark (`mapInArrow`), one task per route (source partition -> target partition):
+the task reads that partition's Parquet files of the backup itself (in offset order, with the
+time window and the resume point applied), so no shuffle is needed. For each route it first finds where an earlier attempt stopped — the last mapped source
 offset, then the records on the target after the last mapped target offset, matched one by one
 with the next backup records (by the x-kafka-backup-offset header, or by key and value when
 headers are off) — so a rerun or a Spark task retry never writes a record twice or skips one.
@@ -58,6 +59,8 @@ class WriterConfig:
     start_log_ends: Mapping[str, int] = field(default_factory=dict)
     records_per_second: float | None = None   # per task
     bytes_per_second: float | None = None     # per task
+    from_time_ms: int | None = None           # inclusive
+    to_time_ms: int | None = None             # exclusive
 
 
 class RestoreWriteError(RuntimeError):
@@ -218,7 +221,7 @@ class _TaskWriter:
 
             conf = {"linger.ms": "20", "batch.size": "1000000", "queue.buffering.max.messages": "500000",
                     "queue.buffering.max.kbytes": "1048576", **self.cfg.producer_conf,
-                    "enable.idempotence": "true"}
+                    "enable.idempotence": "true", "on_delivery": self.on_delivery}
             conf.setdefault("acks", "all")
             self._producer = Producer(conf)
         return self._producer
@@ -240,61 +243,67 @@ class _TaskWriter:
             self.producer.poll(0)
             time.sleep(wait)
 
-    def write(self, batches: Iterator[pa.RecordBatch]) -> list[dict[str, Any]]:
-        summaries: list[dict[str, Any]] = []
-        route: _RouteWriter | None = None
+    def write_route(self, source: TopicPartition, target: TopicPartition,
+                    batches: Iterator[pa.RecordBatch]) -> dict[str, Any]:
+        """Produce one route's records (batches in source-offset order)."""
+        route = _RouteWriter(self, source, target)
         headers_on = self.cfg.offset_headers
         limited = bool(self.cfg.records_per_second or self.cfg.bytes_per_second)
         chunk = self.cfg.chunk_records
+        produce = self.producer.produce
+        poll = self.producer.poll
+        ttopic, tpart = target.topic, target.partition
+        stopic, spart = source.topic, str(source.partition).encode()
+        btopic = stopic.encode()
+        last_source = route.last_source if route.last_source is not None else -1
+        pending_src, pending_ts = route.pending_src, route.pending_ts
+        nbytes = 0
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            c = {n: batch.column(n).to_pylist() for n in
-                 ("topic", "partition", "offset", "timestamp", "key", "value", "headers",
-                  "target_topic", "target_partition")}
-            topics, parts, offs, tss = c["topic"], c["partition"], c["offset"], c["timestamp"]
-            keys, values, hdrs = c["key"], c["value"], c["headers"]
-            ttopics, tparts = c["target_topic"], c["target_partition"]
-            for i in range(batch.num_rows):
-                if route is None or route.source.partition != parts[i] or route.source.topic != topics[i] \
-                        or route.target.partition != tparts[i] or route.target.topic != ttopics[i]:
-                    if route is not None:
-                        summaries.append(route.finish())
-                    route = _RouteWriter(self, TopicPartition(topics[i], parts[i]),
-                                         TopicPartition(ttopics[i], tparts[i]))
-                off, ts = offs[i], tss[i]
-                if route.last_source is not None and off <= route.last_source:
+            offs = batch.column("offset").to_pylist()
+            tss = batch.column("timestamp").to_pylist()
+            keys = batch.column("key").to_pylist()
+            values = batch.column("value").to_pylist()
+            hdrs = batch.column("headers").to_pylist()
+            for i in range(len(offs)):
+                off = offs[i]
+                if off <= last_source:
                     route.summary["skipped"] += 1
                     continue
-                key, value = keys[i], values[i]
+                ts, key, value = tss[i], keys[i], values[i]
                 if route.tail_i < len(route.tail) and route.recover(off, ts, key, value):
                     continue
-                h = [(d["key"], d["value"]) for d in hdrs[i]] if hdrs[i] else None
+                h = hdrs[i]
+                if h:
+                    h = [(d["key"], d["value"]) for d in h]
                 if headers_on:
-                    h = (h or []) + origin_headers(topics[i], parts[i], off, ts)
-                kw = {"headers": h} if h else {}
+                    o = [(OFFSET_HEADER, str(off).encode()), (TIMESTAMP_HEADER, str(ts).encode()),
+                         (PARTITION_HEADER, spart), (TOPIC_HEADER, btopic)]
+                    h = h + o if h else o
                 while True:
                     try:
-                        self.producer.produce(ttopics[i], value=value, key=key, partition=tparts[i],
-                                              timestamp=ts if ts and ts > 0 else 0,
-                                              on_delivery=self.on_delivery, **kw)
+                        if h:
+                            produce(ttopic, value, key, tpart, timestamp=ts if ts and ts > 0 else 0, headers=h)
+                        else:
+                            produce(ttopic, value, key, tpart, timestamp=ts if ts and ts > 0 else 0)
                         break
                     except BufferError:
-                        self.producer.poll(0.05)
-                route.pending_src.append(off)
-                route.pending_ts.append(ts)
-                nbytes = (len(key) if key else 0) + (len(value) if value else 0)
-                route.summary["bytes"] += nbytes
+                        poll(0.05)
+                pending_src.append(off)
+                pending_ts.append(ts)
+                n = (len(key) if key else 0) + (len(value) if value else 0)
+                nbytes += n
                 self.sent_records += 1
-                self.sent_bytes += nbytes
+                self.sent_bytes += n
                 if limited and self.sent_records % 64 == 0:
                     self.throttle()
-                if len(route.pending_src) >= chunk:
+                if len(pending_src) >= chunk:
                     route.flush()
-            self.producer.poll(0)
-        if route is not None:
-            summaries.append(route.finish())
-        return summaries
+                    pending_src, pending_ts = route.pending_src, route.pending_ts
+            poll(0)
+        route.summary["bytes"] += nbytes
+        return route.finish()
 
     def close(self) -> None:
         if self._producer is not None:
@@ -302,11 +311,107 @@ class _TaskWriter:
             self._producer = None
 
 
-def write_partitions(cfg: WriterConfig, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """`mapInArrow` function: produce the sorted rows, yield one summary row per route."""
+# -- reading one route's records from the backup files -----------------------------------------
+
+READ_COLUMNS = ["offset", "timestamp", "key", "value", "headers"]
+
+
+def _offset_range(fs, path: str) -> tuple[int, int] | None:
+    import pyarrow.parquet as pq
+
+    with fs.open(path, "rb") as f:
+        md = pq.ParquetFile(f).metadata
+    lo = hi = None
+    idx = md.schema.names.index("offset") if "offset" in md.schema.names else None
+    if idx is None:
+        return None
+    for g in range(md.num_row_groups):
+        st = md.row_group(g).column(idx).statistics
+        if st is None or not st.has_min_max:
+            if md.row_group(g).num_rows:
+                return None
+            continue
+        lo = st.min if lo is None else min(lo, st.min)
+        hi = st.max if hi is None else max(hi, st.max)
+    return (lo, hi) if lo is not None else (0, -1)
+
+
+def _filter(batch: pa.RecordBatch, resume_after: int, cfg: WriterConfig) -> pa.RecordBatch:
+    import pyarrow.compute as pc
+
+    mask = pc.greater(batch.column("offset"), resume_after)
+    if cfg.from_time_ms is not None:
+        mask = pc.and_(mask, pc.greater_equal(batch.column("timestamp"), cfg.from_time_ms))
+    if cfg.to_time_ms is not None:
+        mask = pc.and_(mask, pc.less(batch.column("timestamp"), cfg.to_time_ms))
+    return batch.filter(mask)
+
+
+def route_records(files: list[str], resume_after: int, cfg: WriterConfig,
+                  batch_rows: int = 20_000) -> Iterator[pa.RecordBatch]:
+    """The route's backup records after `resume_after`, in offset order, filtered by time.
+
+    Files of a partition hold disjoint offset ranges (one backup task each): they are streamed in
+    the order of their ranges. If ranges overlap, everything is read and sorted instead.
+    """
+    import pyarrow.parquet as pq
+
+    from offsetkeeper.restore.paths import open_fs
+
+    if not files:
+        return
+    fs = open_fs(files[0])[0]
+    paths = [open_fs(f)[1] for f in files]
+    ranges = [_offset_range(fs, p) for p in paths]
+    disjoint = all(r is not None for r in ranges)
+    ordered = sorted(((r, p) for r, p in zip(ranges, paths, strict=True) if r is None or r[1] >= r[0]),
+                     key=lambda x: x[0][0] if x[0] else 0)
+    if disjoint:
+        disjoint = all(a[0][1] < b[0][0] for a, b in itertools.pairwise(ordered))
+    if not disjoint:
+        tables = []
+        for p in paths:
+            with fs.open(p, "rb") as f:
+                tables.append(pq.read_table(f, columns=READ_COLUMNS))
+        t = pa.concat_tables(tables).sort_by("offset")
+        for b in t.to_batches(max_chunksize=batch_rows):
+            yield _filter(b, resume_after, cfg)
+        return
+    last = None
+    for (_lo, hi), p in ordered:
+        if hi <= resume_after:
+            continue
+        with fs.open(p, "rb") as f:
+            for b in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=READ_COLUMNS):
+                offs = b.column("offset")
+                if len(offs) and last is not None and offs[0].as_py() <= last:
+                    raise RestoreWriteError(f"backup file {p} is not in offset order")
+                if len(offs):
+                    last = offs[-1].as_py()
+                yield _filter(b, resume_after, cfg)
+
+
+TASK_DDL = "spec string"
+
+
+def restore_tasks(cfg: WriterConfig, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """`mapInArrow` function over task specs (JSON lists of routes: source, target, files,
+    resume_after): produce each route's records with one producer, one summary row per route."""
+    import json
+
     w = _TaskWriter(cfg)
+    summaries = []
     try:
-        summaries = w.write(batches)
+        for b in batches:
+            for raw in b.column("spec").to_pylist():
+                routes = json.loads(raw)
+                if routes:
+                    w.producer  # noqa: B018 - start the producer (idempotent init) while reading
+                for spec in routes:
+                    src = TopicPartition(spec["source_topic"], spec["source_partition"])
+                    tgt = TopicPartition(spec["target_topic"], spec["target_partition"])
+                    summaries.append(w.write_route(
+                        src, tgt, route_records(spec["files"], spec["resume_after"], cfg)))
     finally:
         w.close()
     yield pa.RecordBatch.from_pylist(summaries, schema=SUMMARY_SCHEMA)

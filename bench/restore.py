@@ -1,0 +1,172 @@
+"""Benchmark: offsetkeeper restore vs kcat producing the same records from a file, same run.
+
+    .venv/bin/python bench/restore.py [--mb-per-partition 5] [--partitions 4] [--value-bytes 1000]
+                                      [--source HOST:PORT] [--target HOST:PORT] [--master local[*]]
+
+Starts two development brokers (unless --source/--target are given), creates a topic of
+PARTITIONS x MB records with printable random values (so kcat can read them from a
+tab/newline-delimited file), backs it up with run_backup, then measures on the target broker:
+- kcat: ``kcat -P -K '\\t'`` of a file holding the same keys and values (idempotent, acks=all),
+  the yardstick;
+- restore: ``run_restore`` in an already started Spark session (offset headers on, mapping
+  written) — the restore itself, without Spark session start;
+- restore_warm: a second restore (new restore id, new target topic) in the same session;
+- restore_e2e (--e2e): ``offsetkeeper restore run`` as a fresh process (Python + Spark start).
+Prints JSON: records/s, MB/s (key + value bytes), and ratios to kcat. Goal: restore >= 0.5x kcat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+
+def _value(n: int) -> bytes:
+    return base64.b64encode(os.urandom(n * 3 // 4 + 3))[:n]
+
+
+def produce_source(bootstrap: str, topic: str, partitions: int, mb: float, value_bytes: int,
+                   file: Path) -> tuple[int, int]:
+    """Create and fill the source topic; write the same keys/values to `file` for kcat."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    for f in a.create_topics([NewTopic(topic, partitions, 1)]).values():
+        f.result(30)
+    time.sleep(1)
+    per_partition = max(1, int(mb * 1024 * 1024 / value_bytes))
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                  "queue.buffering.max.kbytes": 1_048_576})
+    total = 0
+    with file.open("wb") as out:
+        for i in range(per_partition):
+            for part in range(partitions):
+                k, v = f"key-{part}-{i}".encode(), _value(value_bytes)
+                out.write(k + b"\t" + v + b"\n")
+                while True:
+                    try:
+                        p.produce(topic, key=k, value=v, partition=part)
+                        break
+                    except BufferError:
+                        p.poll(0.1)
+                total += len(k) + len(v)
+            if i % 1000 == 0:
+                p.poll(0)
+    assert p.flush(300) == 0
+    return per_partition * partitions, total
+
+
+def run_kcat(bootstrap: str, topic: str, partitions: int, file: Path) -> float:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    for f in a.create_topics([NewTopic(topic, partitions, 1)]).values():
+        f.result(30)
+    time.sleep(1)
+    cmd = ["kcat", "-P", "-b", bootstrap, "-t", topic, "-K", "\t", "-q",
+           "-X", "enable.idempotence=true", "-X", "acks=all", "-X", "linger.ms=20",
+           "-X", "batch.size=1000000", "-l", str(file)]
+    t = time.monotonic()
+    subprocess.run(cmd, check=True)
+    secs = time.monotonic() - t
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as TP
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-check"})
+    n = sum(c.get_watermark_offsets(TP(topic, p), timeout=10)[1] for p in range(partitions))
+    c.close()
+    return secs, n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb-per-partition", type=float, default=5)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--value-bytes", type=int, default=1000)
+    ap.add_argument("--source", default=None)
+    ap.add_argument("--target", default=None)
+    ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--e2e", action="store_true", help="also time the CLI as a fresh process")
+    args = ap.parse_args()
+
+    from offsetkeeper import devbroker
+
+    tmp = Path(tempfile.mkdtemp(prefix="ok-bench-restore-"))
+    started: list[Path] = []
+
+    def broker(given: str | None, name: str) -> str:
+        if given:
+            return given
+        d = tmp / name
+        started.append(d)
+        return devbroker.start(devbroker.free_port(), d).bootstrap
+
+    try:
+        source, target = broker(args.source, "src-broker"), broker(args.target, "dst-broker")
+        topic = f"bench-restore-{uuid.uuid4().hex[:6]}"
+        file = tmp / "records.tsv"
+        records, nbytes = produce_source(source, topic, args.partitions, args.mb_per_partition,
+                                         args.value_bytes, file)
+
+        from offsetkeeper.backup.config import BackupConfig
+        from offsetkeeper.backup.run import run_backup
+        from offsetkeeper.config import Connection
+        from offsetkeeper.restore.config import RestoreOptions
+        from offsetkeeper.restore.run import run_restore
+        from offsetkeeper.spark.session import get_spark
+
+        spark = get_spark(args.master)
+        dest = str(tmp / "backups")
+        run_backup(BackupConfig(connection=Connection(source), include=(topic,), destination=dest,
+                                backup_id="bench", master=args.master), spark=spark)
+
+        kcat_s, kcat_n = run_kcat(target, f"{topic}-kcat", args.partitions, file)
+        assert kcat_n == records, f"kcat produced {kcat_n} of {records} records"
+        t = time.monotonic()
+        res = run_restore(RestoreOptions(dest, "bench", Connection(target), restore_id="r1",
+                                         rename={topic: f"{topic}-restored"}, master=args.master),
+                          spark=spark)
+        restore_s = time.monotonic() - t
+        assert res.records == records, (res.records, records)
+        t = time.monotonic()
+        run_restore(RestoreOptions(dest, "bench", Connection(target), restore_id="r1-warm",
+                                   rename={topic: f"{topic}-warm"}, master=args.master), spark=spark)
+        warm_s = time.monotonic() - t
+
+        def rate(secs: float) -> dict:
+            return {"seconds": round(secs, 3), "records_per_s": round(records / secs),
+                    "mb_per_s": round(nbytes / 2**20 / secs, 2)}
+
+        out = {"records": records, "mb": round(nbytes / 2**20, 2), "partitions": args.partitions,
+               "value_bytes": args.value_bytes, "master": args.master,
+               "kcat": rate(kcat_s), "restore": rate(restore_s),
+               "ratio_restore_to_kcat": round(kcat_s / restore_s, 3),
+               "restore_warm": rate(warm_s), "ratio_restore_warm_to_kcat": round(kcat_s / warm_s, 3)}
+        if args.e2e:
+            exe = Path(sys.executable).parent / "offsetkeeper"
+            t = time.monotonic()
+            subprocess.run([str(exe), "restore", "run", f"{dest}/bench", "-b", target, "--restore-id", "r2",
+                            "--rename", f"{topic}={topic}-e2e", "--master", args.master, "-o", "json"],
+                           check=True, stdout=subprocess.DEVNULL)
+            e2e = time.monotonic() - t
+            out["restore_e2e"] = rate(e2e)
+            out["ratio_restore_e2e_to_kcat"] = round(kcat_s / e2e, 3)
+        out["goal"] = ">= 0.5x kcat (restore without Spark session start)"
+        print(json.dumps(out, indent=2))
+        spark.stop()
+    finally:
+        for d in started:
+            devbroker.stop(d)
+
+
+if __name__ == "__main__":
+    main()
