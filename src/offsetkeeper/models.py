@@ -62,6 +62,15 @@ class GroupInfo:
         """True when the group has members (offsets must not be changed then)."""
         return bool(self.members) or self.state not in INACTIVE_STATES
 
+    @property
+    def refusal(self) -> str | None:
+        """Why offsets of this group must not be changed now (None when they may)."""
+        if not self.is_active:
+            return None
+        n = len(self.members)
+        return (f"group {self.group_id} has {n} active member{'s' if n != 1 else ''} "
+                f"(state {self.state}); stop its consumers and run again")
+
 
 @dataclass(frozen=True)
 class GroupListing:

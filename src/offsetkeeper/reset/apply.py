@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
-from offsetkeeper.kafka.errors import ADVICE, is_retriable, translate
+from offsetkeeper.kafka.errors import ADVICE, RETRIABLE, is_retriable, translate
 from offsetkeeper.reset.plan import GroupPlan, ResetPlan
 
 SUCCESS, REFUSED, FAILED, NOTHING = "success", "refused", "failed", "nothing-to-do"
@@ -111,17 +111,6 @@ def _backoff(attempt: int, opts: ApplyOptions) -> float:
     return random.uniform(0, min(opts.backoff_max_s, opts.backoff_base_s * 2 ** attempt))
 
 
-def _active_message(info) -> str:
-    n = len(info.members)
-    return (f"group {info.group_id} has {n} active member{'s' if n != 1 else ''} "
-            f"(state {info.state}); stop its consumers and run again")
-
-
-RETRIABLE_PARTITION_ERRORS = frozenset({
-    "COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
-    "REQUEST_TIMED_OUT", "REBALANCE_IN_PROGRESS", "_TIMED_OUT", "_TRANSPORT"})
-
-
 @dataclass
 class _Job:
     """Mutable progress of one group through the executor."""
@@ -130,7 +119,6 @@ class _Job:
     offsets: dict
     started: float = 0.0
     attempts: int = 0
-    last_error: str | None = None
     partition_errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -143,13 +131,12 @@ def _run_wave(admin, jobs: list[_Job], opts: ApplyOptions) -> tuple[list[GroupRe
     done: list[GroupResult] = []
     retry: list[_Job] = []
 
-    def fail(job: _Job, status: str, error: str, changed: int = 0) -> None:
-        done.append(GroupResult(job.plan.group, status, partitions_changed=changed,
+    def fail(job: _Job, status: str, error: str) -> None:
+        done.append(GroupResult(job.plan.group, status,
                                 attempts=job.attempts, latency_s=time.monotonic() - job.started,
                                 error=error, partition_errors=job.partition_errors))
 
     def retry_or_fail(job: _Job, err: OffsetkeeperError) -> None:
-        job.last_error = err.message
         if is_retriable(err) and job.attempts <= opts.retries:
             retry.append(job)
         else:
@@ -176,7 +163,7 @@ def _run_wave(admin, jobs: list[_Job], opts: ApplyOptions) -> tuple[list[GroupRe
         if isinstance(info, OffsetkeeperError):
             retry_or_fail(job, info)
         elif info is not None and info.is_active:
-            fail(job, REFUSED, _active_message(info))
+            fail(job, REFUSED, info.refusal or "")
         else:
             eligible.append(job)
     # 2. Commit: every group's request in flight at once.
@@ -194,8 +181,7 @@ def _run_wave(admin, jobs: list[_Job], opts: ApplyOptions) -> tuple[list[GroupRe
             retry_or_fail(job, exc)
             continue
         bad = {str(tp): e for tp, e in results.items() if e}
-        if bad and set(bad.values()) <= RETRIABLE_PARTITION_ERRORS and job.attempts <= opts.retries:
-            job.last_error = ", ".join(sorted(set(bad.values())))
+        if bad and set(bad.values()) <= RETRIABLE and job.attempts <= opts.retries:
             retry.append(job)
             continue
         job.partition_errors.update({tp: ADVICE.get(e, e).format(what=tp) for tp, e in bad.items()})

@@ -18,14 +18,6 @@ class DeleteResult:
     errors: list[str] = field(default_factory=list)
 
 
-def _active_reason(info) -> str | None:
-    if info.is_active:
-        n = len(info.members)
-        return (f"group {info.group_id} has {n} active member{'s' if n != 1 else ''} "
-                f"(state {info.state}); stop its consumers and run again")
-    return None
-
-
 def delete_offsets(admin: KafkaAdmin, groups: list[str], specs: list[TopicSpec], *,
                    execute: bool) -> DeleteResult:
     """Delete the groups' committed offsets on the given partitions (dry run unless execute)."""
@@ -40,7 +32,7 @@ def delete_offsets(admin: KafkaAdmin, groups: list[str], specs: list[TopicSpec],
     committed = admin.committed_offsets_many(groups)
     out = DeleteResult()
     for g in groups:
-        reason = _active_reason(infos[g])
+        reason = infos[g].refusal
         mine = [tp for tp in tps if tp in committed[g]]
         if not committed[g]:
             out.errors.append(f"group {g} has no committed offsets")
@@ -77,7 +69,7 @@ def delete_groups(admin: KafkaAdmin, groups: list[str], *, execute: bool) -> Del
     deletable = []
     for g in groups:
         info = infos[g]
-        reason = _active_reason(info)
+        reason = info.refusal
         if reason:
             out.errors.append(reason)
             out.rows.append({"group": g, "state": info.state, "result": "refused"})

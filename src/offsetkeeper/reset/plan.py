@@ -54,10 +54,6 @@ class GroupFacts:
     info: GroupInfo
     committed: Mapping[TopicPartition, CommittedOffset] = field(default_factory=dict)
 
-    @property
-    def exists(self) -> bool:
-        return bool(self.committed) or self.info.state not in {"dead", "unknown"} or bool(self.info.members)
-
 
 @dataclass(frozen=True)
 class ResetFacts:
@@ -135,14 +131,6 @@ class ResetPlan:
 
 
 # -- pure planning ---------------------------------------------------------------------------
-
-def _refusal(info: GroupInfo) -> str | None:
-    if info.is_active:
-        n = len(info.members)
-        return (f"group {info.group_id} has {n} active member{'s' if n != 1 else ''} "
-                f"(state {info.state}); stop its consumers and run again")
-    return None
-
 
 def _scope_partitions(
     group: str, gf: GroupFacts, scope: ResetScope, target: ResetTarget, facts: ResetFacts
@@ -233,7 +221,7 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                 continue
             parts.append(_plan_partition(group, tp, _committed(gf, tp), wm, target, facts))
         plans.append(GroupPlan(group=group, state=gf.info.state, members=len(gf.info.members),
-                               partitions=tuple(parts), refused=_refusal(gf.info)))
+                               partitions=tuple(parts), refused=gf.info.refusal))
     return ResetPlan(target=label or target.label, groups=tuple(plans))
 
 
