@@ -66,6 +66,7 @@ class BackupResult:
     manifest: Manifest
     seconds_total: float
     seconds_spark_start: float
+    timings: dict[str, float] = field(default_factory=dict)
     topics: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
@@ -78,6 +79,7 @@ class BackupResult:
             "total_records": self.manifest.record_count,
             "seconds": round(self.seconds_total, 2),
             "seconds_spark_start": round(self.seconds_spark_start, 2),
+            "timings": {k: round(v, 2) for k, v in self.timings.items()},
         }
 
 
@@ -302,6 +304,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
     run_no = (previous.last_run if previous else 0) + 1
     with KafkaAdmin(config.connection) as admin:
         facts = _gather(admin, config, run_no)
+    timings = {"plan": time.monotonic() - t0}
     plan = plan_run(previous, facts.partitions, log_start=facts.log_start, log_end=facts.log_end)
 
     run_dir = join(base, "data", f"run={plan.run}")
@@ -323,6 +326,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         from offsetkeeper.spark.kafka_source import SOURCE_NAME, read_reports, register
 
         register(spark)
+        tj = time.monotonic()
         opts = _source_options(config, plan, report_path)
         with _ProgressWatcher(progress, plan, report_path):
             df = spark.read.format(SOURCE_NAME).options(**opts).load()
@@ -333,6 +337,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
             (df.sortWithinPartitions("topic", "partition", "offset")
              .write.mode("overwrite").option("compression", "zstd")
              .partitionBy("topic", "partition").parquet(run_dir))
+        timings["spark_job"] = time.monotonic() - tj
         reports = read_reports(report_path)
         notify(BackupProgress("summarising", len(plan.to_read), len(plan.to_read),
                               sum(r["records"] for r in reports), plan.offsets))
@@ -341,6 +346,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         else:
             files_exist = _list_files(base, plan.run)[0]
             stats = _summarise(spark, run_dir) if files_exist else {}
+    tf = time.monotonic()
     files, nbytes = _list_files(base, plan.run)
 
     gaps_by_tp: dict[tuple[str, int], list[Gap]] = {}
@@ -358,6 +364,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
 
     manifest = _updated_manifest(previous, config, facts, plan, stats, files, gaps_by_tp, started)
     save_manifest(config.destination, manifest)
+    timings["finish"] = time.monotonic() - tf
     _clear(work_dir)
     records = sum(s["n"] for s in stats.values())
     notify(BackupProgress("done", len(plan.to_read), len(plan.to_read), records, plan.offsets))
@@ -366,6 +373,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         partitions=len(plan.to_read), bytes_written=nbytes,
         gaps=[(t, p, g) for (t, p), gs in sorted(gaps_by_tp.items()) for g in gs],
         manifest=manifest, seconds_total=time.monotonic() - t0, seconds_spark_start=spark_seconds,
+        timings=timings,
         topics=sorted(facts.partitions),
     )
 

@@ -101,7 +101,7 @@ class SourceOptions:
     max_records_per_partition: int | None = None
     fail_on_data_loss: bool = False
     report_path: str | None = None
-    batch_size: int = 20000
+    batch_size: int = 5000
     poll_timeout_ms: int = 120_000
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -229,7 +229,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         max_records_per_partition=_int_opt(opts, "maxRecordsPerPartition"),
         fail_on_data_loss=_bool_opt(opts, "failOnDataLoss", False),
         report_path=opts.get("reportpath") or None,
-        batch_size=_int_opt(opts, "batchSize") or 20000,
+        batch_size=_int_opt(opts, "batchSize") or 5000,
         poll_timeout_ms=_int_opt(opts, "pollTimeoutMs") or 120_000,
         extra=extra,
     )
