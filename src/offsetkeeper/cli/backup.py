@@ -15,16 +15,16 @@ backups_app = typer.Typer(help="List, describe and validate backups.", no_args_i
 
 DestOpt = Annotated[
     str | None,
-    typer.Option("--dest", "-d", envvar="OFFSETKEEPER_BACKUP_DEST",
+    typer.Option("--dest", "-d", envvar="OFFSETKEEPER_BACKUP_DEST", metavar="PATH|URL",
                  help="Backup destination: a directory or URL holding backups.", show_default=False),
 ]
 MasterOpt = Annotated[
     str | None,
-    typer.Option("--master", help="Spark master [default: local[*]].", show_default=False),
+    typer.Option("--master", metavar="URL", help="Spark master [default: local[*]].", show_default=False),
 ]
 ConfPairsOpt = Annotated[
     list[str] | None,
-    typer.Option("--conf", help="Spark configuration KEY=VALUE (repeatable).", show_default=False),
+    typer.Option("--conf", metavar="KEY=VALUE", help="Spark configuration KEY=VALUE (repeatable).", show_default=False),
 ]
 
 
@@ -39,22 +39,22 @@ def _need_dest(dest: str | None) -> str:
 @backup_app.command("run")
 def run(
     topic: Annotated[list[str] | None, typer.Option(
-        "--topic", "-t", help="Topic to back up: NAME, GLOB or ~REGEX (repeatable).",
+        "--topic", "-t", metavar="PATTERN", help="Topic to back up: NAME, GLOB or ~REGEX (repeatable).",
         show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option(
-        "--exclude", help="Topics to leave out: NAME, GLOB or ~REGEX (repeatable).",
+        "--exclude", metavar="PATTERN", help="Topics to leave out: NAME, GLOB or ~REGEX (repeatable).",
         show_default=False)] = None,
     dest: DestOpt = None,
     backup_id: Annotated[str | None, typer.Option(
-        "--id", help="Backup id; running the same id again appends what is new.",
+        "--id", metavar="ID", help="Backup id; running the same id again appends what is new.",
         show_default=False)] = None,
     file: Annotated[Path | None, typer.Option(
-        "--file", "-f", help="YAML file with source, topics, destination, backup_id, spark.",
+        "--file", "-f", metavar="FILE", help="YAML file with source, topics, destination, backup_id, spark.",
         show_default=False)] = None,
     master: MasterOpt = None,
     conf: ConfPairsOpt = None,
     max_records_per_task: Annotated[int | None, typer.Option(
-        "--max-records-per-task", min=1,
+        "--max-records-per-task", min=1, metavar="N",
         help="Split partitions into Spark tasks of at most this many offsets [default: 500000].",
         show_default=False)] = None,
     bootstrap: BootstrapOpt = None,
@@ -88,7 +88,9 @@ def run(
     with _ProgressDisplay() as display:
         result = run_backup(cfg, progress=display.update)
     s = result.summary()
-    rows = [{"field": k, "value": v if k != "gaps" else len(v)} for k, v in s.items()]
+    s["gaps"] = len(s["gaps"])
+    s["timings"] = ", ".join(f"{k} {v}s" for k, v in s["timings"].items())
+    rows = [{"field": k, "value": v} for k, v in s.items()]
     render_rows(rows, ["field", "value"], output, title=f"backup {cfg.backup_id} run {result.run}")
     for t, p, g in result.gaps:
         stderr_console().print(f"warning: {t}:{p}: offsets [{g.start}, {g.end}) were removed by "
