@@ -38,7 +38,7 @@ from offsetkeeper.backup.manifest import (
 )
 from offsetkeeper.backup.plan import RunPlan, plan_run
 from offsetkeeper.backup.topics import select_topics
-from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
+from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
 
@@ -125,7 +125,14 @@ def _gather(admin: KafkaAdmin, config: BackupConfig, run: int) -> _Facts:
 def _group_offsets(admin: KafkaAdmin, topics: set[str], captured: str, run: int) -> list[GroupOffsets]:
     out = []
     listing = [g.group_id for g in admin.list_groups()]
-    for gid, offs in sorted(admin.committed_offsets_many(listing).items()):
+    futures = {g: admin.committed_offsets_async(g) for g in listing}
+    fetched = {}
+    for gid, fut in futures.items():
+        try:
+            fetched[gid] = admin.committed_result(gid, fut)
+        except UnknownGroupError:  # deleted since it was listed: it has no offsets to keep
+            continue
+    for gid, offs in sorted(fetched.items()):
         mine = sorted((tp, o) for tp, o in offs.items() if tp.topic in topics)
         if mine:
             out.append(GroupOffsets(group=gid, captured_at=captured, run=run, offsets=[
