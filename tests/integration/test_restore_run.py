@@ -104,3 +104,27 @@ def test_rerun_after_lost_mapping_chunk_neither_duplicates_nor_skips(backup, dr_
     maps = partition_mappings(read_mapping(root))
     assert list(maps[TopicPartition(topic, 0)].target_offsets) == [m.offset() for m in got[0]]
     assert sum(r["recovered"] for r in res.partitions) == 40 - 20
+
+
+def test_resume_refuses_when_a_foreign_record_follows_the_mapped_ones(backup, dr_bootstrap, spark, unique):
+    """Resume must prove where to continue: a record on the target that this restore did not
+    write (after the last mapped one) stops the restore with one clear sentence, exit 1."""
+    import os
+
+    from offsetkeeper.errors import KafkaOperationError
+    from tests.kafkatools import produce
+
+    dest, bid, topic, _data = backup
+    target = unique("dst")
+    o = RestoreOptions(dest, bid, Connection(dr_bootstrap), restore_id="foreign",
+                       rename={topic: target}, chunk_records=10)
+    run_restore(o, spark=spark)
+    root = mapping_root_for(dest, bid, "foreign")
+    p0 = os.path.join(root, topic, "0")
+    for c in sorted(os.listdir(p0))[1:]:
+        os.remove(os.path.join(p0, c))
+    # a record someone else wrote; then pretend our later records were never mapped
+    produce(dr_bootstrap, target, [(0, b"intruder", b"x")])
+    with pytest.raises(KafkaOperationError, match="did not write|more records than") as exc:
+        run_restore(o, spark=spark)
+    assert "\n" not in exc.value.message and "--restore-id foreign" in exc.value.message

@@ -14,13 +14,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from offsetkeeper.errors import UsageError
+from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.restore.backup_view import BackupView, load_backup_view
@@ -52,6 +53,19 @@ class RestoreResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def task_error(exc: Exception, restore_id: str) -> OffsetkeeperError:
+    """One sentence for a failed Spark job: the writer's own message when there is one."""
+    text = str(exc)
+    m = re.search(r"RestoreWriteError: ([^\n]+)", text)
+    if m:
+        detail = m.group(1).strip()
+    else:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        detail = next((ln for ln in lines if "Error" in ln or "Exception" in ln), lines[0] if lines else type(exc).__name__)
+    return KafkaOperationError(f"restore {restore_id} stopped: {detail}; fix the cause and rerun with "
+                               f"--restore-id {restore_id} to continue")
 
 
 def new_restore_id() -> str:
@@ -218,7 +232,12 @@ def run_restore(o: RestoreOptions, *, spark=None) -> RestoreResult:
         tasks = spark.createDataFrame(
             spark.sparkContext.parallelize(_task_specs(view, routes, resume_after, n_slots), n_slots),
             TASK_DDL)
-        rows = [r.asDict() for r in tasks.mapInArrow(partial(restore_tasks, cfg), summary_ddl()).collect()]
+        try:
+            rows = [r.asDict() for r in tasks.mapInArrow(partial(restore_tasks, cfg), summary_ddl()).collect()]
+        except Exception as exc:
+            if type(exc).__module__.startswith(("pyspark", "py4j")):
+                raise task_error(exc, restore_id) from None
+            raise
 
         ends = admin.watermarks([r.target for r in routes])
         for s in state.routes:
