@@ -62,6 +62,10 @@ def test_backup_plain_compacted_transactional_and_special_records(spark, bootstr
     from offsetkeeper.backup.checksum import record_checksums
     sums = record_checksums(read_backup_records(spark, dest, "full"))
     assert sums[(plain, 2)] == (15, m.topic(plain).partition(2).checksum)
+    p2 = [r for r in independent_read(bootstrap, plain, 3) if r[0] == 2]
+    entry = m.topic(plain).partition(2)
+    assert (entry.first_timestamp, entry.last_timestamp) == (p2[0][2], p2[-1][2])
+    assert (entry.segments[0].first_offset, entry.segments[0].last_offset) == (p2[0][1], p2[-1][1])
 
     # the CLI shows it
     r = run_cli(capsys, "backups", "list", "--dest", dest)

@@ -212,7 +212,8 @@ OBSERVE_MAX_PARTITIONS = 64
 
 
 def _observed(df, keys: list[tuple[str, int]]):
-    """Attach per-partition count/checksum/offset/timestamp metrics to the write (one pass)."""
+    """Attach per-partition record count and checksum metrics to the write (one pass); the
+    readers report first/last offsets and timestamps themselves."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -220,24 +221,28 @@ def _observed(df, keys: list[tuple[str, int]]):
     exprs = []
     for i, (t, p) in enumerate(keys):
         cond = (F.col("topic") == F.lit(t)) & (F.col("partition") == F.lit(p))
-        off = F.when(cond, F.col("offset"))
-        ts = F.when(cond, F.col("timestamp"))
-        exprs += [F.count(off).alias(f"n{i}"), F.sum(F.when(cond, h)).alias(f"s{i}"),
-                  F.min(off).alias(f"lo{i}"), F.max(off).alias(f"hi{i}"),
-                  F.min_by(ts, off).alias(f"ft{i}"), F.max_by(ts, off).alias(f"lt{i}")]
+        exprs += [F.count(F.when(cond, F.col("offset"))).alias(f"n{i}"),
+                  F.sum(F.when(cond, h)).alias(f"s{i}")]
     obs = Observation("offsetkeeper_backup")
     return df.observe(obs, *exprs), obs
 
 
-def _observed_stats(obs, keys: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+def _observed_stats(obs, keys: list[tuple[str, int]], reports: list[dict]) -> dict[tuple[str, int], dict]:
     m = obs.get
+    by_tp: dict[tuple[str, int], list[dict]] = {}
+    for r in reports:
+        by_tp.setdefault((r["topic"], r["partition"]), []).append(r)
     out = {}
     for i, key in enumerate(keys):
         n = int(m.get(f"n{i}") or 0)
-        if n:
-            out[key] = {"n": n, "checksum": ck.to_hex(int(m.get(f"s{i}") or 0)),
-                        "first_offset": m.get(f"lo{i}"), "last_offset": m.get(f"hi{i}"),
-                        "first_ts": m.get(f"ft{i}"), "last_ts": m.get(f"lt{i}")}
+        if not n:
+            continue
+        rs = sorted((r for r in by_tp.get(key, []) if r["records"]), key=lambda r: r["start"])
+        out[key] = {"n": n, "checksum": ck.to_hex(int(m.get(f"s{i}") or 0)),
+                    "first_offset": rs[0]["first_offset"] if rs else None,
+                    "last_offset": rs[-1]["last_offset"] if rs else None,
+                    "first_ts": rs[0].get("first_timestamp") if rs else None,
+                    "last_ts": rs[-1].get("last_timestamp") if rs else None}
     return out
 
 
@@ -349,7 +354,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         notify(BackupProgress("summarising", len(plan.to_read), len(plan.to_read),
                               sum(r["records"] for r in reports), plan.offsets))
         if observation is not None:
-            stats = _observed_stats(observation, keys)
+            stats = _observed_stats(observation, keys, reports)
         else:
             files_exist = _list_files(base, plan.run)[0]
             stats = _summarise(spark, run_dir) if files_exist else {}

@@ -491,7 +491,7 @@ def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
 
     schema = _arrow_schema()
     count = 0
-    first_seen = last_seen = None
+    first_seen = last_seen = first_ts = last_ts = None
     gaps: list[tuple[int, int]] = []
     if r.size > 0:
         conf = {
@@ -538,6 +538,9 @@ def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
                     last_seen = off
                     batch.add(m)
                 if len(batch) >= opts.batch_size or (done and len(batch)):
+                    if first_ts is None:
+                        first_ts = batch.ts[0]
+                    last_ts = batch.ts[-1]
                     count += len(batch)
                     yield batch.to_arrow(schema, r.topic, r.partition)
                     batch = _Batch()
@@ -556,7 +559,8 @@ def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
             raise RuntimeError(msg + " (failOnDataLoss=true)")
         log.warning(msg)
     if opts.report_path:
-        write_report(opts.report_path, r, count=count, first=first_seen, last=last_seen, gaps=gaps)
+        write_report(opts.report_path, r, count=count, first=first_seen, last=last_seen, gaps=gaps,
+                     first_ts=first_ts, last_ts=last_ts)
 
 
 def report_name(r: OffsetRange) -> str:
@@ -564,7 +568,8 @@ def report_name(r: OffsetRange) -> str:
 
 
 def write_report(path: str, r: OffsetRange, *, count: int, first: int | None, last: int | None,
-                 gaps: list[tuple[int, int]]) -> None:
+                 gaps: list[tuple[int, int]], first_ts: int | None = None,
+                 last_ts: int | None = None) -> None:
     """Write one task's report (atomically) into the directory or URL `path`."""
     import fsspec
 
@@ -572,6 +577,7 @@ def write_report(path: str, r: OffsetRange, *, count: int, first: int | None, la
     fs.makedirs(root, exist_ok=True)
     data = json.dumps({"topic": r.topic, "partition": r.partition, "start": r.start, "end": r.end,
                        "records": count, "first_offset": first, "last_offset": last,
+                       "first_timestamp": first_ts, "last_timestamp": last_ts,
                        "gaps": [list(g) for g in gaps]}).encode()
     final = f"{root.rstrip('/')}/{report_name(r)}"
     tmp = f"{final}.{uuid.uuid4().hex}.tmp"
