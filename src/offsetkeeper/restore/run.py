@@ -8,7 +8,7 @@
    the same restore id, check that the options did not change;
 4. Spark: one task per route (largest first); each reads its partition's backup files in
    offset order (time window and resume point applied) and produces them
-   (`writer.restore_tasks`), writing the mapping as it goes — no shuffle;
+   (`writer.restore_task`), writing the mapping as it goes — no shuffle;
 5. record the target log ends after the restore and mark it completed.
 """
 
@@ -35,7 +35,7 @@ from offsetkeeper.restore.plan import (
     topics_to_create,
 )
 from offsetkeeper.restore.state import RestoreState, RouteState, load_state, save_state
-from offsetkeeper.restore.writer import TASK_DDL, WriterConfig, restore_tasks, summary_ddl
+from offsetkeeper.restore.writer import WriterConfig, restore_task
 
 
 @dataclass
@@ -229,11 +229,10 @@ def run_restore(o: RestoreOptions, *, spark=None) -> RestoreResult:
             from_time_ms=o.from_time_ms,
             to_time_ms=o.to_time_ms,
         )
-        tasks = spark.createDataFrame(
-            spark.sparkContext.parallelize(_task_specs(view, routes, resume_after, n_slots), n_slots),
-            TASK_DDL)
+        specs = _task_specs(view, routes, resume_after, n_slots)
         try:
-            rows = [r.asDict() for r in tasks.mapInArrow(partial(restore_tasks, cfg), summary_ddl()).collect()]
+            rows = (spark.sparkContext.parallelize([s for (s,) in specs], len(specs))
+                    .mapPartitions(partial(restore_task, cfg)).collect())
         except Exception as exc:
             if type(exc).__module__.startswith(("pyspark", "py4j")):
                 raise task_error(exc, restore_id) from None
