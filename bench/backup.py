@@ -8,7 +8,8 @@ Creates a topic of PARTITIONS x MB records (random, incompressible values), then
 - backup_e2e: ``offsetkeeper backup run`` as a fresh process (Python + Spark session start);
 - backup_no_session: ``run_backup`` in an already started session (includes the first data
   source job's warm-up);
-- backup_warm: a second ``run_backup`` (new backup id) in the same session.
+- backup_warm: further ``run_backup`` runs (new backup ids) in the same session, best of
+  ``--repeat``.
 Prints JSON: records/s, MB/s, ratios to kcat, peak memory (RSS of the process tree).
 Goal: backup throughput without session start >= 0.5x kcat.
 """
@@ -137,6 +138,7 @@ def main() -> None:
     ap.add_argument("--value-bytes", type=int, default=1000)
     ap.add_argument("--bootstrap", default=os.environ.get("OFFSETKEEPER_TEST_BOOTSTRAP"))
     ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--repeat", type=int, default=2, help="warm runs (the best one is reported)")
     args = ap.parse_args()
 
     from offsetkeeper import devbroker
@@ -166,14 +168,16 @@ def main() -> None:
         t = time.monotonic()
         spark = get_spark(args.master)
         session_s = time.monotonic() - t
-        results = {}
+        results: dict[str, list] = {"no_session": [], "warm": []}
+        timings = {}
         with PeakMemory(os.getpid()) as mem:
-            for name in ("no_session", "warm"):
+            for i, name in enumerate(["no_session"] + ["warm"] * args.repeat):
                 cfg = BackupConfig(connection=Connection(bootstrap), include=(topic,),
-                                   destination=str(tmp / "backups"), backup_id=name)
+                                   destination=str(tmp / "backups"), backup_id=f"{name}-{i}")
                 t = time.monotonic()
                 r = run_backup(cfg, spark=spark)
-                results[name] = {"seconds": time.monotonic() - t, "records": r.records}
+                results[name].append(time.monotonic() - t)
+                timings[f"{name}-{i}"] = r.summary()["timings"]
                 assert r.records == records, (r.records, records)
         spark.stop()
 
@@ -189,12 +193,15 @@ def main() -> None:
             "backup_e2e": {**rate(e2e["seconds"]), "peak_rss_mb": round(e2e["peak_rss_mb"], 1),
                            "bytes_written_mb": round(e2e["summary"]["bytes_written"] / 2**20, 1)},
             "spark_session_start_seconds": round(session_s, 2),
-            "backup_no_session": rate(results["no_session"]["seconds"]),
-            "backup_warm": rate(results["warm"]["seconds"]),
+            "backup_no_session": rate(results["no_session"][0]),
+            "backup_warm": {**rate(min(results["warm"])),
+                            "all_seconds": [round(x, 2) for x in results["warm"]]},
+            "phase_seconds": {"e2e": e2e["summary"]["timings"], **timings},
             "peak_rss_mb_in_process_backups": round(mem.peak / 2**20, 1),
             "ratio_e2e_vs_kcat": round(kcat["seconds"] / e2e["seconds"], 3),
-            "ratio_no_session_vs_kcat": round(kcat["seconds"] / results["no_session"]["seconds"], 3),
-            "ratio_warm_vs_kcat": round(kcat["seconds"] / results["warm"]["seconds"], 3),
+            "ratio_no_session_vs_kcat": round(kcat["seconds"] / results["no_session"][0], 3),
+            "ratio_warm_vs_kcat": round(kcat["seconds"] / min(results["warm"]), 3),
+            "load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
             "goal": "backup throughput without session start >= 0.5x kcat",
         }
         out["goal_met"] = out["ratio_no_session_vs_kcat"] >= 0.5
