@@ -104,6 +104,7 @@ class _RouteWriter:
 
     def __init__(self, w: _TaskWriter, source: TopicPartition, target: TopicPartition) -> None:
         self.w, self.source, self.target = w, source, target
+        self.t0 = time.monotonic()
         cfg = w.cfg
         mapped = read_mapping(cfg.mapping_root, source)
         so = mapped.column("source_offset").to_pylist()
@@ -187,6 +188,7 @@ class _RouteWriter:
             m = self.tail[self.tail_i]
             raise RestoreWriteError(f"target {self.target} holds more records than the backup "
                                     f"selection (offset {m.offset()} and later); cannot resume safely")
+        self.summary["seconds"] = round(time.monotonic() - self.t0, 3)
         return self.summary
 
 
@@ -305,8 +307,7 @@ READ_COLUMNS = ["offset", "timestamp", "key", "value", "headers"]
 def _offset_range(fs, path: str) -> tuple[int, int] | None:
     import pyarrow.parquet as pq
 
-    with fs.open(path, "rb") as f:
-        md = pq.ParquetFile(f).metadata
+    md = pq.ParquetFile(_open(fs, path)).metadata
     lo = hi = None
     idx = md.schema.names.index("offset") if "offset" in md.schema.names else None
     if idx is None:
@@ -323,14 +324,23 @@ def _offset_range(fs, path: str) -> tuple[int, int] | None:
 
 
 def _filter(batch: pa.RecordBatch, resume_after: int, cfg: WriterConfig) -> pa.RecordBatch:
+    """Rows after `resume_after` inside the time window (the batch itself when all qualify)."""
     import pyarrow.compute as pc
 
-    mask = pc.greater(batch.column("offset"), resume_after)
+    offs, ts = batch.column("offset"), batch.column("timestamp")
+    if offs[0].as_py() > resume_after and cfg.from_time_ms is None and cfg.to_time_ms is None:
+        return batch
+    mask = pc.greater(offs, resume_after)
     if cfg.from_time_ms is not None:
-        mask = pc.and_(mask, pc.greater_equal(batch.column("timestamp"), cfg.from_time_ms))
+        mask = pc.and_(mask, pc.greater_equal(ts, cfg.from_time_ms))
     if cfg.to_time_ms is not None:
-        mask = pc.and_(mask, pc.less(batch.column("timestamp"), cfg.to_time_ms))
+        mask = pc.and_(mask, pc.less(ts, cfg.to_time_ms))
     return batch.filter(mask)
+
+
+def _open(fs, path: str):
+    """A file for pyarrow: the plain path for local files (native, faster), else an fsspec file."""
+    return path if type(fs).__name__ == "LocalFileSystem" else fs.open(path, "rb")
 
 
 def route_records(files: list[str], resume_after: int, cfg: WriterConfig,
@@ -357,24 +367,24 @@ def route_records(files: list[str], resume_after: int, cfg: WriterConfig,
     if not disjoint:
         tables = []
         for p in paths:
-            with fs.open(p, "rb") as f:
-                tables.append(pq.read_table(f, columns=READ_COLUMNS))
+            tables.append(pq.read_table(_open(fs, p), columns=READ_COLUMNS))
         t = pa.concat_tables(tables).sort_by("offset")
         for b in t.to_batches(max_chunksize=batch_rows):
-            yield _filter(b, resume_after, cfg)
+            if b.num_rows:
+                yield _filter(b, resume_after, cfg)
         return
     last = None
     for (_lo, hi), p in ordered:
         if hi <= resume_after:
             continue
-        with fs.open(p, "rb") as f:
-            for b in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=READ_COLUMNS):
-                offs = b.column("offset")
-                if len(offs) and last is not None and offs[0].as_py() <= last:
-                    raise RestoreWriteError(f"backup file {p} is not in offset order")
-                if len(offs):
-                    last = offs[-1].as_py()
-                yield _filter(b, resume_after, cfg)
+        for b in pq.ParquetFile(_open(fs, p)).iter_batches(batch_size=batch_rows, columns=READ_COLUMNS):
+            if not b.num_rows:
+                continue
+            offs = b.column("offset")
+            if last is not None and offs[0].as_py() <= last:
+                raise RestoreWriteError(f"backup file {p} is not in offset order")
+            last = offs[-1].as_py()
+            yield _filter(b, resume_after, cfg)
 
 
 def restore_task(cfg: WriterConfig, specs: Iterator[str]) -> Iterator[dict[str, Any]]:
