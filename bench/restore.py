@@ -150,6 +150,7 @@ def main() -> None:
                "value_bytes": args.value_bytes, "master": args.master,
                "kcat": rate(kcat_s), "restore": rate(restore_s),
                "ratio_restore_to_kcat": round(kcat_s / restore_s, 3),
+               "restore_task_seconds": sorted(r.get("seconds") or 0 for r in res.partitions),
                "restore_warm": rate(warm_s), "ratio_restore_warm_to_kcat": round(kcat_s / warm_s, 3)}
         if args.e2e:
             exe = Path(sys.executable).parent / "offsetkeeper"

@@ -253,7 +253,8 @@ class _TaskWriter:
             tss = batch.column("timestamp").to_pylist()
             keys = batch.column("key").to_pylist()
             values = batch.column("value").to_pylist()
-            hdrs = batch.column("headers").to_pylist()
+            hcol = batch.column("headers")
+            hdrs = [None] * len(offs) if len(hcol.flatten()) == 0 else hcol.to_pylist()
             for i in range(len(offs)):
                 off = offs[i]
                 if off <= last_source:
