@@ -128,3 +128,32 @@ def test_resume_refuses_when_a_foreign_record_follows_the_mapped_ones(backup, dr
     with pytest.raises(KafkaOperationError, match="did not write|more records than") as exc:
         run_restore(o, spark=spark)
     assert "\n" not in exc.value.message and "--restore-id foreign" in exc.value.message
+
+
+def test_translate_from_live_source_and_from_snapshot(backup, bootstrap, dr_bootstrap, spark, unique, tmp_path):
+    """Group offsets can come from the live source cluster or an offset snapshot of it."""
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.snapshots.capture import take_snapshot
+    from offsetkeeper.snapshots.store import SnapshotStore
+    from tests.kafkatools import commit, create_topic
+
+    dest, bid, topic, data = backup
+    target = unique("dst")
+    run_restore(RestoreOptions(dest, bid, Connection(dr_bootstrap), restore_id="live",
+                               rename={topic: target}), spark=spark)
+    create_topic(bootstrap, topic, 2)
+    group = unique("g-live")
+    commit(bootstrap, group, {(topic, 0): 13, (topic, 1): 0})
+    got = consume_all(dr_bootstrap, target, [0, 1])
+    src0 = [r["offset"] for r in data[topic][0]]
+    want = {TopicPartition(target, 0): got[0][next(i for i, o in enumerate(src0) if o >= 13)].offset(),
+            TopicPartition(target, 1): got[1][0].offset()}
+
+    fo = offsets_from_mapping(dest, bid, "live", [group], source="live", source_connection=Connection(bootstrap))
+    assert fo.for_group(group) == want
+    store = str(tmp_path / "snaps")
+    with KafkaAdmin(Connection(bootstrap)) as admin:
+        snap_id = SnapshotStore(store).save(take_snapshot(admin, [group], description="source"))
+    snap_id = snap_id.rsplit("/", 1)[-1].removesuffix(".json")
+    fo = offsets_from_mapping(dest, bid, "live", [group], source=f"snapshot:{snap_id}", snapshot_store=store)
+    assert fo.for_group(group) == want

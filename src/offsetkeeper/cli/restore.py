@@ -297,7 +297,8 @@ def three_phase_cmd(
                                           "skip.")] = "translate",
     group: GroupOpt = None,
     group_offsets: Annotated[str, typer.Option("--group-offsets", help="Where the source group offsets "
-                                               "come from: backup or live.")] = "backup",
+                                               "come from: backup, live, or snapshot:ID (an offset "
+                                               "snapshot of the source, from --snapshot-store).")] = "backup",
     no_snapshot: Annotated[bool, typer.Option("--no-snapshot", help="Do not snapshot the target groups "
                                               "before committing.")] = False,
     snapshot_store: Annotated[str | None, typer.Option("--snapshot-store", help="Snapshot store path/URL.",
@@ -363,6 +364,7 @@ def three_phase_cmd(
         groups=tuple(group or fg.get("groups", []) or ()),
         offsets_source=fg.get("offsets", group_offsets) if group_offsets == "backup" else group_offsets,
         source=source, snapshot=not no_snapshot, snapshot_store=snapshot_store,
+        offsets_snapshot_store=snapshot_store,
         validate=not no_validate and (f.validate_after if f else True))
     with _status("three-phase restore", output):
         rep = run_three_phase(opts)

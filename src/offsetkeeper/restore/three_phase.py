@@ -30,7 +30,8 @@ class ThreePhaseOptions:
     backup_config: Any = None                 # offsetkeeper.backup.config.BackupConfig, or None
     strategy: str = "translate"
     groups: tuple[str, ...] = ()              # empty = every group captured in the backup
-    offsets_source: str = "backup"            # backup | live
+    offsets_source: str = "backup"            # backup | live | snapshot:ID
+    offsets_snapshot_store: str | None = None # where snapshot:ID is read from
     source: Connection | None = None          # the live source cluster (offsets_source=live)
     snapshot: bool = True                     # auto-snapshot the target groups before committing
     snapshot_store: str | None = None
@@ -102,10 +103,12 @@ def run_three_phase(o: ThreePhaseOptions, *, spark=None) -> ThreePhaseReport:
         from offsetkeeper.restore.translate import offsets_from_mapping, translate_groups
 
         _, rows = translate_groups(r.destination, r.backup_id, res.restore_id, groups,
-                                   source=o.offsets_source, source_connection=o.source)
+                                   source=o.offsets_source, source_connection=o.source,
+                                   snapshot_store=o.offsets_snapshot_store)
         rep.translation = [x.to_dict() for x in rows]
         target = offsets_from_mapping(r.destination, r.backup_id, res.restore_id, groups,
-                                      source=o.offsets_source, source_connection=o.source)
+                                      source=o.offsets_source, source_connection=o.source,
+                                      snapshot_store=o.offsets_snapshot_store)
         if not target.groups():
             rep.phases.append({"phase": "groups", "status": "skipped",
                                "detail": "no group offsets on the restored partitions"})

@@ -79,10 +79,19 @@ def committed_from_cluster(conn, topics: set[str]) -> dict[str, dict[TopicPartit
             for g, offs in many.items() if any(tp.topic in topics for tp in offs)}
 
 
+def committed_from_snapshot(snapshot_id: str, store: str | None = None) -> dict[str, dict[TopicPartition, int]]:
+    """Committed offsets recorded in an offset snapshot (of the source cluster)."""
+    from offsetkeeper.snapshots.store import SnapshotStore
+
+    snap = SnapshotStore(store).load(snapshot_id)
+    return {g: dict(o) for g, o in snap.offsets().items()}
+
+
 def translate_groups(destination: str, backup_id: str, restore_id: str | None = None,
                      groups: list[str] | None = None, *, source: str = "backup",
                      committed: Mapping[str, Mapping[TopicPartition, int]] | None = None,
-                     source_connection=None) -> tuple[RestoreState, list[TranslatedOffset]]:
+                     source_connection=None, snapshot_store: str | None = None,
+                     ) -> tuple[RestoreState, list[TranslatedOffset]]:
     """Translate group offsets (see offsets_from_mapping) and return every translated row."""
     state, mappings = load_restore_mappings(destination, backup_id, restore_id)
     if committed is None:
@@ -92,8 +101,10 @@ def translate_groups(destination: str, backup_id: str, restore_id: str | None = 
             if source_connection is None:
                 raise UsageError("translating from the live source cluster needs its connection")
             committed = committed_from_cluster(source_connection, {s.topic for s in mappings})
+        elif source.startswith("snapshot:") and source[9:]:
+            committed = committed_from_snapshot(source[9:], snapshot_store)
         else:
-            raise UsageError(f"group offset source '{source}' is not one of: backup, live")
+            raise UsageError(f"group offset source '{source}' is not one of: backup, live, snapshot:ID")
     if groups:
         missing = [g for g in groups if g not in committed]
         if missing:
@@ -106,17 +117,19 @@ def translate_groups(destination: str, backup_id: str, restore_id: str | None = 
 def offsets_from_mapping(destination: str, backup_id: str, restore_id: str | None = None,
                          groups: list[str] | None = None, *, source: str = "backup",
                          committed: Mapping[str, Mapping[TopicPartition, int]] | None = None,
-                         source_connection=None) -> FromOffsets:
+                         source_connection=None, snapshot_store: str | None = None) -> FromOffsets:
     """Target offsets for consumer groups after restore `restore_id` of backup `backup_id`.
 
     The group offsets come from the backup manifest (`source="backup"`, the default), the live
-    source cluster (`source="live"` with `source_connection`), or are given (`committed`,
-    e.g. from a snapshot): {group: {TopicPartition(source topic, p): offset}}. `restore_id`
+    source cluster (`source="live"` with `source_connection`), an offset snapshot of the source
+    (`source="snapshot:ID"`, from `snapshot_store`), or are given (`committed`):
+    {group: {TopicPartition(source topic, p): offset}}. `restore_id`
     None = the backup's most recent completed restore; `groups` None = every group.
     Returns FromOffsets keyed by target topic/partition, for the reset pipeline.
     """
     state, rows = translate_groups(destination, backup_id, restore_id, groups, source=source,
-                                   committed=committed, source_connection=source_connection)
+                                   committed=committed, source_connection=source_connection,
+                                   snapshot_store=snapshot_store)
     offsets: dict[str | None, dict[TopicPartition, int]] = {}
     for r in rows:
         offsets.setdefault(r.group, {})[r.target] = r.target_offset
