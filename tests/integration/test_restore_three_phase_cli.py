@@ -41,3 +41,10 @@ groups: {{strategy: translate, groups: [{group}]}}
 
     r = run_cli(capsys, "restore", "three-phase", "--file", str(f), "--strategy", "bogus")
     assert r.code == 2 and "bogus" in r.err
+
+
+def test_three_phase_unknown_group_is_refused_before_restoring(capsys, tmp_path, dr_bootstrap):
+    write_backup(str(tmp_path), "b4", {"t": {0: [rec(0, 1, b"k", b"v")]}}, groups={"known": {("t", 0): 1}})
+    r = run_cli(capsys, "restore", "three-phase", f"{tmp_path}/b4", "-b", dr_bootstrap, "--group", "nope")
+    assert r.code == 2 and "group 'nope' has no offsets in backup 'b4'" in r.err
+    assert not (tmp_path / "b4" / "restores").exists()

@@ -65,6 +65,15 @@ def run_three_phase(o: ThreePhaseOptions, *, spark=None) -> ThreePhaseReport:
         raise UsageError("--group-offsets live needs the source cluster (--source-bootstrap-server)")
     rep = ThreePhaseReport()
     r = o.restore
+    if o.strategy == "translate" and o.groups and o.offsets_source == "backup" and o.backup_config is None:
+        from offsetkeeper.errors import UnknownGroupError
+        from offsetkeeper.restore.backup_view import load_backup_view
+
+        captured = load_backup_view(r.destination, r.backup_id).groups
+        missing = [g for g in o.groups if g not in captured]
+        if missing:  # say so before restoring anything
+            raise UnknownGroupError(f"group '{missing[0]}' has no offsets in backup '{r.backup_id}' "
+                                    f"(it holds: {', '.join(sorted(captured)) or 'none'})", group=missing[0])
     if spark is None:
         from offsetkeeper.spark.session import get_spark
 
