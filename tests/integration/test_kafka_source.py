@@ -101,3 +101,28 @@ def test_records_lost_to_retention_are_a_gap_not_an_error(read, bootstrap, uniqu
 def test_bad_options_name_the_option(read):
     with pytest.raises(Exception, match="exactly one of the options subscribe"):
         read().collect()
+
+
+def test_ranges_made_only_of_aborted_records_and_markers_end(read, bootstrap, unique):
+    """A task whose whole range holds aborted records and control markers ends (at its end
+    position), and a partition ending in an aborted transaction is read to its end."""
+    from confluent_kafka import Producer
+
+    topic = unique("abort")
+    create_topic(bootstrap, topic, 1)
+    a = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("txa")})
+    b = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("txb")})
+    a.init_transactions(15)
+    b.init_transactions(15)
+    # The dev broker (unlike Kafka) marks a producer's records as aborted when a fetch starts
+    # after that producer's aborted transaction, so the committed record in the middle comes
+    # from a second producer.
+    for p, commit_it, n in ((a, True, 2), (a, False, 6), (b, True, 1), (a, False, 3)):
+        p.begin_transaction()
+        for i in range(n):
+            p.produce(topic, key=b"k", value=f"{commit_it}-{i}".encode(), partition=0)
+        p.flush(15)
+        p.commit_transaction(15) if commit_it else p.abort_transaction(15)
+    got = rows_of(read(subscribe=topic, maxRecordsPerPartition="2"))
+    assert got == independent_read(bootstrap, topic, 1)
+    assert [r[4] for r in got] == [b"True-0", b"True-1", b"True-0"]

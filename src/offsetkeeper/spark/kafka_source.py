@@ -514,10 +514,19 @@ def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
             while not done:
                 msgs = c.consume(num_messages=min(opts.batch_size, 100_000), timeout=0.5)
                 if not msgs:
-                    if (time.monotonic() - idle_since) * 1000 > opts.poll_timeout_ms:
+                    # control records / aborted transactions up to the end yield no messages
+                    pos = c.position([CkTP(r.topic, r.partition)])[0].offset
+                    if pos >= r.end:
+                        done = True
+                    elif (time.monotonic() - idle_since) * 1000 > opts.poll_timeout_ms:
                         raise TimeoutError(
                             f"reading {r.topic}:{r.partition} [{r.start}, {r.end}): no progress "
                             f"for {opts.poll_timeout_ms} ms (last offset {last_seen})")
+                    if done and len(batch):
+                        count += len(batch)
+                        first_ts = batch.ts[0] if first_ts is None else first_ts
+                        last_ts = batch.ts[-1]
+                        yield batch.to_arrow(schema, r.topic, r.partition)
                     continue
                 idle_since = time.monotonic()
                 for m in msgs:
