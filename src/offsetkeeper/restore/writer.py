@@ -234,6 +234,8 @@ class _TaskWriter:
     def write_route(self, source: TopicPartition, target: TopicPartition,
                     batches: Iterator[pa.RecordBatch]) -> dict[str, Any]:
         """Produce one route's records (batches in source-offset order)."""
+        import pyarrow.compute as pc
+
         route = _RouteWriter(self, source, target)
         headers_on = self.cfg.offset_headers
         limited = bool(self.cfg.records_per_second or self.cfg.bytes_per_second)
@@ -241,57 +243,61 @@ class _TaskWriter:
         produce = self.producer.produce
         poll = self.producer.poll
         ttopic, tpart = target.topic, target.partition
-        stopic, spart = source.topic, str(source.partition).encode()
-        btopic = stopic.encode()
+        part_header = (PARTITION_HEADER, str(source.partition).encode())
+        topic_header = (TOPIC_HEADER, source.topic.encode())
         last_source = route.last_source if route.last_source is not None else -1
         pending_src, pending_ts = route.pending_src, route.pending_ts
-        nbytes = 0
+        skipped = 0
         for batch in batches:
-            if batch.num_rows == 0:
+            n = batch.num_rows
+            if n == 0:
                 continue
             offs = batch.column("offset").to_pylist()
-            tss = batch.column("timestamp").to_pylist()
+            ts_col = batch.column("timestamp")
+            tss = pc.if_else(pc.greater(ts_col, 0), ts_col, 0).fill_null(0).to_pylist()
             keys = batch.column("key").to_pylist()
             values = batch.column("value").to_pylist()
             hcol = batch.column("headers")
-            hdrs = [None] * len(offs) if len(hcol.flatten()) == 0 else hcol.to_pylist()
-            for i in range(len(offs)):
+            hdrs = [None] * n if len(hcol.flatten()) == 0 else hcol.to_pylist()
+            nbytes = (pc.sum(pc.binary_length(batch.column("key"))).as_py() or 0) + \
+                (pc.sum(pc.binary_length(batch.column("value"))).as_py() or 0)
+            for i in range(n):
                 off = offs[i]
                 if off <= last_source:
-                    route.summary["skipped"] += 1
+                    skipped += 1
                     continue
-                ts, key, value = tss[i], keys[i], values[i]
-                if route.tail_i < len(route.tail) and route.recover(off, ts, key, value):
+                ts = tss[i]
+                if route.tail_i < len(route.tail) and route.recover(off, ts, keys[i], values[i]):
                     continue
                 h = hdrs[i]
                 if h:
                     h = [(d["key"], d["value"]) for d in h]
                 if headers_on:
                     o = [(OFFSET_HEADER, str(off).encode()), (TIMESTAMP_HEADER, str(ts).encode()),
-                         (PARTITION_HEADER, spart), (TOPIC_HEADER, btopic)]
+                         part_header, topic_header]
                     h = h + o if h else o
                 while True:
                     try:
                         if h:
-                            produce(ttopic, value, key, tpart, timestamp=ts if ts and ts > 0 else 0, headers=h)
+                            produce(ttopic, values[i], keys[i], tpart, timestamp=ts, headers=h)
                         else:
-                            produce(ttopic, value, key, tpart, timestamp=ts if ts and ts > 0 else 0)
+                            produce(ttopic, values[i], keys[i], tpart, timestamp=ts)
                         break
                     except BufferError:
                         poll(0.05)
                 pending_src.append(off)
                 pending_ts.append(ts)
-                n = (len(key) if key else 0) + (len(value) if value else 0)
-                nbytes += n
-                self.sent_records += 1
-                self.sent_bytes += n
-                if limited and self.sent_records % 64 == 0:
-                    self.throttle()
+                if limited:
+                    self.sent_records += 1
+                    self.sent_bytes += (len(keys[i]) if keys[i] else 0) + (len(values[i]) if values[i] else 0)
+                    if self.sent_records % 64 == 0:
+                        self.throttle()
                 if len(pending_src) >= chunk:
                     route.flush()
                     pending_src, pending_ts = route.pending_src, route.pending_ts
+            route.summary["bytes"] += nbytes
             poll(0)
-        route.summary["bytes"] += nbytes
+        route.summary["skipped"] += skipped
         return route.finish()
 
     def close(self) -> None:
