@@ -98,3 +98,10 @@ def test_unreachable_cluster_fails_with_one_line(capsys):
     r = run_cli(capsys, "groups", "list", "-b", "127.0.0.1:1", "--command-config", "/dev/null")
     assert r.code == 1
     assert len(r.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("view", [[], ["--members"], ["--state"]])
+def test_describe_unknown_group(capsys, bootstrap, unique, view):
+    g = unique("ghost")
+    r = run_cli(capsys, "groups", "describe", g, *view, "-b", bootstrap)
+    assert r.code == 2 and f"consumer group '{g}' does not exist" in r.err
