@@ -204,8 +204,6 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
 
     starting = spec("startingoffsets", EARLIEST, {EARLIEST, LATEST})
     ending = spec("endingoffsets", LATEST, {LATEST})
-    if starting == LATEST and opts.get("startingoffsets"):
-        pass  # allowed: an empty read, as in Spark
     ts = _int_opt(opts, "startingTimestamp", minimum=0)
     by_ts = None
     if opts.get("startingoffsetsbytimestamp"):
