@@ -18,6 +18,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 T0 = 1_700_000_000_000
 
 
+def crashed(dest: str, bid: str, restore_id: str) -> None:
+    """Make a finished restore look interrupted (as a crash leaves it: status running)."""
+    from offsetkeeper.restore.state import load_state, save_state
+
+    st = load_state(dest, bid, restore_id)
+    st.status = "running"
+    save_state(dest, bid, st)
+
+
 def gappy(p: int, n: int) -> list[dict]:
     """Records with offset gaps (like a compacted / transactional source)."""
     out, off = [], 10
@@ -97,6 +106,7 @@ def test_rerun_after_lost_mapping_chunk_neither_duplicates_nor_skips(backup, dr_
     chunks = sorted(os.listdir(p0))
     for c in chunks[2:]:  # lose the mapping of everything after the second chunk
         os.remove(os.path.join(p0, c))
+    crashed(dest, bid, "crash")
     res = run_restore(o, spark=spark)
     assert res.resumed
     got = consume_all(dr_bootstrap, target, [0, 1])
@@ -123,6 +133,7 @@ def test_resume_refuses_when_a_foreign_record_follows_the_mapped_ones(backup, dr
     p0 = os.path.join(root, topic, "0")
     for c in sorted(os.listdir(p0))[1:]:
         os.remove(os.path.join(p0, c))
+    crashed(dest, bid, "foreign")
     # a record someone else wrote; then pretend our later records were never mapped
     produce(dr_bootstrap, target, [(0, b"intruder", b"x")])
     with pytest.raises(KafkaOperationError, match="did not write|more records than") as exc:
@@ -157,3 +168,18 @@ def test_translate_from_live_source_and_from_snapshot(backup, bootstrap, dr_boot
     snap_id = snap_id.rsplit("/", 1)[-1].removesuffix(".json")
     fo = offsets_from_mapping(dest, bid, "live", [group], source=f"snapshot:{snap_id}", snapshot_store=store)
     assert fo.for_group(group) == want
+
+
+def test_rerun_of_a_completed_restore_changes_nothing(backup, dr_bootstrap, spark, unique):
+    """Once completed, a rerun of the same restore id is a no-op, even if the target moved on."""
+    from tests.kafkatools import produce
+
+    dest, bid, topic, _data = backup
+    target = unique("dst")
+    o = RestoreOptions(dest, bid, Connection(dr_bootstrap), restore_id="done", rename={topic: target})
+    run_restore(o, spark=spark)
+    produce(dr_bootstrap, target, [(0, b"new", b"record after the restore")])
+    before = {p: len(v) for p, v in consume_all(dr_bootstrap, target, [0, 1]).items()}
+    res = run_restore(o, spark=spark)
+    assert res.resumed and res.records == 0
+    assert {p: len(v) for p, v in consume_all(dr_bootstrap, target, [0, 1]).items()} == before

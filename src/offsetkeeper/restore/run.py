@@ -138,13 +138,7 @@ def _prepare_state(o: RestoreOptions, restore_id: str, routes: list[Route],
                    admin: KafkaAdmin) -> tuple[RestoreState, bool]:
     state = load_state(o.destination, o.backup_id, restore_id)
     if state is not None:
-        if state.fingerprint != o.fingerprint():
-            raise UsageError(f"restore '{restore_id}' was started with different options "
-                             f"({_diff(state.fingerprint, o.fingerprint())}); rerun it with the same "
-                             "options or use a new --restore-id")
-        if sorted(state.route_map().items()) != sorted((r.source, r.target) for r in routes):
-            raise UsageError(f"restore '{restore_id}' was started with other topics or partitions; "
-                             "rerun it with the same options or use a new --restore-id")
+        _check_same(state, o, routes, restore_id)
         return state, True
     ends = admin.watermarks([r.target for r in routes])
     state = RestoreState(
@@ -153,6 +147,17 @@ def _prepare_state(o: RestoreOptions, restore_id: str, routes: list[Route],
         routes=[RouteState(r.source.topic, r.source.partition, r.target.topic, r.target.partition,
                            ends[r.target].high) for r in routes])
     return state, False
+
+
+def _check_same(state: RestoreState, o: RestoreOptions, routes: list[Route], restore_id: str) -> None:
+    """A rerun must select the same records and routes as the restore it continues."""
+    if state.fingerprint != o.fingerprint():
+        raise UsageError(f"restore '{restore_id}' was started with different options "
+                         f"({_diff(state.fingerprint, o.fingerprint())}); rerun it with the same "
+                         "options or use a new --restore-id")
+    if sorted(state.route_map().items()) != sorted((r.source, r.target) for r in routes):
+        raise UsageError(f"restore '{restore_id}' was started with other topics or partitions; "
+                         "rerun it with the same options or use a new --restore-id")
 
 
 def _diff(a: dict, b: dict) -> str:
@@ -187,6 +192,16 @@ def run_restore(o: RestoreOptions, *, spark=None) -> RestoreResult:
             raise UsageError(f"target topic '{creates[0].name}' does not exist; create it or drop "
                              "--no-create-topics")
         prior = load_state(o.destination, o.backup_id, restore_id)
+        if prior is not None and prior.status == "completed" and not o.dry_run:
+            # nothing left to do; do not touch the target (it may have moved on since)
+            _check_same(prior, o, routes, restore_id)
+            result.resumed = True
+            result.partitions = [{"source_topic": s.source_topic, "source_partition": s.source_partition,
+                                  "target_topic": s.target_topic, "target_partition": s.target_partition,
+                                  "records": 0, "recovered": 0, "skipped": 0, "bytes": 0,
+                                  "target_log_end": s.end_log_end} for s in prior.routes]
+            result.seconds = round(time.monotonic() - t0, 3)
+            return result
         resume_after: dict[TopicPartition, int] = {}
         if prior is not None:
             for r in routes:
