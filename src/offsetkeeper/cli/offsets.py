@@ -16,15 +16,8 @@ from offsetkeeper.cli.common import (
     OutputOpt,
     connection,
 )
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
-from offsetkeeper.cli.reset_render import (
-    execute_plan,
-    finish,
-    print_problems,
-    show_plan,
-    show_report,
-    write_atomic,
-)
+from offsetkeeper.cli.output import OutputFormat, render_rows, stderr_console
+from offsetkeeper.cli.reset_render import execute_plan, finish, show_outcome, write_atomic
 from offsetkeeper.errors import UsageError
 from offsetkeeper.inspect import rows_as_dicts, show_offsets
 from offsetkeeper.kafka.admin import KafkaAdmin
@@ -185,13 +178,7 @@ def reset(
             opts = ApplyOptions(max_concurrent=max_concurrent, retries=retries,
                                 snapshot=not no_snapshot, snapshot_store=store)
             report = execute_plan(admin, plan, opts, output)
-    if output is OutputFormat.json and report is not None:
-        render_json({"plan": plan.to_dict(), "report": report.to_dict()})
-    else:
-        show_plan(plan, output, executed=execute)
-        if report is not None:
-            show_report(report, output)
-    print_problems(plan, report)
+    show_outcome(plan, report, output)
     if export and output is OutputFormat.table:
         stderr_console().print(f"plan written to {export} (use with --from-file)", highlight=False)
     finish(plan, report)

@@ -87,6 +87,17 @@ def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
                       highlight=False)
 
 
+def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat) -> None:
+    """Print the plan (and the execution report when executed) and any problems on stderr."""
+    if fmt is OutputFormat.json and report is not None:
+        render_json({"plan": plan.to_dict(), "report": report.to_dict()})
+    else:
+        show_plan(plan, fmt, executed=report is not None)
+        if report is not None:
+            show_report(report, fmt)
+    print_problems(plan, report)
+
+
 def execute_plan(admin, plan: ResetPlan, opts: ApplyOptions, fmt: OutputFormat) -> ApplyReport:
     """Run the executor with a Rich progress bar on a terminal (none for json/csv or pipes)."""
     console = stderr_console()

@@ -269,13 +269,7 @@ def rollback(
 
     Example: offsetkeeper snapshots rollback snap-20261121T194501.123Z-1a2b --execute
     """
-    from offsetkeeper.cli.reset_render import (
-        execute_plan,
-        finish,
-        print_problems,
-        show_plan,
-        show_report,
-    )
+    from offsetkeeper.cli.reset_render import execute_plan, finish, show_outcome
     from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.reset.apply import ApplyOptions
     from offsetkeeper.snapshots.rollback import plan_rollback
@@ -292,11 +286,5 @@ def rollback(
                                 snapshot=not no_snapshot, snapshot_store=st.url,
                                 description=f"before rollback to {snap.id}")
             report = execute_plan(admin, plan, opts, output)
-    if output is OutputFormat.json and report is not None:
-        render_json({"plan": plan.to_dict(), "report": report.to_dict()})
-    else:
-        show_plan(plan, output, executed=execute)
-        if report is not None:
-            show_report(report, output)
-    print_problems(plan, report)
+    show_outcome(plan, report, output)
     finish(plan, report)
