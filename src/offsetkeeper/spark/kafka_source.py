@@ -482,15 +482,40 @@ class _Batch:
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
-def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
-    """Yield Arrow record batches with the records of `r`, then write the task report."""
+@dataclass
+class RangeStats:
+    """What reading one range found (filled in by `read_batches` while it runs)."""
+
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+
+
+def read_batches(opts: SourceOptions, r: OffsetRange, stats: RangeStats) -> Iterator:
+    """Yield Arrow record batches (`RECORD_SCHEMA`) with the records of `r`, in offset order.
+
+    The shared reading logic of the data source and of the backup tasks. `stats` is filled in
+    as batches are yielded; its gaps are final once the generator is exhausted.
+    """
     from confluent_kafka import Consumer, KafkaError
     from confluent_kafka import TopicPartition as CkTP
 
     schema = _arrow_schema()
-    count = 0
-    first_seen = last_seen = first_ts = last_ts = None
-    gaps: list[tuple[int, int]] = []
+    first_seen = last_seen = None
+    gaps = stats.gaps
+
+    def emit(batch: _Batch):
+        if stats.first_timestamp is None:
+            stats.first_timestamp = batch.ts[0]
+            stats.first_offset = batch.offsets[0]
+        stats.last_timestamp = batch.ts[-1]
+        stats.last_offset = batch.offsets[-1]
+        stats.records += len(batch)
+        return batch.to_arrow(schema, r.topic, r.partition)
+
     if r.size > 0:
         conf = {
             "group.id": f"offsetkeeper-reader-{uuid.uuid4().hex[:8]}",
@@ -521,10 +546,7 @@ def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
                             f"reading {r.topic}:{r.partition} [{r.start}, {r.end}): no progress "
                             f"for {opts.poll_timeout_ms} ms (last offset {last_seen})")
                     if done and len(batch):
-                        count += len(batch)
-                        first_ts = batch.ts[0] if first_ts is None else first_ts
-                        last_ts = batch.ts[-1]
-                        yield batch.to_arrow(schema, r.topic, r.partition)
+                        yield emit(batch)
                     continue
                 idle_since = time.monotonic()
                 for m in msgs:
@@ -545,11 +567,7 @@ def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
                     last_seen = off
                     batch.add(m)
                 if len(batch) >= opts.batch_size or (done and len(batch)):
-                    if first_ts is None:
-                        first_ts = batch.ts[0]
-                    last_ts = batch.ts[-1]
-                    count += len(batch)
-                    yield batch.to_arrow(schema, r.topic, r.partition)
+                    yield emit(batch)
                     batch = _Batch()
             if first_seen is None or first_seen > r.start:
                 low, _ = c.get_watermark_offsets(CkTP(r.topic, r.partition), timeout=10,
@@ -565,9 +583,16 @@ def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
         if opts.fail_on_data_loss:
             raise RuntimeError(msg + " (failOnDataLoss=true)")
         log.warning(msg)
+
+
+def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
+    """Yield Arrow record batches with the records of `r`, then write the task report."""
+    stats = RangeStats()
+    yield from read_batches(opts, r, stats)
     if opts.report_path:
-        write_report(opts.report_path, r, count=count, first=first_seen, last=last_seen, gaps=gaps,
-                     first_ts=first_ts, last_ts=last_ts)
+        write_report(opts.report_path, r, count=stats.records, first=stats.first_offset,
+                     last=stats.last_offset, gaps=stats.gaps, first_ts=stats.first_timestamp,
+                     last_ts=stats.last_timestamp)
 
 
 def report_name(r: OffsetRange) -> str:
