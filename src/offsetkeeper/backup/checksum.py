@@ -100,20 +100,30 @@ def _rotl(x, r: int):
 
 
 class _Words:
-    """Little-endian 64-bit words of a byte buffer at any byte position (8 shifted views)."""
+    """Little-endian 64-bit words of a byte buffer at byte positions of the given alignments
+    (one shifted copy per alignment, flattened, so a word is one `take`), and its bytes."""
 
-    def __init__(self, buf) -> None:
+    def __init__(self, buf, starts) -> None:
         import numpy as np
 
         raw = np.frombuffer(buf, np.uint8) if buf is not None else np.zeros(0, np.uint8)
-        padded = np.concatenate([raw, np.zeros(16, np.uint8)])
-        k = (len(padded) - 8) // 8
-        self.v = np.empty((8, k), np.uint64)
-        for a in range(8):
-            self.v[a] = padded[a:a + 8 * k].view("<u8")
+        self.raw = padded = np.concatenate([raw, np.zeros(16, np.uint8)])
+        self.k = k = (len(padded) - 8) // 8
+        aligns = np.unique(np.asarray(starts, np.int64) & 7)
+        self.row = np.zeros(8, np.int64)
+        v = np.empty((len(aligns), k), np.uint64)
+        for i, a in enumerate(aligns.tolist()):
+            self.row[a] = i
+            v[i] = np.frombuffer(padded, "<u8", count=k, offset=a)
+        self.flat = v.ravel()
 
-    def at(self, pos, plus: int = 0):
-        return self.v[pos & 7, (pos >> 3) + plus]
+    def index(self, pos):
+        """Flat index of the word at byte position `pos` (numpy int64 array); `pos` must have
+        the alignment of one of the starts given."""
+        return self.row.take(pos & 7) * self.k + (pos >> 3)
+
+    def at(self, pos):
+        return self.flat.take(self.index(pos))
 
 
 def xxh64_many(words: _Words, starts, lengths, seeds):
@@ -125,6 +135,7 @@ def xxh64_many(words: _Words, starts, lengths, seeds):
     if n == 0:
         return np.zeros(0, np.uint64)
     p1, p2, p3, p4, p5 = _u(_P1), _u(_P2), _u(_P3), _u(_P4), _u(_P5)
+    r31, r33 = _u(31), _u(33)
     order = np.argsort(-lengths, kind="stable")
     st = starts[order].astype(np.int64)
     ln = lengths[order].astype(np.int64)
@@ -134,17 +145,19 @@ def xxh64_many(words: _Words, starts, lengths, seeds):
     m = int(np.count_nonzero(ns))
     if m:
         s = sd[:m]
-        v1, v2, v3, v4 = s + p1 + p2, s + p2, s.copy(), s - p1
+        # the four lanes side by side: v[:, 0..3]
+        v = np.empty((m, 4), np.uint64)
+        v[:, 0], v[:, 1], v[:, 2], v[:, 3] = s + p1 + p2, s + p2, s, s - p1
+        base = words.index(st[:m])[:, None] + np.arange(4, dtype=np.int64)
         neg = -ns[:m]
         for k in range(int(ns[0])):
             a = int(np.searchsorted(neg, -k, side="left"))  # records with more than k stripes
-            pos = st[:a] + 32 * k
-            for v, lane in ((v1, 0), (v2, 1), (v3, 2), (v4, 3)):
-                x = v[:a] + words.at(pos, lane) * p2
-                v[:a] = _rotl(x, 31) * p1
+            x = v[:a] + words.flat.take(base[:a] + 4 * k) * p2
+            v[:a] = ((x << r31) | (x >> r33)) * p1
+        v1, v2, v3, v4 = v[:, 0], v[:, 1], v[:, 2], v[:, 3]
         hb = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
-        for v in (v1, v2, v3, v4):
-            hb ^= _rotl(v * p2, 31) * p1
+        for lane in (v1, v2, v3, v4):
+            hb ^= _rotl(lane * p2, 31) * p1
             hb = hb * p1 + p4
         h[:m] = hb
     h[m:] = sd[m:] + p5
@@ -171,7 +184,7 @@ def xxh64_many(words: _Words, starts, lengths, seeds):
         sel = np.nonzero(rem >= 1)[0]
         if not len(sel):
             break
-        b = words.at(pos[sel]) & _u(0xFF)
+        b = words.raw.take(pos[sel]).astype(np.uint64)
         hs = h[sel] ^ (b * p5)
         h[sel] = _rotl(hs, 11) * p1
         pos[sel] += 1
@@ -187,7 +200,8 @@ def xxh64_many(words: _Words, starts, lengths, seeds):
 
 
 def _binary_parts(arr):
-    """(words, starts, lengths, valid) of a binary/string Arrow array (int32 offsets)."""
+    """(words, starts, lengths, valid) of a binary/string Arrow array (int32 offsets); only the
+    part of the data buffer the (possibly sliced) array uses is copied."""
     import numpy as np
 
     n = len(arr)
@@ -196,7 +210,10 @@ def _binary_parts(arr):
         if bufs[1] is not None else np.zeros(n + 1, np.int64)
     valid = (np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
              if arr.null_count else np.ones(n, bool))
-    return _Words(bufs[2]), offs[:-1], offs[1:] - offs[:-1], valid
+    lo, hi = int(offs[0]), int(offs[-1])
+    data = bufs[2][lo:hi] if bufs[2] is not None and hi > lo else None
+    starts = offs[:-1] - lo
+    return _Words(data, starts[valid]), starts, offs[1:] - offs[:-1], valid
 
 
 def _chain(h, rows, arr) -> None:
