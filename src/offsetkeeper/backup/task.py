@@ -33,7 +33,7 @@ from offsetkeeper.spark.kafka_source import (
     write_report,
 )
 
-# Rows per Parquet row group (several Arrow batches are gathered into one).
+# Bytes (uncompressed) per Parquet row group: several Arrow batches are gathered into one.
 ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 
