@@ -78,8 +78,6 @@ def test_backup_plain_compacted_transactional_and_special_records(spark, bootstr
 
 def test_incremental_run_appends_only_new_records(spark, bootstrap, conn, unique, tmp_path,
                                                   monkeypatch):
-    # also covers the statistics path for many partitions (read back from the written files)
-    monkeypatch.setattr(run_mod, "OBSERVE_MAX_PARTITIONS", 0)
     topic = unique("inc")
     create_topic(bootstrap, topic, 2)
     produce_n(bootstrap, topic, 2, 5)

@@ -2,20 +2,23 @@
 
 Steps: select topics; fix the end offset of every partition (the snapshot); capture the
 committed offsets of every group with offsets on those topics and the topics' configs; read
-the planned ranges with the ``offsetkeeper-kafka`` data source and write them as zstd Parquet
-to ``data/run=N/topic=T/partition=P``; recompute counts, checksums and timestamps from the
-written files; write the manifest last, atomically. A run that fails before the manifest is
-written leaves the previous backup intact (its files are ignored and overwritten next time).
+the planned ranges in plain Spark RDD tasks (`offsetkeeper.backup.task`: confluent-kafka in,
+pyarrow zstd Parquet out, to ``data/run=N/topic=T/partition=P``), each task returning its
+record count, first/last offset and timestamp, checksum, gaps and files; write the manifest
+last, atomically. A run that fails before the manifest is written leaves the previous backup
+intact (its files are ignored and overwritten next time).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import posixpath
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from offsetkeeper.backup import checksum as ck
 from offsetkeeper.backup.config import BackupConfig
@@ -37,10 +40,12 @@ from offsetkeeper.backup.manifest import (
     save_manifest,
 )
 from offsetkeeper.backup.plan import RunPlan, plan_run
+from offsetkeeper.backup.task import BackupTaskConfig, backup_task
 from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
+from offsetkeeper.spark.kafka_source import OffsetRange, parse_options, split_ranges
 
 
 @dataclass(frozen=True)
@@ -141,31 +146,18 @@ def _group_offsets(admin: KafkaAdmin, topics: set[str], captured: str, run: int)
     return out
 
 
-def _source_options(config: BackupConfig, plan: RunPlan, report_path: str) -> dict[str, str]:
-    import json
+def _task_ranges(config: BackupConfig, plan: RunPlan) -> list[OffsetRange]:
+    """The planned ranges, split into tasks (``--max-records-per-task``, ``min_partitions``)."""
+    ranges = [OffsetRange(p.topic, p.partition, p.start, p.end) for p in plan.to_read]
+    return split_ranges(ranges, min_partitions=config.min_partitions,
+                        max_records=config.max_records_per_task)
 
-    todo = plan.to_read
-    assign: dict[str, list[int]] = {}
-    start: dict[str, dict[str, int]] = {}
-    end: dict[str, dict[str, int]] = {}
-    for p in todo:
-        assign.setdefault(p.topic, []).append(p.partition)
-        start.setdefault(p.topic, {})[str(p.partition)] = p.start
-        end.setdefault(p.topic, {})[str(p.partition)] = p.end
+
+def _task_config(config: BackupConfig, run_dir: str, report_path: str) -> BackupTaskConfig:
     opts = {f"kafka.{k}": v for k, v in config.connection.client_config().items()}
     opts["kafka.isolation.level"] = "read_committed"
-    opts.update({
-        "assign": json.dumps(assign),
-        "startingOffsets": json.dumps(start),
-        "endingOffsets": json.dumps(end),
-        "reportPath": report_path,
-        "failOnDataLoss": "false",
-    })
-    if config.max_records_per_task:
-        opts["maxRecordsPerPartition"] = str(config.max_records_per_task)
-    if config.min_partitions:
-        opts["minPartitions"] = str(config.min_partitions)
-    return opts
+    opts["assign"] = "{}"
+    return BackupTaskConfig(source=parse_options(opts), run_dir=run_dir, report_path=report_path)
 
 
 class _ProgressWatcher:
@@ -206,64 +198,47 @@ class _ProgressWatcher:
             self._t.join(5)
 
 
-# Up to this many partitions per run, the statistics are computed while writing (one pass,
-# Spark's observe()); above it, by reading the written files back.
-OBSERVE_MAX_PARTITIONS = 64
-
-
-def _observed(df, keys: list[tuple[str, int]]):
-    """Attach per-partition record count and checksum metrics to the write (one pass); the
-    readers report first/last offsets and timestamps themselves."""
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
-    h = ck.hash_column().cast("decimal(20,0)")
-    exprs = []
-    for i, (t, p) in enumerate(keys):
-        cond = (F.col("topic") == F.lit(t)) & (F.col("partition") == F.lit(p))
-        exprs += [F.count(F.when(cond, F.col("offset"))).alias(f"n{i}"),
-                  F.sum(F.when(cond, h)).alias(f"s{i}")]
-    obs = Observation("offsetkeeper_backup")
-    return df.observe(obs, *exprs), obs
-
-
-def _observed_stats(obs, keys: list[tuple[str, int]], reports: list[dict]) -> dict[tuple[str, int], dict]:
-    m = obs.get
+def _task_stats(rows: list[dict]) -> dict[tuple[str, int], dict]:
+    """First/last offset and timestamp and record count per partition, from the task summaries."""
     by_tp: dict[tuple[str, int], list[dict]] = {}
-    for r in reports:
+    for r in rows:
         by_tp.setdefault((r["topic"], r["partition"]), []).append(r)
     out = {}
-    for i, key in enumerate(keys):
-        n = int(m.get(f"n{i}") or 0)
-        if not n:
+    for key, rs in by_tp.items():
+        rs = sorted((r for r in rs if r["records"]), key=lambda r: r["start"])
+        if not rs:
             continue
-        rs = sorted((r for r in by_tp.get(key, []) if r["records"]), key=lambda r: r["start"])
-        out[key] = {"n": n, "checksum": ck.to_hex(int(m.get(f"s{i}") or 0)),
-                    "first_offset": rs[0]["first_offset"] if rs else None,
-                    "last_offset": rs[-1]["last_offset"] if rs else None,
-                    "first_ts": rs[0].get("first_timestamp") if rs else None,
-                    "last_ts": rs[-1].get("last_timestamp") if rs else None}
+        out[key] = {"n": sum(r["records"] for r in rs),
+                    "checksum": ck.add(*(r["checksum"] for r in rs)),
+                    "first_offset": rs[0]["first_offset"], "last_offset": rs[-1]["last_offset"],
+                    "first_ts": rs[0]["first_timestamp"], "last_ts": rs[-1]["last_timestamp"]}
     return out
 
 
-def _summarise(spark, run_dir: str) -> dict[tuple[str, int], dict]:
-    """Count, checksum, first/last offset and timestamp per partition, from the written files."""
-    from pyspark.sql import functions as F
+def _check_files(files: dict[tuple[str, int], list[str]], reports: list[dict]) -> None:
+    """The data files of the run are exactly the ones the tasks reported."""
+    reported: dict[tuple[str, int], set[str]] = {}
+    for r in reports:
+        reported.setdefault((r["topic"], r["partition"]), set()).update(r["files"])
+    for key in sorted(set(files) | set(reported)):
+        found = {posixpath.basename(f) for f in files.get(key, [])}
+        want = reported.get(key, set())
+        if found != want:
+            odd = sorted(found ^ want)[0]
+            raise StoreError(f"{key[0]}:{key[1]}: data file {odd} was "
+                             f"{'not reported by a task' if odd in found else 'reported but is missing'}"
+                             f"; the run is not recorded", topic=key[0], partition=key[1])
 
-    from offsetkeeper.backup.manifest import RECORD_DDL
 
-    df = spark.read.schema(RECORD_DDL).parquet(run_dir)
-    h = ck.hash_column().cast("decimal(20,0)")
-    rows = df.groupBy("topic", "partition").agg(
-        F.count(F.lit(1)).alias("n"), F.sum(h).alias("s"),
-        F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
-        F.min_by("timestamp", "offset").alias("first_ts"),
-        F.max_by("timestamp", "offset").alias("last_ts"),
-    ).collect()
-    return {(r["topic"], r["partition"]): {
-        "n": int(r["n"]), "checksum": ck.to_hex(int(r["s"] or 0)),
-        "first_offset": r["first_offset"], "last_offset": r["last_offset"],
-        "first_ts": r["first_ts"], "last_ts": r["last_ts"]} for r in rows}
+def _job_error(exc: Exception, backup_id: str) -> OffsetkeeperError:
+    """One sentence for a failed Spark job: the task's own error line when there is one."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    detail = next((ln for ln in reversed(lines) if ln.startswith(
+        ("RuntimeError", "TimeoutError", "OSError", "KafkaException", "confluent_kafka"))), None)
+    detail = detail or next((ln for ln in lines if "Error" in ln or "Exception" in ln),
+                            lines[0] if lines else type(exc).__name__)
+    return StoreError(f"backup {backup_id}: a Spark task failed: {detail}; the run is not "
+                      f"recorded (rerun it)")
 
 
 def _list_files(base: str, run: int) -> tuple[dict[tuple[str, int], list[str]], int]:
@@ -335,44 +310,31 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
             ts = time.monotonic()
             spark = get_spark(config.master, config.spark_conf, app_name=f"offsetkeeper backup {config.backup_id}")
             spark_seconds = time.monotonic() - ts
-        from offsetkeeper.spark.kafka_source import SOURCE_NAME, read_reports, register
-
-        register(spark)
         tj = time.monotonic()
-        opts = _source_options(config, plan, report_path)
+        ranges = _task_ranges(config, plan)
+        cfg = _task_config(config, run_dir, report_path)
+        specs = [json.dumps([r.topic, r.partition, r.start, r.end]) for r in ranges]
         with _ProgressWatcher(progress, plan, report_path):
-            df = spark.read.format(SOURCE_NAME).options(**opts).load()
-            keys = [(p.topic, p.partition) for p in plan.to_read]
-            observation = None
-            if len(keys) <= OBSERVE_MAX_PARTITIONS:
-                df, observation = _observed(df, keys)
-            (df.sortWithinPartitions("topic", "partition", "offset")
-             .write.mode("overwrite").option("compression", "zstd")
-             .partitionBy("topic", "partition").parquet(run_dir))
+            try:
+                reports = (spark.sparkContext.parallelize(specs, len(specs))
+                           .mapPartitions(partial(backup_task, cfg)).collect())
+            except Exception as exc:
+                if type(exc).__module__.startswith(("pyspark", "py4j")):
+                    raise _job_error(exc, config.backup_id) from None
+                raise
         timings["spark_job"] = time.monotonic() - tj
-        reports = read_reports(report_path)
         notify(BackupProgress("summarising", len(plan.to_read), len(plan.to_read),
                               sum(r["records"] for r in reports), plan.offsets))
-        if observation is not None:
-            stats = _observed_stats(observation, keys, reports)
-        else:
-            files_exist = _list_files(base, plan.run)[0]
-            stats = _summarise(spark, run_dir) if files_exist else {}
+        stats = _task_stats(reports)
     tf = time.monotonic()
     files, nbytes = _list_files(base, plan.run)
+    _check_files(files, reports)
 
     gaps_by_tp: dict[tuple[str, int], list[Gap]] = {}
-    reported: dict[tuple[str, int], int] = {}
     for r in reports:
         key = (r["topic"], r["partition"])
-        reported[key] = reported.get(key, 0) + r["records"]
-        for s, e in r["gaps"]:
-            gaps_by_tp.setdefault(key, []).append(Gap(start=s, end=e))
-    for key, n in reported.items():
-        got = stats.get(key, {}).get("n", 0)
-        if got != n:
-            raise StoreError(f"{key[0]}:{key[1]}: the readers delivered {n} records but {got} "
-                             f"were written; the run is not recorded", topic=key[0], partition=key[1])
+        for g_start, g_end in r["gaps"]:
+            gaps_by_tp.setdefault(key, []).append(Gap(start=g_start, end=g_end))
 
     manifest = _updated_manifest(previous, config, facts, plan, stats, files, gaps_by_tp, started)
     save_manifest(config.destination, manifest)
