@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
 from kafkatools import commit, create_topic, produce_n
-from offsetkeeper.cli.main import main
 from offsetkeeper.models import CommittedOffset, TopicPartition
 from offsetkeeper.snapshots.capture import take_snapshot
 from offsetkeeper.snapshots.compare import verify
 from offsetkeeper.snapshots.store import SnapshotStore
+from tests.cli import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -27,14 +26,8 @@ def cli(capsys, monkeypatch, tmp_path, bootstrap):
 
     def run(*args: str, connect: bool = True) -> tuple[int, str, str]:
         extra = ["--store", str(store)] + (["-b", bootstrap] if connect else [])
-        monkeypatch.setattr(sys, "argv", ["offsetkeeper", "snapshots", *args, *extra])
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        out, err = capsys.readouterr()
-        return code, out, err
+        r = run_cli(capsys, "snapshots", *args, *extra)
+        return r.code, r.out, r.err
 
     run.store = SnapshotStore(str(store))
     return run

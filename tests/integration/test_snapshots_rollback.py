@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 
 import pytest
 
 from kafkatools import LiveConsumer, commit, committed, create_topic, produce_n
-from offsetkeeper.cli.main import main
 from offsetkeeper.snapshots.model import new_snapshot_id
 from offsetkeeper.snapshots.store import SnapshotStore
+from tests.cli import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -26,15 +25,8 @@ def cli(capsys, monkeypatch, tmp_path, bootstrap):
 
     def run(*args: str, command: tuple[str, ...] = ("snapshots",),
             store_flag: str = "--store") -> tuple[int, str, str]:
-        argv = ["offsetkeeper", *command, *args, store_flag, str(store), "-b", bootstrap]
-        monkeypatch.setattr(sys, "argv", argv)
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        out, err = capsys.readouterr()
-        return code, out, err
+        r = run_cli(capsys, *command, *args, store_flag, str(store), "-b", bootstrap)
+        return r.code, r.out, r.err
 
     run.store = SnapshotStore(str(store))
     return run
