@@ -51,6 +51,15 @@ class ClusterModel(_Strict):
     properties: dict[str, str | int | bool] = Field(default_factory=dict)
 
 
+class ClusterRef(_Strict):
+    """A cluster named inside another YAML file (a backup's source, a restore's target)."""
+
+    cluster: str | None = None
+    bootstrap_servers: str | None = None
+    command_config: str | None = None
+    properties: dict[str, str | int | bool] = Field(default_factory=dict)
+
+
 class SnapshotsModel(_Strict):
     store: str | None = None
 
@@ -195,7 +204,7 @@ def resolve_connection(
         c = config.clusters[name]
         if c.command_config:
             props.update(load_properties_file(c.command_config))
-        props.update({k: _prop_str(v) for k, v in c.properties.items()})
+        props.update({k: prop_str(v) for k, v in c.properties.items()})
         servers = bootstrap_server or c.bootstrap_servers
     if command_config:
         props.update(load_properties_file(command_config))
@@ -209,5 +218,26 @@ def resolve_connection(
     return Connection(bootstrap_servers=servers, properties=props, name=name or servers)
 
 
-def _prop_str(v: str | int | bool) -> str:
+def prop_str(v: str | int | bool) -> str:
+    """A YAML scalar as a librdkafka/Spark property string (booleans lower-case)."""
     return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def connect_ref(
+    ref: ClusterRef | None,
+    *,
+    bootstrap_server: str | None = None,
+    command_config: str | Path | None = None,
+    cluster: str | None = None,
+    config: ConfigFile | None = None,
+) -> Connection:
+    """The connection for a file's cluster reference; explicit flags, when given, win over it."""
+    if bootstrap_server or cluster or command_config or ref is None:
+        return resolve_connection(bootstrap_server=bootstrap_server, command_config=command_config,
+                                  cluster=cluster, config=config)
+    conn = resolve_connection(bootstrap_server=ref.bootstrap_servers, command_config=ref.command_config,
+                              cluster=ref.cluster, config=config)
+    if not ref.properties:
+        return conn
+    props = {**conn.properties, **{k: prop_str(v) for k, v in ref.properties.items()}}
+    return Connection(conn.bootstrap_servers, props, conn.name)

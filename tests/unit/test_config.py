@@ -80,3 +80,18 @@ def test_java_jaas_is_translated_and_masked():
 def test_properties_bad_line():
     with pytest.raises(ConfigError, match="line 2"):
         parse_properties("a=b\n=nokey\n", source="p")
+
+
+def test_cluster_ref_in_another_file_and_flags_win(tmp_path):
+    """Invariant: a backup/restore file's cluster reference keeps its own properties, and
+    explicit flags replace the reference entirely."""
+    from offsetkeeper.config import ClusterRef, connect_ref
+
+    cfg = load_config_file(write(tmp_path, "clusters:\n  dr:\n    bootstrap_servers: dr:9092\n"
+                                           "    properties: {client.id: a, acks: all}\n"))
+    ref = ClusterRef(cluster="dr", properties={"client.id": "b", "enable.idempotence": True})
+    c = connect_ref(ref, config=cfg)
+    assert c.bootstrap_servers == "dr:9092"
+    assert c.properties == {"client.id": "b", "acks": "all", "enable.idempotence": "true"}
+    c = connect_ref(ref, bootstrap_server="other:1", config=cfg)
+    assert c.bootstrap_servers == "other:1" and c.properties == {}

@@ -30,7 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from offsetkeeper.backup.manifest import validate_backup_id
 from offsetkeeper.backup.topics import compile_pattern
-from offsetkeeper.config import ConfigFile, Connection, expand_env, resolve_connection
+from offsetkeeper.config import (
+    ClusterRef,
+    ConfigFile,
+    Connection,
+    connect_ref,
+    expand_env,
+    prop_str,
+)
 from offsetkeeper.errors import ConfigError, UsageError
 from offsetkeeper.spark.session import DEFAULT_MASTER
 
@@ -63,13 +70,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class _Source(_Strict):
-    cluster: str | None = None
-    bootstrap_servers: str | None = None
-    command_config: str | None = None
-    properties: dict[str, str | int | bool] = Field(default_factory=dict)
-
-
 class _Topics(_Strict):
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
@@ -83,7 +83,7 @@ class _Spark(_Strict):
 class BackupFile(_Strict):
     """The YAML file of `backup run --file`."""
 
-    source: _Source = Field(default_factory=_Source)
+    source: ClusterRef = Field(default_factory=ClusterRef)
     topics: _Topics = Field(default_factory=_Topics)
     destination: str | None = None
     backup_id: str | None = None
@@ -112,10 +112,6 @@ def load_backup_file(path: str | Path) -> BackupFile:
         raise ConfigError(f"backup file {p}: '{loc}' {err['msg'].lower()}") from None
 
 
-def _s(v: str | int | bool) -> str:
-    return str(v).lower() if isinstance(v, bool) else str(v)
-
-
 def build_backup_config(
     *,
     file: str | Path | None = None,
@@ -134,19 +130,10 @@ def build_backup_config(
     """Combine the YAML file (if any), the main config file and flags (flags win)."""
     f = load_backup_file(file) if file else BackupFile()
     config = config or ConfigFile()
-    if bootstrap_server or cluster or command_config:
-        conn = resolve_connection(bootstrap_server=bootstrap_server, command_config=command_config,
-                                  cluster=cluster, config=config)
-    else:
-        conn = resolve_connection(bootstrap_server=f.source.bootstrap_servers,
-                                  command_config=f.source.command_config,
-                                  cluster=f.source.cluster, config=config)
-        if f.source.properties:
-            conn = Connection(conn.bootstrap_servers,
-                              {**conn.properties, **{k: _s(v) for k, v in f.source.properties.items()}},
-                              conn.name)
-    conf = {**{k: _s(v) for k, v in config.spark.conf.items()},
-            **{k: _s(v) for k, v in f.spark.conf.items()}, **dict(spark_conf or {})}
+    conn = connect_ref(f.source, bootstrap_server=bootstrap_server, command_config=command_config,
+                       cluster=cluster, config=config)
+    conf = {**{k: prop_str(v) for k, v in config.spark.conf.items()},
+            **{k: prop_str(v) for k, v in f.spark.conf.items()}, **dict(spark_conf or {})}
     return BackupConfig(
         connection=conn,
         include=tuple(include or f.topics.include),

@@ -16,9 +16,10 @@ from offsetkeeper.cli.common import (
     ConfigOpt,
     OutputOpt,
     connection,
+    connection_or_ref,
 )
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
-from offsetkeeper.config import load_config_file
+from offsetkeeper.config import load_config_file, prop_str
 from offsetkeeper.errors import UsageError
 
 restore_app = typer.Typer(help="Restore a backup to a cluster with an exact offset mapping (Spark).",
@@ -94,21 +95,12 @@ def _restore_options(*, backup, file, bootstrap, command_config, cluster, config
                      exclude_topic, rename, partition_map, source_partitions, from_time, to_time,
                      create_topics, replication_factor, offset_headers, max_records_per_sec,
                      max_bytes_per_sec, chunk_records, producer_property, dry_run, master, conf):
-    from offsetkeeper.config import Connection
     from offsetkeeper.restore import config as rc
     from offsetkeeper.spark.session import parse_conf_pairs
 
     cfg = load_config_file(config)
     f = rc.load_restore_file(file) if file else None
-    if bootstrap or cluster or command_config or f is None:
-        target = connection(bootstrap, command_config, cluster, config)
-    else:
-        t = f.target
-        target = connection(t.bootstrap_servers, Path(t.command_config) if t.command_config else None,
-                            t.cluster, config)
-        if t.properties:
-            target = Connection(target.bootstrap_servers, {**target.properties, **{
-                k: rc._s(v) for k, v in t.properties.items()}}, target.name)
+    target = connection_or_ref(f.target if f else None, bootstrap, command_config, cluster, config)
     if backup:
         dest, bid = split_backup_ref(backup)
     elif f is not None:
@@ -116,7 +108,7 @@ def _restore_options(*, backup, file, bootstrap, command_config, cluster, config
     else:
         raise UsageError("no backup given: pass DEST/BACKUP_ID or --file with a backup section")
     base = rc.options_from_file(f, target) if f is not None else rc.RestoreOptions(dest, bid, target)
-    spark_conf = {**{k: rc._s(v) for k, v in cfg.spark.conf.items()}, **dict(base.spark_conf),
+    spark_conf = {**{k: prop_str(v) for k, v in cfg.spark.conf.items()}, **dict(base.spark_conf),
                   **parse_conf_pairs(conf)}
     changes: dict[str, Any] = {
         "destination": dest, "backup_id": bid, "restore_id": restore_id,
@@ -342,12 +334,8 @@ def three_phase_cmd(
     f = load_restore_file(file) if file else None
     fg = (f.groups or {}) if f else {}
     source = None
-    if source_bootstrap or source_cluster:
-        source = connection(source_bootstrap, None, source_cluster, config)
-    elif f is not None and f.source is not None:
-        s = f.source
-        source = connection(s.bootstrap_servers, Path(s.command_config) if s.command_config else None,
-                            s.cluster, config)
+    if source_bootstrap or source_cluster or (f is not None and f.source is not None):
+        source = connection_or_ref(f.source if f else None, source_bootstrap, None, source_cluster, config)
     backup_cfg = None
     if run_backup or (f is not None and f.run_backup is not None):
         if source is None:

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from offsetkeeper.config import Connection, expand_env
+from offsetkeeper.config import ClusterRef, Connection, expand_env, prop_str
 from offsetkeeper.errors import ConfigError, UsageError
 
 DEFAULT_CHUNK_RECORDS = 50_000
@@ -143,13 +143,6 @@ class BackupRef(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class TargetModel(_Strict):
-    bootstrap_servers: str | None = None
-    cluster: str | None = None
-    command_config: str | None = None
-    properties: dict[str, str | int | bool] = Field(default_factory=dict)
-
-
 class RestoreModel(_Strict):
     restore_id: str | None = None
     topics: list[str] = Field(default_factory=list)
@@ -175,20 +168,16 @@ class SparkModel(_Strict):
 
 class RestoreFile(_Strict):
     backup: BackupRef
-    target: TargetModel = Field(default_factory=TargetModel)
+    target: ClusterRef = Field(default_factory=ClusterRef)
     restore: RestoreModel = Field(default_factory=RestoreModel)
     spark: SparkModel = Field(default_factory=SparkModel)
     # three-phase only
-    source: TargetModel | None = None
+    source: ClusterRef | None = None
     run_backup: dict[str, Any] | None = None
     groups: dict[str, Any] | None = None
     validate_after: bool = Field(default=True, alias="validate")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-def _s(v: Any) -> str:
-    return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def load_restore_file(path: str | Path) -> RestoreFile:
@@ -229,9 +218,9 @@ def options_from_file(f: RestoreFile, target: Connection, **overrides: Any) -> R
         bytes_per_second=parse_rate(None if r.bytes_per_second is None else str(r.bytes_per_second),
                                     flag="bytes_per_second"),
         chunk_records=r.chunk_records,
-        producer_properties={k: _s(v) for k, v in r.producer_properties.items()},
+        producer_properties={k: prop_str(v) for k, v in r.producer_properties.items()},
         master=f.spark.master,
-        spark_conf={k: _s(v) for k, v in f.spark.conf.items()},
+        spark_conf={k: prop_str(v) for k, v in f.spark.conf.items()},
     )
     return opts.with_(**{k: v for k, v in overrides.items() if v is not None})
 
