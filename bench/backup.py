@@ -27,6 +27,8 @@ import time
 import uuid
 from pathlib import Path
 
+from fill import fill_topic  # bench/ is on sys.path when run as a script
+
 
 def _tree_rss(pid: int) -> int:
     """RSS in bytes of a process and all its descendants (from /proc)."""
@@ -72,35 +74,6 @@ class PeakMemory:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._t.join()
-
-
-def produce(bootstrap: str, topic: str, partitions: int, mb: float, value_bytes: int) -> tuple[int, int]:
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    a = AdminClient({"bootstrap.servers": bootstrap})
-    for f in a.create_topics([NewTopic(topic, partitions, 1)]).values():
-        f.result(30)
-    time.sleep(1)
-    per_partition = max(1, int(mb * 1024 * 1024 / value_bytes))
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
-                  "compression.type": "none", "queue.buffering.max.kbytes": 1_048_576})
-    total_bytes = 0
-    for i in range(per_partition):
-        for part in range(partitions):
-            v = os.urandom(value_bytes)
-            k = f"key-{part}-{i}".encode()
-            while True:
-                try:
-                    p.produce(topic, key=k, value=v, partition=part)
-                    break
-                except BufferError:
-                    p.poll(0.1)
-            total_bytes += len(k) + len(v)
-        if i % 1000 == 0:
-            p.poll(0)
-    assert p.flush(300) == 0
-    return per_partition * partitions, total_bytes
 
 
 def run_kcat(bootstrap: str, topic: str, out: Path) -> dict:
@@ -152,7 +125,7 @@ def main() -> None:
     try:
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         t = time.monotonic()
-        records, nbytes = produce(bootstrap, topic, args.partitions, args.mb_per_partition,
+        records, nbytes = fill_topic(bootstrap, topic, args.partitions, args.mb_per_partition,
                                   args.value_bytes)
         produce_s = time.monotonic() - t
         mb = nbytes / 2**20

@@ -28,41 +28,11 @@ import time
 import uuid
 from pathlib import Path
 
+from fill import fill_topic  # bench/ is on sys.path when run as a script
+
 
 def _value(n: int) -> bytes:
     return base64.b64encode(os.urandom(n * 3 // 4 + 3))[:n]
-
-
-def produce_source(bootstrap: str, topic: str, partitions: int, mb: float, value_bytes: int,
-                   file: Path) -> tuple[int, int]:
-    """Create and fill the source topic; write the same keys/values to `file` for kcat."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    a = AdminClient({"bootstrap.servers": bootstrap})
-    for f in a.create_topics([NewTopic(topic, partitions, 1)]).values():
-        f.result(30)
-    time.sleep(1)
-    per_partition = max(1, int(mb * 1024 * 1024 / value_bytes))
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
-                  "queue.buffering.max.kbytes": 1_048_576})
-    total = 0
-    with file.open("wb") as out:
-        for i in range(per_partition):
-            for part in range(partitions):
-                k, v = f"key-{part}-{i}".encode(), _value(value_bytes)
-                out.write(k + b"\t" + v + b"\n")
-                while True:
-                    try:
-                        p.produce(topic, key=k, value=v, partition=part)
-                        break
-                    except BufferError:
-                        p.poll(0.1)
-                total += len(k) + len(v)
-            if i % 1000 == 0:
-                p.poll(0)
-    assert p.flush(300) == 0
-    return per_partition * partitions, total
 
 
 def run_kcat(bootstrap: str, topic: str, partitions: int, file: Path) -> float:
@@ -114,8 +84,8 @@ def main() -> None:
         source, target = broker(args.source, "src-broker"), broker(args.target, "dst-broker")
         topic = f"bench-restore-{uuid.uuid4().hex[:6]}"
         file = tmp / "records.tsv"
-        records, nbytes = produce_source(source, topic, args.partitions, args.mb_per_partition,
-                                         args.value_bytes, file)
+        records, nbytes = fill_topic(source, topic, args.partitions, args.mb_per_partition,
+                                         args.value_bytes, make_value=_value, copy_to=file)
 
         from offsetkeeper.backup.config import BackupConfig
         from offsetkeeper.backup.run import run_backup
