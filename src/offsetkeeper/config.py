@@ -28,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -125,22 +125,34 @@ def load_config_file(path: str | Path | None = None) -> ConfigFile:
         if explicit:
             raise ConfigError(f"config file {p} does not exist")
         return ConfigFile()
+    return load_yaml_model(p, ConfigFile, kind="config file")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_yaml_model(path: str | Path, model: type[M], *, kind: str) -> M:
+    """Read a YAML file into `model`: ${ENV} expanded, one-line ConfigError on any problem
+    (`kind` names the file in messages, e.g. "backup file")."""
+    p = Path(path).expanduser()
     try:
         raw = yaml.safe_load(p.read_text()) or {}
+    except OSError as exc:
+        raise ConfigError(f"{kind} {p} cannot be read: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {p} is not valid YAML: {_first_line(exc)}") from exc
+        raise ConfigError(f"{kind} {p} is not valid YAML: {_first_line(exc)}") from exc
     if not isinstance(raw, dict):
-        raise ConfigError(f"config file {p} must hold a mapping at the top level")
+        raise ConfigError(f"{kind} {p} must hold a mapping at the top level")
     try:
-        return ConfigFile.model_validate(expand_env(raw, where=str(p)))
+        return model.model_validate(expand_env(raw, where=str(p)))
     except ValidationError as exc:
         errors = exc.errors()
         # An unknown key usually explains a "missing" one (a typo): report it first.
         err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = ".".join(str(x) for x in err["loc"])
         if err["type"] == "extra_forbidden":
-            raise ConfigError(f"config file {p}: unknown key '{loc}'") from None
-        raise ConfigError(f"config file {p}: '{loc}' {err['msg'].lower()}") from None
+            raise ConfigError(f"{kind} {p}: unknown key '{loc}'") from None
+        raise ConfigError(f"{kind} {p}: '{loc}' {err['msg'].lower()}") from None
 
 
 def _first_line(exc: Exception) -> str:

@@ -95,3 +95,18 @@ def test_cluster_ref_in_another_file_and_flags_win(tmp_path):
     assert c.properties == {"client.id": "b", "acks": "all", "enable.idempotence": "true"}
     c = connect_ref(ref, bootstrap_server="other:1", config=cfg)
     assert c.bootstrap_servers == "other:1" and c.properties == {}
+
+
+@pytest.mark.parametrize("loader,kind", [
+    ("offsetkeeper.backup.config:load_backup_file", "backup file"),
+    ("offsetkeeper.restore.config:load_restore_file", "restore file"),
+])
+def test_every_yaml_file_reports_unknown_keys_the_same_way(tmp_path, loader, kind):
+    import importlib
+
+    mod, fn = loader.split(":")
+    load = getattr(importlib.import_module(mod), fn)
+    with pytest.raises(ConfigError, match=f"{kind} .*: unknown key 'colour'"):
+        load(write(tmp_path, "colour: blue\n"))
+    with pytest.raises(ConfigError, match=f"{kind} .* must hold a mapping"):
+        load(write(tmp_path, "- a\n- b\n"))

@@ -25,8 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from offsetkeeper.backup.manifest import validate_backup_id
 from offsetkeeper.backup.topics import compile_pattern
@@ -35,10 +34,10 @@ from offsetkeeper.config import (
     ConfigFile,
     Connection,
     connect_ref,
-    expand_env,
+    load_yaml_model,
     prop_str,
 )
-from offsetkeeper.errors import ConfigError, UsageError
+from offsetkeeper.errors import UsageError
 from offsetkeeper.spark.session import DEFAULT_MASTER
 
 
@@ -93,23 +92,7 @@ class BackupFile(_Strict):
 
 
 def load_backup_file(path: str | Path) -> BackupFile:
-    p = Path(path).expanduser()
-    try:
-        raw = yaml.safe_load(p.read_text()) or {}
-    except OSError as exc:
-        raise ConfigError(f"backup file {p} cannot be read: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"backup file {p} is not valid YAML: {str(exc).splitlines()[0]}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"backup file {p} must hold a mapping at the top level")
-    try:
-        return BackupFile.model_validate(expand_env(raw, where=str(p)))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        if err["type"] == "extra_forbidden":
-            raise ConfigError(f"backup file {p}: unknown key '{loc}'") from None
-        raise ConfigError(f"backup file {p}: '{loc}' {err['msg'].lower()}") from None
+    return load_yaml_model(path, BackupFile, kind="backup file")
 
 
 def build_backup_config(

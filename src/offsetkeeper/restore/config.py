@@ -9,11 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from offsetkeeper.config import ClusterRef, Connection, expand_env, prop_str
-from offsetkeeper.errors import ConfigError, UsageError
+from offsetkeeper.config import ClusterRef, Connection, load_yaml_model, prop_str
+from offsetkeeper.errors import UsageError
 
 DEFAULT_CHUNK_RECORDS = 50_000
 
@@ -181,19 +180,7 @@ class RestoreFile(_Strict):
 
 
 def load_restore_file(path: str | Path) -> RestoreFile:
-    p = Path(path).expanduser()
-    try:
-        raw = yaml.safe_load(p.read_text()) or {}
-    except OSError as exc:
-        raise ConfigError(f"restore file {p} cannot be read: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"restore file {p} is not valid YAML: {str(exc).splitlines()[0]}") from exc
-    try:
-        return RestoreFile.model_validate(expand_env(raw, where=str(p)))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"restore file {p}: '{loc}' {err['msg'].lower()}") from None
+    return load_yaml_model(path, RestoreFile, kind="restore file")
 
 
 def options_from_file(f: RestoreFile, target: Connection, **overrides: Any) -> RestoreOptions:
