@@ -77,6 +77,16 @@ def _write_range(cfg: BackupTaskConfig, r: OffsetRange, schema, fs) -> dict[str,
     pending: list = []
     pending_bytes = 0
     checksum = 0
+    def flush() -> None:
+        # The file is opened on the first flush only: an empty range writes no file.
+        nonlocal writer, f, pending, pending_bytes
+        if writer is None:
+            fs.makedirs(root, exist_ok=True)
+            f = fs.open(tmp, "wb")
+            writer = pq.ParquetWriter(f, schema, compression="zstd")
+        writer.write_table(pa.Table.from_batches(pending, schema=schema), row_group_size=1 << 30)
+        pending, pending_bytes = [], 0
+
     try:
         for b in read_batches(cfg.source, r, stats):
             fb = pa.RecordBatch.from_arrays(b.columns[2:], schema=schema)
@@ -84,21 +94,9 @@ def _write_range(cfg: BackupTaskConfig, r: OffsetRange, schema, fs) -> dict[str,
             pending.append(fb)
             pending_bytes += fb.nbytes
             if pending_bytes >= ROW_GROUP_BYTES:
-                if writer is None:
-                    fs.makedirs(root, exist_ok=True)
-                    f = fs.open(tmp, "wb")
-                    writer = pq.ParquetWriter(f, schema, compression="zstd")
-                writer.write_table(pa.Table.from_batches(pending, schema=schema),
-                                   row_group_size=1 << 30)
-                pending, pending_bytes = [], 0
+                flush()
         if pending:
-            if writer is None:
-                fs.makedirs(root, exist_ok=True)
-                f = fs.open(tmp, "wb")
-                writer = pq.ParquetWriter(f, schema, compression="zstd")
-            writer.write_table(pa.Table.from_batches(pending, schema=schema),
-                               row_group_size=1 << 30)
-            pending = []
+            flush()
         nbytes = 0
         files: list[str] = []
         if writer is not None:
