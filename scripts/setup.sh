@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything offsetkeeper needs from the project's own files (idempotent):
 # a virtualenv in .venv with the package and its dev extra (noida-db broker, pytest, ...),
-# and the Debian package kcat (independent client and benchmark yardstick).
+# and the Debian packages listed below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,10 +16,20 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     touch "$stamp"
 fi
 
-if ! command -v kcat >/dev/null 2>&1; then
+# Debian packages: kcat (independent client, benchmark yardstick); redis-server and zookeeper
+# (the history store / ZooKeeper-era offsets tests start real servers); chromium and
+# chromium-driver (the dashboard's browser tests). Only missing ones are installed.
+need=()
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+[ -x /usr/share/zookeeper/bin/zkServer.sh ] || need+=(zookeeper)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    echo "setup: apt-get install ${need[*]}" >&2
     $SUDO apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 if ! command -v java >/dev/null 2>&1; then

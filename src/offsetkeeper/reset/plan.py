@@ -186,6 +186,8 @@ def _plan_partition(
             notes.append("no record at or after the time; log end")
     elif isinstance(target, FromOffsets):
         wanted = target.for_group(group)[tp]
+        if note := target.note_for(group, tp):
+            notes.append(note)
     else:  # pragma: no cover - exhaustive over ResetTarget
         raise UsageError(f"unsupported reset target {target!r}")
 

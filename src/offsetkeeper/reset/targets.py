@@ -64,11 +64,18 @@ class FromOffsets:
 
     offsets: Mapping[str | None, Mapping[TopicPartition, int]] = field(default_factory=dict)
     source: str = "file"
+    # Per group (None = every group) and partition, a note the provider wants shown in the plan
+    # (e.g. "sample 4m old", "no commit at that time").
+    notes: Mapping[str | None, Mapping[TopicPartition, str]] = field(default_factory=dict)
     label = "from-file"
 
     def for_group(self, group: str) -> dict[TopicPartition, int]:
         """The explicit offsets that apply to `group`."""
         return {**dict(self.offsets.get(None, {})), **dict(self.offsets.get(group, {}))}
+
+    def note_for(self, group: str, tp: TopicPartition) -> str:
+        """The provider's note for one partition of `group` ("" when none)."""
+        return self.notes.get(group, {}).get(tp) or self.notes.get(None, {}).get(tp) or ""
 
     def groups(self) -> list[str]:
         """Groups named explicitly (the several-group form)."""
