@@ -21,6 +21,7 @@ from pathlib import Path
 from platformdirs import user_data_dir
 
 from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.storage import write_text_atomic
 
 DEFAULT_PORT = 9092
 STATE_FILE = "offsetkeeper-broker.json"
@@ -128,9 +129,7 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, wait:
          "--kafka-port", str(port)],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
     )
-    tmp = d / (STATE_FILE + ".tmp")
-    tmp.write_text(json.dumps({"pid": proc.pid, "port": port}))
-    os.replace(tmp, d / STATE_FILE)
+    write_text_atomic(str(d / STATE_FILE), json.dumps({"pid": proc.pid, "port": port}))
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         if proc.poll() is not None:

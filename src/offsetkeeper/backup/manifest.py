@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from offsetkeeper.backup import checksum as ck
 from offsetkeeper.errors import StoreError, UsageError
+from offsetkeeper.storage import write_bytes_atomic
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -211,23 +211,8 @@ def validate_backup_id(backup_id: str) -> None:
 def save_manifest(destination: str, manifest: Manifest) -> str:
     """Write the manifest atomically (temp file + rename); returns its location."""
     base = backup_dir(destination, manifest.backup_id)
-    fs, root = _fs(base)
-    fs.makedirs(root, exist_ok=True)
-    final = posixpath.join(root, MANIFEST_NAME)
-    tmp = posixpath.join(root, f".{MANIFEST_NAME}.{uuid.uuid4().hex}.tmp")
-    data = manifest.model_dump_json(indent=2).encode()
-    with fs.open(tmp, "wb") as f:
-        f.write(data)
-    try:
-        if getattr(fs, "protocol", None) in ("file", ("file", "local")) or "://" not in base:
-            import os
-
-            os.replace(tmp, final)
-        else:
-            fs.mv(tmp, final)
-    except Exception:
-        fs.rm(tmp)
-        raise
+    write_bytes_atomic(join(base, MANIFEST_NAME), manifest.model_dump_json(indent=2).encode(),
+                       fsync=True, what="backup manifest")
     return join(base, MANIFEST_NAME)
 
 

@@ -18,7 +18,6 @@ Kafka clients are created here, inside the task; nothing unpicklable is captured
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from offsetkeeper.spark.kafka_source import (
     read_batches,
     write_report,
 )
+from offsetkeeper.storage import replace, temp_name
 
 # Bytes (uncompressed) per Parquet row group: several Arrow batches are gathered into one.
 ROW_GROUP_BYTES = 64 * 1024 * 1024
@@ -71,7 +71,7 @@ def _write_range(cfg: BackupTaskConfig, r: OffsetRange, schema, fs) -> dict[str,
     d = partition_dir(cfg.run_dir, r.topic, r.partition)
     _, root = _url_root(d)
     final = f"{root}/{file_name(r)}"
-    tmp = f"{root}/.{file_name(r)}.{uuid.uuid4().hex}.tmp"
+    tmp = temp_name(final)
     writer = None
     f = None
     pending: list = []
@@ -109,7 +109,7 @@ def _write_range(cfg: BackupTaskConfig, r: OffsetRange, schema, fs) -> dict[str,
             if written != stats.records:
                 raise OSError(f"{r.topic}:{r.partition}: {stats.records} records were read but "
                               f"the file {tmp} holds {written}")
-            fs.mv(tmp, final)
+            replace(fs, tmp, final)
             nbytes = int(fs.size(final) or 0)
             files.append(final)
     except BaseException:

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
 from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, apply_plan
 from offsetkeeper.reset.plan import ResetPlan
+from offsetkeeper.storage import write_text_atomic
 
 PLAN_COLUMNS = ["group", "topic", "partition", "current", "target", "log_start", "log_end", "note"]
 REPORT_COLUMNS = ["group", "status", "partitions_changed", "attempts", "latency_ms", "error"]
@@ -112,10 +113,7 @@ def execute_plan(admin, plan: ResetPlan, opts: ApplyOptions, fmt: OutputFormat) 
 
 def write_atomic(path: Path, text: str) -> None:
     """Write a file via temp file + rename so a crash never leaves half a file."""
-    path = path.expanduser()
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_text_atomic(str(path.expanduser()), text)
 
 
 def finish(plan: ResetPlan, report: ApplyReport | None) -> None:

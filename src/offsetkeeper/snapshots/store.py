@@ -8,9 +8,7 @@ Files are written atomically: a hidden temporary file next to the target, then a
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 from pathlib import Path
 
 import fsspec
@@ -19,6 +17,7 @@ import platformdirs
 from offsetkeeper.config import ConfigFile
 from offsetkeeper.errors import StoreError, UsageError
 from offsetkeeper.snapshots.model import SAFE_ID, Snapshot, SnapshotFormatError, SnapshotSummary
+from offsetkeeper.storage import write_bytes_atomic
 
 STORE_ENV = "OFFSETKEEPER_SNAPSHOT_STORE"
 SUFFIX = ".json"
@@ -82,27 +81,15 @@ class SnapshotStore:
     def save(self, snapshot: Snapshot) -> str:
         """Write a snapshot atomically; returns its id. An existing id is never overwritten."""
         final = self.path(snapshot.id)
-        data = snapshot.to_json().encode()
-        tmp = f"{self.root}/.{snapshot.id}{SUFFIX}.tmp-{secrets.token_hex(4)}"
         try:
-            self.fs.makedirs(self.root, exist_ok=True)
-            if self.fs.exists(final):
-                raise StoreError(f"snapshot {snapshot.id} already exists: {self.display(final)}")
-            if self._local:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, final)
-            else:
-                self.fs.pipe_file(tmp, data)
-                self.fs.mv(tmp, final)
+            exists = self.fs.exists(final)
         except OSError as exc:
-            with contextlib.suppress(Exception):
-                if self.fs.exists(tmp):
-                    self.fs.rm(tmp)
-            raise StoreError(f"cannot write snapshot {snapshot.id} to {self.display(final)}: "
-                             f"{exc.strerror or exc}") from exc
+            raise StoreError(f"cannot read snapshot store {self.display(self.root)}: "
+                             f"{exc.strerror or exc}") from None
+        if exists:
+            raise StoreError(f"snapshot {snapshot.id} already exists: {self.display(final)}")
+        write_bytes_atomic(self.display(final), snapshot.to_json().encode(), fsync=True,
+                           what=f"snapshot {snapshot.id} to")
         return snapshot.id
 
     def resolve(self, ref: str) -> str:

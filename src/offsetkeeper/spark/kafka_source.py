@@ -606,19 +606,13 @@ def write_report(path: str, r: OffsetRange, *, count: int, first: int | None, la
                  gaps: list[tuple[int, int]], first_ts: int | None = None,
                  last_ts: int | None = None) -> None:
     """Write one task's report (atomically) into the directory or URL `path`."""
-    import fsspec
+    from offsetkeeper.storage import join, write_bytes_atomic
 
-    fs, root = fsspec.core.url_to_fs(path)
-    fs.makedirs(root, exist_ok=True)
     data = json.dumps({"topic": r.topic, "partition": r.partition, "start": r.start, "end": r.end,
                        "records": count, "first_offset": first, "last_offset": last,
                        "first_timestamp": first_ts, "last_timestamp": last_ts,
                        "gaps": [list(g) for g in gaps]}).encode()
-    final = f"{root.rstrip('/')}/{report_name(r)}"
-    tmp = f"{final}.{uuid.uuid4().hex}.tmp"
-    with fs.open(tmp, "wb") as f:
-        f.write(data)
-    fs.mv(tmp, final)
+    write_bytes_atomic(join(path, report_name(r)), data, what="task report")
 
 
 def read_reports(path: str) -> list[dict]:

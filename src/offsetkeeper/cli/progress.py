@@ -1,0 +1,40 @@
+"""Rendering `ProgressEvent`s with Rich on stderr (a terminal only; quiet for json/csv/pipes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from offsetkeeper.cli.output import OutputFormat, stderr_console
+from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
+
+
+@contextmanager
+def progress_bar(output: OutputFormat = OutputFormat.table) -> Iterator[ProgressFn]:
+    """A callback drawing one bar per task on a terminal; a no-op otherwise."""
+    console = stderr_console()
+    if output is not OutputFormat.table or not console.is_terminal:
+        yield no_progress
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[unit]}"), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        tasks: dict[str, int] = {}
+
+        def on_event(ev: ProgressEvent) -> None:
+            if ev.task not in tasks:
+                tasks[ev.task] = progress.add_task(escape(ev.task), total=ev.total, unit=ev.unit)
+            desc = escape(f"{ev.task}: {ev.message}" if ev.message else ev.task)
+            progress.update(tasks[ev.task], completed=ev.done, total=ev.total, description=desc,
+                            unit=ev.unit)
+
+        yield on_event

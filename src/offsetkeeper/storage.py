@@ -1,0 +1,85 @@
+"""Files in local paths or fsspec URLs: join, open, list, and write atomically.
+
+Every file offsetkeeper writes for a user to read back later (snapshots, manifests, restore
+state, mappings, task reports, plans, scripts) is written through `write_bytes_atomic` (or
+`replace` after streaming into a temporary name), so a reader — or a rerun after a crash — sees
+either the old file or the whole new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from typing import Any
+
+from offsetkeeper.errors import StoreError
+
+
+def open_fs(url: str) -> tuple[Any, str]:
+    """(fsspec filesystem, path within it) for a local path or URL."""
+    from fsspec.core import url_to_fs
+
+    return url_to_fs(str(url))
+
+
+def is_local(fs: Any) -> bool:
+    """True for fsspec's local filesystem (where os.replace gives an atomic rename)."""
+    return type(fs).__name__ == "LocalFileSystem"
+
+
+def join(base: str, *parts: str) -> str:
+    """Join path or URL parts with '/' (no normalisation: callers validate names first)."""
+    return "/".join([str(base).rstrip("/"), *parts])
+
+
+def temp_name(path: str) -> str:
+    """A hidden temporary name beside `path`, unique per writer."""
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/.{name}.{uuid.uuid4().hex[:12]}.tmp" if parent else f".{name}.{uuid.uuid4().hex[:12]}.tmp"
+
+
+def replace(fs: Any, tmp: str, final: str) -> None:
+    """Move a finished temporary file over `final` (atomic on local disks)."""
+    if is_local(fs):
+        os.replace(tmp, final)
+    else:
+        fs.mv(tmp, final)
+
+
+def write_bytes_atomic(url: str, data: bytes, *, fsync: bool = False, mode: int | None = None,
+                       what: str = "file") -> str:
+    """Write `data` to `url` via a temporary file and a rename; returns the path written.
+
+    On failure the temporary file is removed and a StoreError names the file and the cause.
+    """
+    fs, path = open_fs(url)
+    tmp = temp_name(path)
+    try:
+        parent = path.rpartition("/")[0]
+        if parent and not is_local(fs):
+            fs.makedirs(parent, exist_ok=True)
+        elif parent:
+            os.makedirs(parent, exist_ok=True)
+        if is_local(fs):
+            with open(tmp, "wb") as f:
+                f.write(data)
+                if fsync:
+                    f.flush()
+                    os.fsync(f.fileno())
+            if mode is not None:
+                os.chmod(tmp, mode)
+        else:
+            fs.pipe_file(tmp, data)
+        replace(fs, tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(Exception):
+            if fs.exists(tmp):
+                fs.rm(tmp)
+        raise StoreError(f"cannot write {what} {url}: {exc.strerror or exc}") from None
+    return path
+
+
+def write_text_atomic(url: str, text: str, **kw: Any) -> str:
+    """`write_bytes_atomic` for UTF-8 text."""
+    return write_bytes_atomic(url, text.encode("utf-8"), **kw)
