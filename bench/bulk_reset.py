@@ -27,7 +27,8 @@ from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.reset.apply import ApplyOptions, apply_plan
-from offsetkeeper.reset.plan import ResetScope, TopicSpec, build_plan
+from offsetkeeper.reset.facts import build_plan
+from offsetkeeper.reset.plan import ResetScope, TopicSpec
 from offsetkeeper.reset.targets import ToLatest
 
 
@@ -83,7 +84,7 @@ def offsetkeeper_bulk(bootstrap: str, topic: str, groups: list[str], max_concurr
         t0 = time.monotonic()
         plan = build_plan(admin, ResetScope(groups=tuple(groups), topics=(TopicSpec(topic),)), ToLatest())
         t1 = time.monotonic()
-        report = apply_plan(admin, plan, ApplyOptions(max_concurrent=max_concurrent, snapshot=False))
+        report = apply_plan(admin, plan, ApplyOptions(max_concurrent=max_concurrent))
         t2 = time.monotonic()
     s = report.summary()
     return {

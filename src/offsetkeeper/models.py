@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Group states in which offsets may be changed (as kafka-consumer-groups.sh decides).
-INACTIVE_STATES = frozenset({"empty", "dead", "unknown"})
+# Group states in which offsets may be changed (as kafka-consumer-groups.sh decides). "unknown"
+# is not among them: a broker that cannot say what a group is doing may have a consumer joining.
+INACTIVE_STATES = frozenset({"empty", "dead"})
+UNKNOWN_STATE = "unknown"
 
 
 @dataclass(frozen=True, order=True)
@@ -59,15 +61,24 @@ class GroupInfo:
 
     @property
     def is_active(self) -> bool:
-        """True when the group has members (offsets must not be changed then)."""
+        """True when the group has members or is in any state but Empty/Dead."""
         return bool(self.members) or self.state not in INACTIVE_STATES
 
-    @property
-    def refusal(self) -> str | None:
-        """Why offsets of this group must not be changed now (None when they may)."""
+    def refusal(self, *, allow_unknown_state: bool = False) -> str | None:
+        """Why offsets of this group must not be changed now (None when they may).
+
+        With `allow_unknown_state`, a member-less group whose state the broker reports as
+        "unknown" is treated as inactive (for brokers that never report states).
+        """
         if not self.is_active:
             return None
         n = len(self.members)
+        if not n and self.state == UNKNOWN_STATE:
+            if allow_unknown_state:
+                return None
+            return (f"group {self.group_id} is in state unknown, so it may have a consumer "
+                    "joining; stop its consumers, or pass --allow-unknown-state if this broker "
+                    "never reports group states")
         return (f"group {self.group_id} has {n} active member{'s' if n != 1 else ''} "
                 f"(state {self.state}); stop its consumers and run again")
 

@@ -11,7 +11,8 @@ from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.reset.apply import ApplyOptions, apply_plan
-from offsetkeeper.reset.plan import ResetScope, TopicSpec, build_plan
+from offsetkeeper.reset.facts import build_plan
+from offsetkeeper.reset.plan import ResetScope, TopicSpec
 from offsetkeeper.reset.targets import ToEarliest
 from tests.cli import run_cli
 from tests.kafkatools import LiveConsumer, commit, committed, create_topic, produce_n
@@ -73,7 +74,7 @@ def test_retriable_fault_recovered_by_retries(unique, tmp_path):
 
             t = threading.Thread(target=come_back)
             t.start()
-            report = apply_plan(admin, plan, ApplyOptions(retries=8, backoff_base_s=0.3, snapshot=False))
+            report = apply_plan(admin, plan, ApplyOptions(retries=8, backoff_base_s=0.3))
             t.join()
         assert report.status == "SUCCESS", report.results
         assert max(r.attempts for r in report.results) > 1
@@ -89,9 +90,10 @@ def test_exhausted_retries_reported_per_group(unique, bootstrap):
     topic = unique("nr")
     create_topic(bootstrap, topic, 1)
     with KafkaAdmin(Connection(bootstrap)) as admin:
-        plan = build_plan(admin, ResetScope(groups=(unique("g"),), topics=(TopicSpec(topic),)), ToEarliest())
+        plan = build_plan(admin, ResetScope(groups=(unique("g"),), topics=(TopicSpec(topic),)), ToEarliest(),
+                          create_groups=True)
     with KafkaAdmin(dead, timeout=0.5) as admin:
-        report = apply_plan(admin, plan, ApplyOptions(retries=1, backoff_base_s=0.01, snapshot=False))
+        report = apply_plan(admin, plan, ApplyOptions(retries=1, backoff_base_s=0.01))
     assert report.status == "FAILED"
     r = report.results[0]
     assert r.status == "failed" and r.attempts == 2 and "connection" in r.error

@@ -143,6 +143,7 @@ def test_python_api_with_a_memory_store(admin, setup):
     """The documented library path: take, save to an fsspec URL, verify, plan and apply."""
     from offsetkeeper.reset.apply import ApplyOptions, apply_plan
     from offsetkeeper.snapshots import SnapshotStore, plan_rollback, take_snapshot, verify
+    from offsetkeeper.snapshots.capture import snapshot_fn
 
     topic, group = setup
     store = SnapshotStore(f"memory://snaps-{group}")
@@ -154,6 +155,6 @@ def test_python_api_with_a_memory_store(admin, setup):
     assert (d.before, d.after, d.delta) == (12, 3, -9)
     plan, note = plan_rollback(admin, snap)
     assert note is None
-    report = apply_plan(admin, plan, ApplyOptions(snapshot_store=store.url))
+    report = apply_plan(admin, plan, ApplyOptions(snapshot_fn=snapshot_fn(store.url)))
     assert report.status == "SUCCESS" and report.snapshot_id in {s.id for s in store.list()}
     assert verify(admin, snap) == []

@@ -15,7 +15,7 @@ from offsetkeeper.reset.parse import (
     parse_offsets_csv,
     parse_topic_spec,
 )
-from offsetkeeper.reset.plan import GroupPlan, PartitionPlan, ResetPlan
+from offsetkeeper.reset.plan import GroupPlan, PartitionPlan, Refusal, RefusalReason, ResetPlan
 from offsetkeeper.reset.render import plan_csv, plan_script
 
 topic_names = st.from_regex(r"[A-Za-z0-9._-]{1,20}", fullmatch=True)
@@ -140,7 +140,7 @@ def test_script_has_one_command_per_partition_and_skips_refused():
     plan = ResetPlan(target="x", groups=(
         GroupPlan("g1", "empty", 0, (PartitionPlan("g1", "orders", 0, 1, 5, 0, 9),
                                       PartitionPlan("g1", "orders", 1, 1, 6, 0, 9))),
-        GroupPlan("g2", "stable", 1, (PartitionPlan("g2", "orders", 0, 1, 5, 0, 9),), refused="active"),
+        GroupPlan("g2", "stable", 1, (PartitionPlan("g2", "orders", 0, 1, 5, 0, 9),), refused=Refusal(RefusalReason.ACTIVE, "active")),
     ))
     s = plan_script(plan, bootstrap_servers="k:9092")
     assert s.count("kafka-consumer-groups.sh") == 2

@@ -77,7 +77,7 @@ def test_datetime_without_record_goes_to_log_end():
 def test_active_group_refused():
     m = MemberInfo("m-1", "c", "h", assignment=(T0,))
     plan = plan_reset(facts({T0: 50}, state="stable", members=(m,)), SCOPE, ToEarliest())
-    assert plan.groups[0].refused and "1 active member" in plan.groups[0].refused
+    assert plan.groups[0].refused and "1 active member" in plan.groups[0].refused.message
     assert plan.has_errors
 
 

@@ -14,7 +14,7 @@ from offsetkeeper.cli.common import (
     OutputOpt,
     connection,
 )
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, render_rows, stderr_console
 from offsetkeeper.errors import UsageError
 from offsetkeeper.inspect import (
     describe_offsets,
@@ -24,7 +24,6 @@ from offsetkeeper.inspect import (
     rows_as_dicts,
 )
 from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.reset.delete import delete_groups
 
 app = typer.Typer(help="List, describe and delete consumer groups.", no_args_is_help=True)
 
@@ -104,21 +103,32 @@ def describe(
 def delete(
     groups: Annotated[list[str], typer.Argument(help="Group ids to delete.", show_default=False)],
     execute: Annotated[bool, typer.Option("--execute", help="Delete (default: dry run).")] = False,
+    no_snapshot: Annotated[bool, typer.Option("--no-snapshot", help="Do not snapshot the groups "
+                                              "before --execute.")] = False,
+    snapshot_store: Annotated[str | None, typer.Option("--snapshot-store", help="Snapshot store path "
+                                                       "or fsspec URL.")] = None,
+    allow_unknown_state: Annotated[bool, typer.Option(
+        "--allow-unknown-state", help="Treat member-less groups in state 'unknown' as inactive "
+        "(for brokers that never report group states).")] = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
-    """Delete consumer groups (refused for groups with active members).
+    """Delete consumer groups through the same plan, safety checks, snapshot (their offsets can
+    be restored with `snapshots rollback`) and executor as a reset. Refused for groups with
+    active members; a group that does not exist is an error (exit 2).
 
     Example: offsetkeeper groups delete old-reporting --execute
     """
-    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        result = delete_groups(admin, list(dict.fromkeys(groups)), execute=execute)
-    if output is OutputFormat.json:
-        render_json({"executed": execute, "groups": result.rows, "errors": result.errors})
-    else:
-        render_rows(result.rows, ["group", "state", "result"], output,
-                    title=None if execute else "Dry run — nothing deleted; add --execute")
-    for msg in result.errors:
-        stderr_console().print(f"[bold red]error:[/] {msg}", highlight=False)
-    if result.errors:
-        raise typer.Exit(1)
+    from offsetkeeper.cli.progress import progress_bar
+    from offsetkeeper.cli.reset_render import render_outcome
+    from offsetkeeper.ops import DeleteRequest, ExecuteOptions
+    from offsetkeeper.ops import delete as ops_delete
+
+    req = DeleteRequest(groups=tuple(dict.fromkeys(groups)), whole_groups=True, execute=execute,
+                        options=ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store,
+                                               config_path=config,
+                                               allow_unknown_state=allow_unknown_state))
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin, \
+            progress_bar(output) as progress:
+        outcome = ops_delete(admin, req, progress=progress)
+    render_outcome(outcome, output)

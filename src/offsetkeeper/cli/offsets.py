@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -16,30 +15,37 @@ from offsetkeeper.cli.common import (
     OutputOpt,
     connection,
 )
-from offsetkeeper.cli.output import OutputFormat, render_rows, stderr_console
-from offsetkeeper.cli.reset_render import execute_plan, finish, show_outcome, write_atomic
+from offsetkeeper.cli.output import OutputFormat, render_rows
+from offsetkeeper.cli.progress import progress_bar
+from offsetkeeper.cli.reset_render import render_outcome
 from offsetkeeper.errors import UsageError
 from offsetkeeper.inspect import rows_as_dicts, show_offsets
 from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.reset import sources
-from offsetkeeper.reset.apply import ApplyOptions
-from offsetkeeper.reset.parse import parse_datetime, parse_duration, parse_offset, parse_topic_spec
-from offsetkeeper.reset.plan import ResetScope, TopicSpec, build_plan
-from offsetkeeper.reset.render import plan_csv, plan_script
-from offsetkeeper.reset.targets import (
-    ShiftBy,
-    ToCurrent,
-    ToDatetime,
-    ToEarliest,
-    ToLatest,
-    ToOffset,
+from offsetkeeper.ops import (
+    DeleteRequest,
+    ExecuteOptions,
+    ResetRequest,
+    TargetKind,
+    reset_offsets,
+    target_from_flags,
 )
+from offsetkeeper.ops import delete as ops_delete
+from offsetkeeper.reset.parse import parse_datetime, parse_topic_spec
+from offsetkeeper.reset.plan import TopicSpec
 
 app = typer.Typer(help="Show log offsets; reset or delete committed offsets (dry run by default).",
                   no_args_is_help=True)
 
 TopicOpt = Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC[:P,...]", help="TOPIC or TOPIC:P[,P...] (repeatable).")]
 GroupOpt = Annotated[list[str], typer.Option("--group", "-g", metavar="GROUP", help="Consumer group (repeatable).")]
+CreateGroupsOpt = Annotated[bool, typer.Option(
+    "--create-groups", help="Allow --execute to create groups that do not exist yet (groups "
+    "named by --from-file, --from-snapshot or --from-mapping are allowed anyway).")]
+UnknownStateOpt = Annotated[bool, typer.Option(
+    "--allow-unknown-state", help="Treat member-less groups in state 'unknown' as inactive "
+    "(for brokers that never report group states).")]
+DeadlineOpt = Annotated[float, typer.Option(
+    "--deadline", min=1, metavar="SECONDS", help="Give up on groups not done after this long.")]
 
 
 @app.command("show")
@@ -62,45 +68,6 @@ def show(
         rows = rows_as_dicts(show_offsets(admin, specs, at_ms))
     cols = ["topic", "partition", "log_start_offset", "log_end_offset"]
     render_rows(rows, cols + (["offset_at_time"] if at else []), output)
-
-
-def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration,
-            from_file, from_snapshot, from_mapping, snapshot_store, allow_cluster_mismatch, config):
-    given = [name for name, v in [
-        ("--to-earliest", to_earliest), ("--to-latest", to_latest), ("--to-current", to_current),
-        ("--to-offset", to_offset is not None), ("--shift-by", shift_by is not None),
-        ("--to-datetime", to_datetime is not None), ("--by-duration", by_duration is not None),
-        ("--from-file", from_file is not None), ("--from-snapshot", from_snapshot is not None),
-        ("--from-mapping", from_mapping is not None)] if v]
-    if not given:
-        raise UsageError("missing reset target: use one of --to-earliest, --to-latest, --to-current, "
-                         "--to-offset, --shift-by, --to-datetime, --by-duration, --from-file, "
-                         "--from-snapshot, --from-mapping")
-    if len(given) > 1:
-        raise UsageError(f"conflicting reset targets: {' and '.join(given)} (give exactly one)")
-    if to_earliest:
-        return ToEarliest(), "--to-earliest"
-    if to_latest:
-        return ToLatest(), "--to-latest"
-    if to_current:
-        return ToCurrent(), "--to-current"
-    if to_offset is not None:
-        n = parse_offset(to_offset)
-        return ToOffset(n), f"--to-offset {n}"
-    if shift_by is not None:
-        return ShiftBy(shift_by), f"--shift-by {shift_by}"
-    if to_datetime is not None:
-        return ToDatetime(parse_datetime(to_datetime), to_datetime), f"--to-datetime {to_datetime}"
-    if by_duration is not None:
-        delta = parse_duration(by_duration)
-        ts = int((datetime.now(UTC) - delta).timestamp() * 1000)
-        return ToDatetime(ts, by_duration), f"--by-duration {by_duration}"
-    if from_file is not None:
-        return sources.from_file(from_file), f"--from-file {from_file}"
-    if from_snapshot is not None:
-        return (sources.from_snapshot(from_snapshot, store=snapshot_store, config=config),
-                f"--from-snapshot {from_snapshot}")
-    return sources.from_mapping(from_mapping), f"--from-mapping {from_mapping}"
 
 
 @app.command("reset")
@@ -126,6 +93,9 @@ def reset(
     from_mapping: Annotated[str | None, typer.Option("--from-mapping", help="BACKUP_DIR[:RESTORE_ID]: "
                                                      "translate the backup's group offsets through "
                                                      "the restore's offset mapping.")] = None,
+    from_group: Annotated[str | None, typer.Option("--from-group", metavar="GROUP",
+                                                   help="Copy the committed offsets of another "
+                                                   "group.")] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (default: dry run).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only print the plan (the default).")] = False,
     export: Annotated[Path | None, typer.Option("--export", help="Write the plan as CSV for --from-file.")] = None,
@@ -141,6 +111,9 @@ def reset(
                                                        "or fsspec URL.")] = None,
     allow_cluster_mismatch: Annotated[bool, typer.Option(
         "--allow-cluster-mismatch", help="Allow --from-snapshot of another cluster.")] = False,
+    create_groups: CreateGroupsOpt = False,
+    allow_unknown_state: UnknownStateOpt = False,
+    deadline: DeadlineOpt = 300.0,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -151,37 +124,28 @@ def reset(
     """
     if execute and dry_run:
         raise UsageError("--execute and --dry-run are mutually exclusive")
-    target, label = _target(
-        to_earliest=to_earliest, to_latest=to_latest, to_current=to_current, to_offset=to_offset,
-        shift_by=shift_by, to_datetime=to_datetime, by_duration=by_duration, from_file=from_file,
-        from_snapshot=from_snapshot, from_mapping=from_mapping, snapshot_store=snapshot_store,
-        allow_cluster_mismatch=allow_cluster_mismatch, config=config)
-    scope = ResetScope(groups=tuple(group or ()), all_groups=all_groups,
-                       topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
-                       all_topics=all_topics)
+    target = target_from_flags({
+        TargetKind.TO_EARLIEST: to_earliest, TargetKind.TO_LATEST: to_latest,
+        TargetKind.TO_CURRENT: to_current, TargetKind.TO_OFFSET: to_offset,
+        TargetKind.SHIFT_BY: None if shift_by is None else str(shift_by),
+        TargetKind.TO_DATETIME: to_datetime, TargetKind.BY_DURATION: by_duration,
+        TargetKind.FROM_FILE: None if from_file is None else str(from_file),
+        TargetKind.FROM_SNAPSHOT: from_snapshot, TargetKind.FROM_MAPPING: from_mapping,
+        TargetKind.FROM_GROUP: from_group})
     conn = connection(bootstrap, command_config, cluster, config)
-    with KafkaAdmin(conn) as admin:
-        if from_snapshot is not None:
-            note = sources.check_snapshot_cluster(admin, from_snapshot, snapshot_store, config,
-                                                  allow=allow_cluster_mismatch)
-            if note:
-                stderr_console().print(f"note: {note}", highlight=False)
-        plan = build_plan(admin, scope, target, label=label)
-        if export:
-            write_atomic(export, plan_csv(plan))
-        if script:
-            write_atomic(script, plan_script(plan, bootstrap_servers=conn.bootstrap_servers,
-                                             command_config=str(command_config) if command_config else None))
-        report = None
-        if execute:
-            store = sources.snapshot_store_url(snapshot_store, config)
-            opts = ApplyOptions(max_concurrent=max_concurrent, retries=retries,
-                                snapshot=not no_snapshot, snapshot_store=store)
-            report = execute_plan(admin, plan, opts, output)
-    show_outcome(plan, report, output)
-    if export and output is OutputFormat.table:
-        stderr_console().print(f"plan written to {export} (use with --from-file)", highlight=False)
-    finish(plan, report)
+    req = ResetRequest(
+        target=target, groups=tuple(group or ()), all_groups=all_groups,
+        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()), all_topics=all_topics,
+        execute=execute, create_groups=create_groups,
+        allow_cluster_mismatch=allow_cluster_mismatch, export_csv=export, script=script,
+        script_bootstrap=conn.bootstrap_servers,
+        script_command_config=str(command_config) if command_config else None,
+        options=ExecuteOptions(max_concurrent=max_concurrent, retries=retries, deadline_s=deadline,
+                               snapshot=not no_snapshot, snapshot_store=snapshot_store,
+                               config_path=config, allow_unknown_state=allow_unknown_state))
+    with KafkaAdmin(conn) as admin, progress_bar(output) as progress:
+        outcome = reset_offsets(admin, req, progress=progress)
+    render_outcome(outcome, output)
 
 
 @app.command("delete")
@@ -189,23 +153,27 @@ def delete(
     group: GroupOpt,
     topic: TopicOpt,
     execute: Annotated[bool, typer.Option("--execute", help="Delete (default: dry run).")] = False,
+    no_snapshot: Annotated[bool, typer.Option("--no-snapshot", help="Do not snapshot the groups "
+                                              "before --execute.")] = False,
+    snapshot_store: Annotated[str | None, typer.Option("--snapshot-store", help="Snapshot store path "
+                                                       "or fsspec URL.")] = None,
+    allow_unknown_state: UnknownStateOpt = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
-    """Delete committed offsets of a group for topics/partitions (group must have no active members).
+    """Delete committed offsets of a group for topics/partitions (KIP-496), through the same
+    plan, safety checks, snapshot and executor as a reset (the group must have no active members).
 
     Example: offsetkeeper offsets delete --group payments --topic orders:0,1 --execute
     """
-    from offsetkeeper.reset.delete import delete_offsets
-
     if not group or not topic:
         raise UsageError("offsets delete needs --group GROUP and --topic TOPIC[:P,...]")
-    specs = [TopicSpec(*parse_topic_spec(t)) for t in topic]
-    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        result = delete_offsets(admin, list(group), specs, execute=execute)
-    render_rows(result.rows, ["group", "topic", "partition", "current", "result"], output,
-                title=None if execute else "Dry run — nothing deleted; add --execute")
-    for msg in result.errors:
-        stderr_console().print(f"[bold red]error:[/] {msg}", highlight=False)
-    if result.errors:
-        raise typer.Exit(1)
+    req = DeleteRequest(
+        groups=tuple(group), topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic),
+        execute=execute,
+        options=ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store,
+                               config_path=config, allow_unknown_state=allow_unknown_state))
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin, \
+            progress_bar(output) as progress:
+        outcome = ops_delete(admin, req, progress=progress)
+    render_outcome(outcome, output)

@@ -1,22 +1,17 @@
-"""Rendering and executing reset plans for every command that changes offsets.
+"""Rendering plans, execution reports and outcomes of every command that changes offsets.
 
-`offsets reset`, `snapshots rollback` and restore translation all print plans and reports the
-same way and run the same executor, with a progress bar on a terminal.
+`offsets reset|delete`, `groups delete`, `snapshots rollback` and restore translation all print
+plans and reports the same way (the operations layer runs the one executor).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
-from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, apply_plan
-from offsetkeeper.reset.plan import ResetPlan
-from offsetkeeper.storage import write_text_atomic
+from offsetkeeper.reset.apply import ApplyReport, GroupStatus, ReportStatus
+from offsetkeeper.reset.plan import PlanKind, ResetPlan
 
 PLAN_COLUMNS = ["group", "topic", "partition", "current", "target", "log_start", "log_end", "note"]
 REPORT_COLUMNS = ["group", "status", "partitions_changed", "attempts", "latency_ms", "error"]
@@ -41,7 +36,8 @@ def plan_rows(plan: ResetPlan) -> list[dict]:
 
 def show_plan(plan: ResetPlan, fmt: OutputFormat, *, executed: bool = False) -> None:
     """Print a plan (data only, to stdout)."""
-    title = None if executed else f"Reset plan ({plan.target}) — dry run, nothing changed; add --execute to apply"
+    what = "Reset plan" if plan.kind is PlanKind.RESET else "Delete plan"
+    title = None if executed else f"{what} ({plan.target}) — dry run, nothing changed; add --execute to apply"
     render_rows(plan_rows(plan), PLAN_COLUMNS, fmt, title=title, json_payload=plan.to_dict())
 
 
@@ -50,7 +46,7 @@ def print_problems(plan: ResetPlan, report: ApplyReport | None = None) -> None:
     err = stderr_console()
     reported = set()
     for g in plan.refused:
-        err.print(f"[bold red]refused:[/] {escape(g.refused or '')}", highlight=False)
+        err.print(f"[bold red]refused:[/] {escape(str(g.refused))}", highlight=False)
         reported.add(g.group)
     for p in plan.partitions():
         if p.error:
@@ -58,7 +54,7 @@ def print_problems(plan: ResetPlan, report: ApplyReport | None = None) -> None:
                       highlight=False)
             reported.add(p.group)
     for r in report.results if report else ():
-        if r.status in ("failed", "refused") and r.group not in reported:
+        if r.status in (GroupStatus.FAILED, GroupStatus.REFUSED) and r.group not in reported:
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(r.partition_errors.items()))
             err.print(f"[bold red]{r.status}:[/] group {escape(r.group)}: {escape(r.error or '')}"
                       + (f" ({escape(detail)})" if detail else ""), highlight=False)
@@ -69,7 +65,7 @@ def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
     if fmt is OutputFormat.json:
         render_json(report.to_dict())
         return
-    rows = [{**r.__dict__, "latency_ms": round(r.latency_s * 1000, 1),
+    rows = [{**r.__dict__, "status": str(r.status), "latency_ms": round(r.latency_s * 1000, 1),
              "error": r.error if not r.partition_errors else
              f"{r.error}: " + "; ".join(f"{k} {v}" for k, v in sorted(r.partition_errors.items()))}
             for r in report.results]
@@ -88,8 +84,18 @@ def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
                       highlight=False)
 
 
-def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat) -> None:
-    """Print the plan (and the execution report when executed) and any problems on stderr."""
+def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
+                 notes: tuple[str, ...] = ()) -> None:
+    """Print notes, the plan (and the execution report when executed) and any problems.
+
+    The undo snapshot id is printed first: it must reach the user even if rendering a table
+    fails later.
+    """
+    err = stderr_console()
+    if report is not None and report.snapshot_id and fmt is not OutputFormat.table:
+        err.print(f"snapshot taken before the change: {escape(report.snapshot_id)}", highlight=False)
+    for note in notes:
+        err.print(f"note: {escape(note)}", highlight=False)
     if fmt is OutputFormat.json and report is not None:
         render_json({"plan": plan.to_dict(), "report": report.to_dict()})
     else:
@@ -99,27 +105,20 @@ def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat)
     print_problems(plan, report)
 
 
-def execute_plan(admin, plan: ResetPlan, opts: ApplyOptions, fmt: OutputFormat) -> ApplyReport:
-    """Run the executor with a Rich progress bar on a terminal (none for json/csv or pipes)."""
-    console = stderr_console()
-    if fmt is not OutputFormat.table or not console.is_terminal or os.environ.get("CI"):
-        return apply_plan(admin, plan, opts)
-    with Progress(TextColumn("resetting"), BarColumn(), MofNCompleteColumn(), TextColumn("groups"),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
-        task = progress.add_task("reset", total=len(plan.groups))
-        opts = ApplyOptions(**{**opts.__dict__, "on_group_done": lambda _r: progress.advance(task)})
-        return apply_plan(admin, plan, opts)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file via temp file + rename so a crash never leaves half a file."""
-    write_text_atomic(str(path.expanduser()), text)
+def render_outcome(outcome, fmt: OutputFormat) -> None:
+    """Print an `ops.Outcome` (plan, report, notes, files written) and exit 1 unless it is ok."""
+    show_outcome(outcome.plan, outcome.report, fmt, outcome.notes)
+    if fmt is OutputFormat.table:
+        for path in outcome.files:
+            stderr_console().print(f"written: {escape(path)}", highlight=False)
+    if not outcome.ok:
+        raise typer.Exit(1)
 
 
 def finish(plan: ResetPlan, report: ApplyReport | None) -> None:
     """Exit non-zero when anything was refused or failed."""
     if report is not None:
-        if report.status != "SUCCESS":
+        if report.status is not ReportStatus.SUCCESS:
             raise typer.Exit(1)
     elif plan.has_errors:
         raise typer.Exit(1)

@@ -253,7 +253,7 @@ def rollback(
     no_snapshot: Annotated[bool, typer.Option(
         "--no-snapshot", help="Do not snapshot the groups before --execute.")] = False,
     max_concurrent: Annotated[int, typer.Option("--max-concurrent", min=1, max=1000,
-                                                help="Groups committed at once.")] = 32,
+                                                help="Groups committed at once.")] = 100,
     retries: Annotated[int, typer.Option("--retries", min=0, max=50,
                                          help="Retries per group for retriable errors.")] = 5,
     store: StoreOpt = None,
@@ -269,22 +269,17 @@ def rollback(
 
     Example: offsetkeeper snapshots rollback snap-20261121T194501.123Z-1a2b --execute
     """
-    from offsetkeeper.cli.reset_render import execute_plan, finish, show_outcome
+    from offsetkeeper.cli.progress import progress_bar
+    from offsetkeeper.cli.reset_render import render_outcome
     from offsetkeeper.kafka.admin import KafkaAdmin
-    from offsetkeeper.reset.apply import ApplyOptions
-    from offsetkeeper.snapshots.rollback import plan_rollback
+    from offsetkeeper.ops import ExecuteOptions, RollbackRequest
+    from offsetkeeper.ops import rollback as ops_rollback
 
-    st = _store(store, config)
-    snap = st.load(snapshot_id)
-    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        plan, note = plan_rollback(admin, snap, allow_cluster_mismatch=allow_cluster_mismatch)
-        if note:
-            _note(note)
-        report = None
-        if execute:
-            opts = ApplyOptions(max_concurrent=max_concurrent, retries=retries,
-                                snapshot=not no_snapshot, snapshot_store=st.url,
-                                description=f"before rollback to {snap.id}")
-            report = execute_plan(admin, plan, opts, output)
-    show_outcome(plan, report, output)
-    finish(plan, report)
+    req = RollbackRequest(
+        snapshot_id=snapshot_id, execute=execute, allow_cluster_mismatch=allow_cluster_mismatch,
+        options=ExecuteOptions(max_concurrent=max_concurrent, retries=retries,
+                               snapshot=not no_snapshot, snapshot_store=store, config_path=config))
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin, \
+            progress_bar(output) as progress:
+        outcome = ops_rollback(admin, req, progress=progress)
+    render_outcome(outcome, output)

@@ -33,6 +33,7 @@ from offsetkeeper.models import (
 )
 
 DEFAULT_TIMEOUT = 15.0
+OFFSET_DELETE_API = 47
 
 
 def _state_name(state: Any) -> str:
@@ -52,6 +53,7 @@ class KafkaAdmin:
         self.timeout = timeout
         self._admin: AdminClient | None = None
         self._retired: list[AdminClient] = []
+        self._api_versions: dict[str, dict[int, tuple[int, int]]] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -235,8 +237,53 @@ class KafkaAdmin:
         # The Python binding lacks OffsetDelete; librdkafka has it (see offset_delete.py).
         from offsetkeeper.kafka.offset_delete import delete_group_offsets
 
+        self.require_api(OFFSET_DELETE_API, "OffsetDelete (KIP-496, Kafka 2.4+)")
         return delete_group_offsets(self.conn.client_config(), group_id, sorted(tps),
                                     timeout_s=self.timeout)
+
+    def api_versions(self) -> dict[str, dict[int, tuple[int, int]]]:
+        """Per broker, the API keys it supports with their version ranges (cached).
+
+        librdkafka logs the ApiVersions answer of every broker it connects to under the
+        "feature" debug context; a short-lived client collects those lines, so no request is
+        hand-written here.
+        """
+        if self._api_versions is None:
+            import logging
+
+            from confluent_kafka import Producer
+
+            from offsetkeeper.kafka.apiversions import parse_api_versions
+
+            lines: list[str] = []
+
+            class _Collect(logging.Handler):
+                def emit(self, record: logging.LogRecord) -> None:
+                    lines.append(record.getMessage())
+
+            log = logging.getLogger(f"offsetkeeper.apiversions.{id(self)}")
+            log.propagate = False
+            log.setLevel(logging.DEBUG)
+            log.addHandler(_Collect())
+            conf = {**self.conn.client_config(), "debug": "feature", "logger": log}
+            p = Producer(conf)
+            try:
+                p.list_topics(timeout=self.timeout)
+                p.poll(0.2)
+            except KafkaException as exc:
+                raise translate(exc, action="read the broker's API versions") from exc
+            self._api_versions = parse_api_versions(lines)
+        return self._api_versions
+
+    def require_api(self, key: int, name: str) -> None:
+        """Fail with one line (instead of a crash inside librdkafka) when a broker lacks an API."""
+        versions = self.api_versions()
+        lacking = sorted(b for b, apis in versions.items() if key not in apis)
+        if lacking or not versions:
+            from offsetkeeper.kafka.errors import translate_code
+
+            raise translate_code("UNSUPPORTED_VERSION", action=f"use {name}",
+                                 detail=f"broker {lacking[0] if lacking else '?'} lacks it")
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, Exception | None]:
         """Delete groups; per group None on success or the translated error."""

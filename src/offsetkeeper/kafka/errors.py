@@ -60,7 +60,72 @@ ADVICE = {
     "OFFSET_OUT_OF_RANGE": "{what}: offset out of range",
     "INVALID_COMMIT_OFFSET_SIZE": "{what}: commit metadata too large",
     "OFFSET_METADATA_TOO_LARGE": "{what}: commit metadata too large",
+    "ILLEGAL_GENERATION": "group {what} rebalanced (illegal generation); stop its consumers and run again",
+    "FENCED_INSTANCE_ID": "group {what} has a static member with this instance id; stop its consumers",
+    "INVALID_GROUP_ID": "group id {what} is not valid",
+    "STALE_MEMBER_EPOCH": "group {what} has active members (stale member epoch); stop its consumers",
+    "UNKNOWN_TOPIC_ID": "{what}: unknown topic id",
+    "UNSUPPORTED_VERSION": "the broker does not support this request for {what}; upgrade the broker",
+    "_UNSUPPORTED_FEATURE": "the broker does not support this request for {what}; upgrade the broker",
+    "INVALID_REQUEST": "the broker rejected the request for {what} as invalid",
+    "POLICY_VIOLATION": "a broker policy refused the request for {what}",
+    "UNKNOWN": "the broker failed while working on {what}; check the broker logs",
+    "OFFSET_NOT_AVAILABLE": "{what}: the offset is not available yet (leader changing); try again",
+    "KAFKA_STORAGE_ERROR": "{what}: the broker has a storage error; check the broker",
+    "UNKNOWN_LEADER_EPOCH": "{what}: the leader is changing; try again",
 }
+
+# Advice about the group as a whole: in a per-partition result it names the group, not the
+# partition ("group payments has active members", never "group orders:0 has ...").
+GROUP_LEVEL = frozenset({
+    "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+    "GROUP_ID_NOT_FOUND", "GROUP_AUTHORIZATION_FAILED", "NON_EMPTY_GROUP",
+    "GROUP_SUBSCRIBED_TO_TOPIC", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS",
+    "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID", "INVALID_GROUP_ID", "STALE_MEMBER_EPOCH",
+})
+
+# Every error code the requests offsetkeeper sends can answer with (OffsetCommit, OffsetFetch,
+# OffsetDelete, DescribeGroups, ListGroups, DeleteGroups, ListOffsets, Metadata, and the client's
+# own local errors). tests/unit/test_kafka_errors.py fails when one of them has no advice.
+RECEIVABLE = frozenset({
+    "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+    "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "GROUP_ID_NOT_FOUND", "UNKNOWN_TOPIC_OR_PART",
+    "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
+    "SASL_AUTHENTICATION_FAILED", "NON_EMPTY_GROUP", "GROUP_SUBSCRIBED_TO_TOPIC",
+    "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "OFFSET_OUT_OF_RANGE",
+    "INVALID_COMMIT_OFFSET_SIZE", "OFFSET_METADATA_TOO_LARGE", "ILLEGAL_GENERATION",
+    "FENCED_INSTANCE_ID", "INVALID_GROUP_ID", "STALE_MEMBER_EPOCH", "UNKNOWN_TOPIC_ID",
+    "UNSUPPORTED_VERSION", "INVALID_REQUEST", "POLICY_VIOLATION", "UNKNOWN",
+    "OFFSET_NOT_AVAILABLE", "KAFKA_STORAGE_ERROR", "UNKNOWN_LEADER_EPOCH",
+    "_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_UNKNOWN_TOPIC",
+    "_UNKNOWN_PARTITION", "_NOENT", "_AUTHENTICATION", "_UNSUPPORTED_FEATURE",
+})
+
+
+def partition_error(name: str, *, group: str, tp: object) -> str:
+    """One sentence for an error code answered for one partition of a group's request."""
+    advice = ADVICE.get(name)
+    if advice is None:
+        return f"{tp}: Kafka error {name}"
+    if name in GROUP_LEVEL:
+        return f"{tp}: {advice.format(what=group)}"
+    return advice.format(what=f"{tp} of group {group}")
+
+
+def translate_code(name: str, *, action: str, detail: str = "", group: str | None = None,
+                   retriable: bool | None = None) -> OffsetkeeperError:
+    """The OffsetkeeperError for a bare error code name (e.g. from librdkafka's C API)."""
+    what = group if group is not None else "the request"
+    advice = ADVICE.get(name)
+    text = advice.format(what=what) if advice else f"{what}: {detail or 'Kafka error ' + name}"
+    message = f"{action}: {text}"
+    ctx = {"group": group}
+    if name == "GROUP_ID_NOT_FOUND":
+        return UnknownGroupError(message, **ctx)
+    if name in {"NON_EMPTY_GROUP", "UNKNOWN_MEMBER_ID", "GROUP_SUBSCRIBED_TO_TOPIC"}:
+        return GroupActiveError(message, **ctx)
+    return KafkaOperationError(message, code=name, retriable=name in RETRIABLE if retriable is None
+                               else retriable, **ctx)
 
 
 def error_name(err: KafkaError | KafkaException | BaseException) -> str:

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 
 import confluent_kafka
 
-from offsetkeeper.errors import KafkaOperationError
+from offsetkeeper.errors import ConfigError, KafkaOperationError
+from offsetkeeper.kafka.errors import translate_code
 from offsetkeeper.models import TopicPartition
 
 _EVENT_TIMEOUT_MS = 200
@@ -82,7 +83,7 @@ def delete_group_offsets(
     conf = lib.rd_kafka_conf_new()
     for k, v in client_config.items():
         if lib.rd_kafka_conf_set(conf, k.encode(), str(v).encode(), err, 512) != 0:
-            raise KafkaOperationError(f"delete offsets: bad client property '{k}': {err.value.decode()}")
+            raise ConfigError(f"client property '{k}' is not valid: {err.value.decode()}")
     rk = lib.rd_kafka_new(_RD_KAFKA_PRODUCER, conf, err, 512)
     if not rk:
         raise KafkaOperationError(f"delete offsets: cannot create client: {err.value.decode()}")
@@ -103,15 +104,13 @@ def delete_group_offsets(
             ev = lib.rd_kafka_queue_poll(queue, _EVENT_TIMEOUT_MS)
             waited += _EVENT_TIMEOUT_MS
         if not ev:
-            raise KafkaOperationError(f"delete offsets: group {group}: timed out", code="_TIMED_OUT",
-                                      retriable=True, group=group)
+            raise translate_code("_TIMED_OUT", action="delete offsets", group=group)
         try:
             code = lib.rd_kafka_event_error(ev)
             if code:
                 name = lib.rd_kafka_err2name(code).decode()
-                raise KafkaOperationError(
-                    f"delete offsets: group {group}: {lib.rd_kafka_event_error_string(ev).decode()}",
-                    code=name, group=group)
+                raise translate_code(name, action="delete offsets", group=group,
+                                     detail=lib.rd_kafka_event_error_string(ev).decode())
             res = lib.rd_kafka_event_DeleteConsumerGroupOffsets_result(ev)
             cnt = ctypes.c_size_t(0)
             groups = lib.rd_kafka_DeleteConsumerGroupOffsets_result_groups(res, ctypes.byref(cnt))
@@ -120,9 +119,8 @@ def delete_group_offsets(
                 gerr = lib.rd_kafka_group_result_error(groups[i])
                 if gerr:
                     name = lib.rd_kafka_error_name(gerr).decode()
-                    raise KafkaOperationError(
-                        f"delete offsets: group {group}: {lib.rd_kafka_error_string(gerr).decode()}",
-                        code=name, group=group)
+                    raise translate_code(name, action="delete offsets", group=group,
+                                         detail=lib.rd_kafka_error_string(gerr).decode())
                 parts = lib.rd_kafka_group_result_partitions(groups[i])
                 if parts:
                     for j in range(parts.contents.cnt):

@@ -1,9 +1,13 @@
-"""Executing a reset plan: the ONE code path that commits consumer-group offsets.
+"""Executing a plan: the ONE code path that changes consumer-group offsets.
 
-Reset, rollback, restore translation and bulk changes all end here. For each group:
-check that it still has no active members (the development broker, unlike Kafka, would accept
-the commit anyway), commit, retry retriable errors with exponential backoff and jitter, then
-read the offsets back and compare them with the plan. Groups run concurrently.
+Reset, rollback, restore translation, offset deletion, group deletion and bulk changes all end
+here. For each group: check that it still has no active members (the development broker, unlike
+Kafka, would accept the commit anyway) and that nobody moved its offsets since planning, then
+commit (or delete), retry retriable errors with exponential backoff and jitter, and read the
+result back to compare it with the plan. Groups run concurrently in waves.
+
+This module knows nothing of snapshot stores: the caller passes `ApplyOptions.snapshot_fn`,
+which is called once, before anything changes, with the groups about to change.
 """
 
 from __future__ import annotations
@@ -13,12 +17,38 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
 from offsetkeeper.errors import OffsetkeeperError
-from offsetkeeper.kafka.errors import ADVICE, RETRIABLE, is_retriable, translate
-from offsetkeeper.reset.plan import GroupPlan, ResetPlan
+from offsetkeeper.kafka.errors import RETRIABLE, partition_error, translate
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
+from offsetkeeper.reset.plan import GroupPlan, PlanKind, ResetPlan, refusal_of
 
-SUCCESS, REFUSED, FAILED, NOTHING = "success", "refused", "failed", "nothing-to-do"
+
+class GroupStatus(StrEnum):
+    """What happened to one group."""
+
+    SUCCESS = "success"
+    REFUSED = "refused"
+    FAILED = "failed"
+    NOTHING = "nothing-to-do"
+
+
+class ReportStatus(StrEnum):
+    """The outcome of a whole run (SUCCESS only when every group succeeded)."""
+
+    SUCCESS = "SUCCESS"
+    PARTIAL_SUCCESS = "PARTIAL_SUCCESS"
+    FAILED = "FAILED"
+
+
+# Back-compatible names for the statuses.
+SUCCESS, REFUSED, FAILED, NOTHING = (GroupStatus.SUCCESS, GroupStatus.REFUSED, GroupStatus.FAILED,
+                                     GroupStatus.NOTHING)
+
+# snapshot_fn(admin, groups, description) -> snapshot id
+SnapshotFn = Callable[[object, list[str], str], str]
 
 
 @dataclass(frozen=True)
@@ -30,11 +60,15 @@ class ApplyOptions:
     backoff_base_s: float = 0.2
     backoff_max_s: float = 5.0
     verify: bool = True
-    snapshot: bool = True
-    snapshot_store: str | None = None
+    # Take a snapshot of the groups about to change, first (None: no snapshot).
+    snapshot_fn: SnapshotFn | None = None
     description: str = ""
-    # Called after each group finishes (for progress bars).
-    on_group_done: Callable[[GroupResult], None] | None = None
+    # A member-less group in state "unknown" counts as inactive (brokers without states).
+    allow_unknown_state: bool = False
+    # Overall deadline of the run: groups not finished by then fail with a clear message, so a
+    # run against a sick cluster ends instead of retrying for many minutes.
+    deadline_s: float | None = 300.0
+    progress: ProgressFn = no_progress
 
 
 @dataclass(frozen=True)
@@ -42,7 +76,7 @@ class GroupResult:
     """What happened to one group."""
 
     group: str
-    status: str
+    status: GroupStatus
     partitions_changed: int = 0
     attempts: int = 0
     latency_s: float = 0.0
@@ -57,10 +91,11 @@ class ApplyReport:
     results: tuple[GroupResult, ...]
     elapsed_s: float
     snapshot_id: str | None = None
+    kind: PlanKind = PlanKind.RESET
 
     @property
     def succeeded(self) -> int:
-        return sum(r.status in (SUCCESS, NOTHING) for r in self.results)
+        return sum(r.status in (GroupStatus.SUCCESS, GroupStatus.NOTHING) for r in self.results)
 
     @property
     def failed(self) -> int:
@@ -75,10 +110,10 @@ class ApplyReport:
         return self.partitions_changed / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     @property
-    def status(self) -> str:
+    def status(self) -> ReportStatus:
         if self.failed == 0:
-            return "SUCCESS"
-        return "PARTIAL_SUCCESS" if self.succeeded else "FAILED"
+            return ReportStatus.SUCCESS
+        return ReportStatus.PARTIAL_SUCCESS if self.succeeded else ReportStatus.FAILED
 
     def latency(self, q: float) -> float:
         """Per-group latency quantile in seconds (nearest rank) over the groups committed."""
@@ -89,7 +124,8 @@ class ApplyReport:
 
     def summary(self) -> dict:
         return {
-            "status": self.status,
+            "status": str(self.status),
+            "kind": str(self.kind),
             "groups_total": len(self.results),
             "groups_succeeded": self.succeeded,
             "groups_failed": self.failed,
@@ -103,7 +139,8 @@ class ApplyReport:
         }
 
     def to_dict(self) -> dict:
-        return {**self.summary(), "groups": [asdict(r) for r in self.results]}
+        return {**self.summary(), "groups": [
+            {**asdict(r), "status": str(r.status)} for r in self.results]}
 
 
 def _backoff(attempt: int, opts: ApplyOptions) -> float:
@@ -122,115 +159,212 @@ class _Job:
     partition_errors: dict[str, str] = field(default_factory=dict)
 
 
-def _run_wave(admin, jobs: list[_Job], opts: ApplyOptions) -> tuple[list[GroupResult], list[_Job]]:
-    """One pipelined pass over `jobs`: re-check state, commit, read back — all requests of a
-    kind in flight at once (librdkafka routes each to its group's coordinator).
+def _moved(job: _Job, live: dict) -> str | None:
+    """The first partition whose committed offset differs from both the plan's CURRENT and its
+    TARGET (TARGET: our own earlier attempt may have committed it), as a message; else None."""
+    for p in job.plan.partitions:
+        got = live.get(p.tp)
+        now = None if got is None else got.offset
+        if now != p.current and not (p.target is not None and now == p.target and not p.delete):
+            was = "no offset" if p.current is None else p.current
+            return (f"group {job.plan.group}: the committed offset of {p.tp} changed since planning "
+                    f"(planned from {was}, now {'none' if now is None else now}); another tool or "
+                    "consumer is writing to this group: plan again")
+    return None
 
-    Returns the finished results and the jobs to retry (retriable failures).
-    """
-    done: list[GroupResult] = []
-    retry: list[_Job] = []
 
-    def fail(job: _Job, status: str, error: str) -> None:
-        done.append(GroupResult(job.plan.group, status,
-                                attempts=job.attempts, latency_s=time.monotonic() - job.started,
-                                error=error, partition_errors=job.partition_errors))
+class _Wave:
+    """One pipelined pass over jobs: re-check state and offsets, apply, read back — every request
+    of a kind in flight at once (librdkafka routes each to its group's coordinator)."""
 
-    def retry_or_fail(job: _Job, err: OffsetkeeperError) -> None:
-        if is_retriable(err) and job.attempts <= opts.retries:
-            retry.append(job)
+    def __init__(self, admin, kind: PlanKind, opts: ApplyOptions) -> None:
+        self.admin, self.kind, self.opts = admin, kind, opts
+        self.done: list[GroupResult] = []
+        self.retry: list[_Job] = []
+
+    def fail(self, job: _Job, status: GroupStatus, error: str) -> None:
+        self.done.append(GroupResult(job.plan.group, status, attempts=job.attempts,
+                                     latency_s=time.monotonic() - job.started, error=error,
+                                     partition_errors=job.partition_errors))
+
+    def retry_or_fail(self, job: _Job, err: OffsetkeeperError) -> None:
+        if getattr(err, "retriable", False) and job.attempts <= self.opts.retries:
+            self.retry.append(job)
         else:
-            fail(job, FAILED, err.message)
+            self.fail(job, GroupStatus.FAILED, err.message)
 
-    for job in jobs:
-        job.attempts += 1
-    try:
-        admin.ping()
-    except OffsetkeeperError as exc:
+    def run(self, jobs: list[_Job]) -> None:
         for job in jobs:
-            retry_or_fail(job, exc)
-        return done, retry
-    # 1. Re-check right before committing: a consumer may have joined since planning (the
-    #    development broker, unlike Kafka, would accept the commit).
-    try:
-        infos = admin.describe_groups_each([j.plan.group for j in jobs])
-    except Exception as exc:  # the whole request failed (e.g. no broker reachable)
-        err = translate(exc, action="describe groups")
-        infos = {j.plan.group: err for j in jobs}
-    eligible = []
-    for job in jobs:
-        info = infos.get(job.plan.group)
-        if isinstance(info, OffsetkeeperError):
-            retry_or_fail(job, info)
-        elif info is not None and info.is_active:
-            fail(job, REFUSED, info.refusal or "")
-        else:
-            eligible.append(job)
-    # 2. Commit: every group's request in flight at once.
-    futures = []
-    for job in eligible:
+            job.attempts += 1
         try:
-            futures.append((job, admin.alter_offsets_async(job.plan.group, job.offsets)))
-        except Exception as exc:
-            retry_or_fail(job, translate(exc, action="commit offsets", group=job.plan.group))
-    committed = []
-    for job, fut in futures:
-        try:
-            results = admin.alter_result(job.plan.group, fut)
+            self.admin.ping()
         except OffsetkeeperError as exc:
-            retry_or_fail(job, exc)
-            continue
-        bad = {str(tp): e for tp, e in results.items() if e}
-        if bad and set(bad.values()) <= RETRIABLE and job.attempts <= opts.retries:
-            retry.append(job)
-            continue
-        job.partition_errors.update({tp: ADVICE.get(e, e).format(what=tp) for tp, e in bad.items()})
-        committed.append(job)
-    # 3. Read back and compare with the plan.
-    reads = [(job, admin.committed_offsets_async(job.plan.group)) for job in committed] \
-        if opts.verify else []
-    latency = {id(job): time.monotonic() - job.started for job in committed}
-    live_by_job = {}
-    for job, fut in reads:
+            for job in jobs:
+                self.retry_or_fail(job, exc)
+            return
+        eligible = self._recheck(jobs)
+        applied = self._apply(eligible)
+        self._verify(applied)
+
+    def _recheck(self, jobs: list[_Job]) -> list[_Job]:
+        """Right before changing anything: the group must still be inactive (a consumer may have
+        joined since planning) and its offsets must be the ones planned from (a concurrent run
+        or tool may have moved them: last writer would silently win)."""
         try:
-            live_by_job[id(job)] = admin.committed_result(job.plan.group, fut)
-        except OffsetkeeperError as exc:
-            live_by_job[id(job)] = exc
-    for job in committed:
-        live = live_by_job.get(id(job))
-        if isinstance(live, OffsetkeeperError):
-            job.partition_errors["*"] = f"committed, but reading back failed: {live.message}"
-        elif live is not None:
-            for tp, want in job.offsets.items():
-                got = live.get(tp)
-                if (got is None or got.offset != want) and str(tp) not in job.partition_errors:
+            infos = self.admin.describe_groups_each([j.plan.group for j in jobs])
+        except Exception as exc:  # the whole request failed (e.g. no broker reachable)
+            err = translate(exc, action="describe groups")
+            infos = {j.plan.group: err for j in jobs}
+        alive = []
+        for job in jobs:
+            info = infos.get(job.plan.group)
+            if isinstance(info, OffsetkeeperError):
+                self.retry_or_fail(job, info)
+                continue
+            refusal = refusal_of(info, allow_unknown_state=self.opts.allow_unknown_state) \
+                if info is not None else None
+            if refusal is not None:
+                self.fail(job, GroupStatus.REFUSED, refusal.message)
+            else:
+                alive.append(job)
+        reads = [(job, self.admin.committed_offsets_async(job.plan.group)) for job in alive]
+        eligible = []
+        for job, fut in reads:
+            try:
+                live = self.admin.committed_result(job.plan.group, fut)
+            except OffsetkeeperError as exc:
+                self.retry_or_fail(job, exc)
+                continue
+            moved = _moved(job, live) if job.attempts == 1 or self.kind is PlanKind.RESET else None
+            if moved:
+                self.fail(job, GroupStatus.REFUSED, moved)
+            else:
+                eligible.append(job)
+        return eligible
+
+    def _apply(self, jobs: list[_Job]) -> list[_Job]:
+        if self.kind is PlanKind.DELETE_GROUPS:
+            return self._delete_groups(jobs)
+        pending = []
+        for job in jobs:
+            try:
+                if self.kind is PlanKind.DELETE_OFFSETS:
+                    pending.append((job, self.admin.delete_offsets(job.plan.group, list(job.offsets))))
+                else:
+                    pending.append((job, self.admin.alter_offsets_async(job.plan.group, job.offsets)))
+            except OffsetkeeperError as exc:
+                self.retry_or_fail(job, exc)
+            except Exception as exc:
+                self.retry_or_fail(job, translate(exc, action="commit offsets", group=job.plan.group))
+        applied = []
+        for job, res in pending:
+            try:
+                results = res if self.kind is PlanKind.DELETE_OFFSETS else \
+                    self.admin.alter_result(job.plan.group, res)
+            except OffsetkeeperError as exc:
+                self.retry_or_fail(job, exc)
+                continue
+            bad = {tp: e for tp, e in results.items() if e}
+            if bad and set(bad.values()) <= RETRIABLE and job.attempts <= self.opts.retries:
+                self.retry.append(job)
+                continue
+            job.partition_errors.update({str(tp): partition_error(e, group=job.plan.group, tp=tp)
+                                         for tp, e in bad.items()})
+            applied.append(job)
+        return applied
+
+    def _delete_groups(self, jobs: list[_Job]) -> list[_Job]:
+        if not jobs:
+            return []
+        results = self.admin.delete_groups([j.plan.group for j in jobs])
+        applied = []
+        for job in jobs:
+            err = results.get(job.plan.group)
+            if err is None:
+                applied.append(job)
+            else:
+                self.retry_or_fail(job, translate(err, action="delete group", group=job.plan.group))
+        return applied
+
+    def _verify(self, jobs: list[_Job]) -> None:
+        """Read every group back and compare with the plan."""
+        latency = {id(job): time.monotonic() - job.started for job in jobs}
+        reads = [(job, self.admin.committed_offsets_async(job.plan.group)) for job in jobs] \
+            if self.opts.verify else []
+        live_by_job: dict[int, object] = {}
+        for job, fut in reads:
+            try:
+                live_by_job[id(job)] = self.admin.committed_result(job.plan.group, fut)
+            except OffsetkeeperError as exc:
+                live_by_job[id(job)] = exc
+        for job in jobs:
+            live = live_by_job.get(id(job))
+            if isinstance(live, OffsetkeeperError):
+                job.partition_errors["*"] = f"applied, but reading back failed: {live.message}"
+            elif live is not None:
+                self._compare(job, live)
+            changed = sum(1 for p in job.plan.partitions
+                          if p.changes and str(p.tp) not in job.partition_errors)
+            perr = job.partition_errors
+            self.done.append(GroupResult(
+                job.plan.group, GroupStatus.FAILED if perr else GroupStatus.SUCCESS,
+                partitions_changed=changed, attempts=job.attempts, latency_s=latency[id(job)],
+                partition_errors=perr, error=f"{len(perr)} partition(s) failed" if perr else None))
+
+    def _compare(self, job: _Job, live: dict) -> None:
+        for tp, want in job.offsets.items():
+            if str(tp) in job.partition_errors:
+                continue
+            got = live.get(tp)
+            if self.kind is PlanKind.RESET:
+                if got is None or got.offset != want:
                     job.partition_errors[str(tp)] = \
                         f"read back {got.offset if got else 'nothing'}, planned {want}"
-        changed = sum(1 for p in job.plan.partitions if p.changes and str(p.tp) not in job.partition_errors)
-        perr = job.partition_errors
-        done.append(GroupResult(job.plan.group, FAILED if perr else SUCCESS, partitions_changed=changed,
-                                attempts=job.attempts, latency_s=latency[id(job)], partition_errors=perr,
-                                error=f"{len(perr)} partition(s) failed" if perr else None))
-    return done, retry
+            elif got is not None:
+                job.partition_errors[str(tp)] = f"still committed at {got.offset} after the delete"
 
 
-def _execute(admin, plans: list[GroupPlan], opts: ApplyOptions, notify) -> list[GroupResult]:
-    """Run groups through waves of at most `max_concurrent` groups, retrying retriable ones."""
-    results: list[GroupResult] = []
-    queue: list[_Job] = []
+def _initial_results(plans: list[GroupPlan], kind: PlanKind) -> tuple[list[GroupResult], list[_Job]]:
+    results, queue = [], []
     for gp in plans:
         perr = {str(p.tp): p.error for p in gp.partitions if p.error}
         if gp.refused:
-            results.append(notify(GroupResult(gp.group, REFUSED, error=gp.refused)))
-        elif not any(p.changes for p in gp.partitions):
-            results.append(notify(GroupResult(
-                gp.group, FAILED if perr else NOTHING, partition_errors=perr,
-                error="no partition could be planned" if perr else None)))
+            results.append(GroupResult(gp.group, GroupStatus.REFUSED, error=gp.refused.message))
+        elif not any(p.changes for p in gp.partitions) and kind is not PlanKind.DELETE_GROUPS:
+            results.append(GroupResult(
+                gp.group, GroupStatus.FAILED if perr else GroupStatus.NOTHING, partition_errors=perr,
+                error="no partition could be planned" if perr else None))
         else:
-            queue.append(_Job(gp, dict(gp.offsets), partition_errors=perr))
+            offsets = {p.tp: p.target for p in gp.partitions if p.changes} \
+                if kind is not PlanKind.RESET else dict(gp.offsets)
+            queue.append(_Job(gp, offsets, partition_errors=perr))
+    return results, queue
+
+
+def _execute(admin, plan: ResetPlan, opts: ApplyOptions) -> list[GroupResult]:
+    """Run groups through waves of at most `max_concurrent` groups, retrying retriable ones."""
+    plans = list(plan.groups)
+    total = len(plans)
+    results: list[GroupResult] = []
+
+    def notify(done: list[GroupResult]) -> None:
+        results.extend(done)
+        opts.progress(ProgressEvent(str(plan.kind), len(results), total, "groups"))
+
+    first, queue = _initial_results(plans, plan.kind)
+    notify(first)
+    deadline = None if opts.deadline_s is None else time.monotonic() + opts.deadline_s
     retry_at: list[tuple[float, _Job]] = []
     while queue or retry_at:
         now = time.monotonic()
+        if deadline is not None and now > deadline:
+            late = queue + [j for _, j in retry_at]
+            queue, retry_at = [], []
+            notify([GroupResult(j.plan.group, GroupStatus.FAILED, attempts=j.attempts,
+                                latency_s=now - (j.started or now), partition_errors=j.partition_errors,
+                                error=f"not done within the run's deadline of {opts.deadline_s:g}s "
+                                      "(is the cluster reachable?)") for j in late])
+            break
         ready = [j for t, j in retry_at if t <= now]
         retry_at = [(t, j) for t, j in retry_at if t > now]
         wave = ready + queue[: max(0, opts.max_concurrent - len(ready))]
@@ -240,37 +374,39 @@ def _execute(admin, plans: list[GroupPlan], opts: ApplyOptions, notify) -> list[
             continue
         for job in wave:
             job.started = job.started or time.monotonic()
-        done, again = _run_wave(admin, wave, opts)
-        if again:
+        w = _Wave(admin, plan.kind, opts)
+        w.run(wave)
+        if w.retry:
             admin.reconnect()
-        results.extend(notify(r) for r in done)
-        retry_at.extend((time.monotonic() + _backoff(j.attempts, opts), j) for j in again)
+        notify(w.done)
+        retry_at.extend((time.monotonic() + _backoff(j.attempts, opts), j) for j in w.retry)
     order = {gp.group: i for i, gp in enumerate(plans)}
     return sorted(results, key=lambda r: order[r.group])
 
 
-def take_auto_snapshot(admin, plan: ResetPlan, opts: ApplyOptions) -> str | None:
-    """Snapshot the groups a plan touches, before anything changes; returns the snapshot id."""
-    groups = [g.group for g in plan.groups if not g.refused and any(p.changes for p in g.partitions)]
-    if not (opts.snapshot and groups):
-        return None
-    from offsetkeeper.snapshots.capture import take_snapshot
-    from offsetkeeper.snapshots.store import SnapshotStore
-
-    snap = take_snapshot(admin, groups, description=opts.description or f"before reset {plan.target}")
-    return SnapshotStore(opts.snapshot_store).save(snap)
+def groups_to_change(plan: ResetPlan) -> list[str]:
+    """The groups executing `plan` would change (those a snapshot must cover)."""
+    return [g.group for g in plan.groups if not g.refused and
+            (any(p.changes for p in g.partitions) or plan.kind is PlanKind.DELETE_GROUPS)]
 
 
 def apply_plan(admin, plan: ResetPlan, options: ApplyOptions | None = None) -> ApplyReport:
-    """Execute `plan` against the cluster of `admin`; never raises for per-group failures."""
+    """Execute `plan` against the cluster of `admin`; never raises for per-group failures.
+
+    The snapshot (when `snapshot_fn` is given) is taken before anything changes; if it cannot
+    be taken, nothing is changed and the error propagates.
+    """
     opts = options or ApplyOptions()
-    snapshot_id = take_auto_snapshot(admin, plan, opts)
+    snapshot_id = None
+    groups = groups_to_change(plan)
+    if opts.snapshot_fn is not None and groups:
+        snapshot_id = opts.snapshot_fn(admin, groups, opts.description or f"before {plan.kind} {plan.target}")
     start = time.monotonic()
+    results = _execute(admin, plan, opts)
+    return ApplyReport(results=tuple(results), elapsed_s=time.monotonic() - start,
+                       snapshot_id=snapshot_id, kind=plan.kind)
 
-    def notify(res: GroupResult) -> GroupResult:
-        if opts.on_group_done:
-            opts.on_group_done(res)
-        return res
 
-    results = _execute(admin, list(plan.groups), opts, notify)
-    return ApplyReport(results=tuple(results), elapsed_s=time.monotonic() - start, snapshot_id=snapshot_id)
+def planned_offsets(plan: ResetPlan) -> dict[str, dict[TopicPartition, int]]:
+    """group -> partition -> planned target (the offsets a successful run leaves committed)."""
+    return {g.group: dict(g.offsets) for g in plan.groups if not g.refused}

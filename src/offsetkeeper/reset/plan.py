@@ -1,9 +1,9 @@
-"""Reset planning: what each group's offsets should become, and why.
+"""Reset planning: what each group's offsets should become, and why. Pure: no I/O.
 
-`plan_reset(facts, target)` is pure — given what the cluster said (`ResetFacts`) it computes
-targets, clamps them into [log start, log end], and writes a note per partition. It is the
-only input of `reset.apply.apply_plan`. `build_plan(admin, scope, target)` gathers the facts
-from a cluster and then plans.
+`plan_reset(facts, scope, target)` — given what the cluster said (`ResetFacts`, read by
+`reset.facts`) it computes targets, clamps them into [log start, log end], and writes a note per
+partition; `plan_delete(...)` does the same for deleting offsets or whole groups. A `ResetPlan`
+is the only input of the one executor, `reset.apply.apply_plan`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 
-from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError
+from offsetkeeper.errors import UsageError
 from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition, Watermarks
 from offsetkeeper.reset.targets import (
     FromOffsets,
@@ -27,6 +28,45 @@ from offsetkeeper.reset.targets import (
 
 NOTE_UNCHANGED = "unchanged"
 NOTE_NO_COMMIT = "no committed offset"
+NOTE_NEW_GROUP = "new group: created by --execute"
+NOTE_NEW_GROUP_REFUSED = "group does not exist: --execute needs --create-groups"
+
+
+class PlanKind(StrEnum):
+    """What executing a plan does to the groups in it."""
+
+    RESET = "reset"                     # commit the target offsets
+    DELETE_OFFSETS = "delete-offsets"   # delete the committed offsets of the partitions (KIP-496)
+    DELETE_GROUPS = "delete-groups"     # delete the whole groups
+
+
+class RefusalReason(StrEnum):
+    """Why a group is left alone."""
+
+    ACTIVE = "active"                   # members, or a state other than Empty/Dead
+    UNKNOWN_STATE = "unknown-state"     # the broker reports state "unknown"
+    MOVED = "moved"                     # its offsets changed after planning (another writer)
+    NOT_FOUND = "not-found"             # the group does not exist
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A group the plan (or the executor) will not touch, and the sentence that says why."""
+
+    reason: RefusalReason
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def refusal_of(info: GroupInfo, *, allow_unknown_state: bool = False) -> Refusal | None:
+    """The typed refusal for a group's current state (None when its offsets may change)."""
+    message = info.refusal(allow_unknown_state=allow_unknown_state)
+    if message is None:
+        return None
+    unknown = not info.members and info.state == "unknown"
+    return Refusal(RefusalReason.UNKNOWN_STATE if unknown else RefusalReason.ACTIVE, message)
 
 
 @dataclass(frozen=True)
@@ -54,6 +94,11 @@ class GroupFacts:
     info: GroupInfo
     committed: Mapping[TopicPartition, CommittedOffset] = field(default_factory=dict)
 
+    @property
+    def exists(self) -> bool:
+        """False for a group the cluster does not know (no members, no commits, dead/unknown)."""
+        return bool(self.info.members or self.committed) or self.info.state not in ("dead", "unknown")
+
 
 @dataclass(frozen=True)
 class ResetFacts:
@@ -63,6 +108,10 @@ class ResetFacts:
     topic_partitions: Mapping[str, tuple[int, ...]]
     watermarks: Mapping[TopicPartition, Watermarks]
     time_offsets: Mapping[TopicPartition, int | None] = field(default_factory=dict)
+    # A member-less group in state "unknown" counts as inactive (--allow-unknown-state).
+    allow_unknown_state: bool = False
+    # Groups that do not exist yet and may be created by the commit.
+    may_create: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -78,6 +127,7 @@ class PartitionPlan:
     log_end: int
     note: str = ""
     error: str | None = None
+    delete: bool = False
 
     @property
     def tp(self) -> TopicPartition:
@@ -85,8 +135,12 @@ class PartitionPlan:
 
     @property
     def changes(self) -> bool:
-        """True when executing would commit something new."""
-        return self.error is None and self.target is not None and self.target != self.current
+        """True when executing would change something (commit a new offset, or delete one)."""
+        if self.error is not None:
+            return False
+        if self.delete:
+            return self.current is not None
+        return self.target is not None and self.target != self.current
 
 
 @dataclass(frozen=True)
@@ -97,7 +151,14 @@ class GroupPlan:
     state: str
     members: int
     partitions: tuple[PartitionPlan, ...]
-    refused: str | None = None
+    refused: Refusal | None = None
+    new_group: bool = False
+    may_create: bool = False
+
+    @property
+    def current(self) -> dict[TopicPartition, int | None]:
+        """The committed offsets the plan was made from (the executor checks nobody moved them)."""
+        return {p.tp: p.current for p in self.partitions}
 
     @property
     def offsets(self) -> dict[TopicPartition, int]:
@@ -112,6 +173,7 @@ class ResetPlan:
     target: str
     groups: tuple[GroupPlan, ...]
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    kind: PlanKind = PlanKind.RESET
 
     def partitions(self) -> Iterator[PartitionPlan]:
         for g in self.groups:
@@ -125,8 +187,18 @@ class ResetPlan:
     def has_errors(self) -> bool:
         return bool(self.refused) or any(p.error for p in self.partitions())
 
+    @property
+    def uncreatable(self) -> list[str]:
+        """Groups that do not exist and that executing is not allowed to create."""
+        return [g.group for g in self.groups if g.new_group and not g.may_create]
+
+    @property
+    def changes(self) -> bool:
+        """True when executing would change anything at all."""
+        return any(p.changes for p in self.partitions())
+
     def to_dict(self) -> dict:
-        return {"target": self.target, "created_at": self.created_at,
+        return {"kind": str(self.kind), "target": self.target, "created_at": self.created_at,
                 "groups": [asdict(g) for g in self.groups]}
 
 
@@ -221,81 +293,53 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                                            _committed(gf, tp), None, -1, -1,
                                            error=f"unknown partition {tp}"))
                 continue
-            parts.append(_plan_partition(group, tp, _committed(gf, tp), wm, target, facts))
+            part = _plan_partition(group, tp, _committed(gf, tp), wm, target, facts)
+            if not gf.exists:
+                part = _with_note(part, NOTE_NEW_GROUP if group in facts.may_create
+                                  else NOTE_NEW_GROUP_REFUSED)
+            parts.append(part)
         plans.append(GroupPlan(group=group, state=gf.info.state, members=len(gf.info.members),
-                               partitions=tuple(parts), refused=gf.info.refusal))
+                               partitions=tuple(parts), new_group=not gf.exists,
+                               may_create=group in facts.may_create,
+                               refused=refusal_of(gf.info, allow_unknown_state=facts.allow_unknown_state)))
     return ResetPlan(target=label or target.label, groups=tuple(plans))
+
+
+def plan_delete(facts: ResetFacts, scope: ResetScope, *, whole_groups: bool) -> ResetPlan:
+    """Plan deleting committed offsets (of the partitions in scope) or whole groups. Pure.
+
+    A group without committed offsets in scope is planned with nothing to do; the caller
+    decides whether that is an error (a group that does not exist is refused as NOT_FOUND).
+    """
+    plans = []
+    for group in sorted(facts.groups):
+        gf = facts.groups[group]
+        if whole_groups:
+            tps = sorted(gf.committed)
+        else:
+            tps = [tp for tp in _spec_partitions(scope.topics, facts)]
+        parts = []
+        for tp in tps:
+            wm = facts.watermarks.get(tp, Watermarks(-1, -1))
+            cur = _committed(gf, tp)
+            parts.append(PartitionPlan(group, tp.topic, tp.partition, cur, None, wm.low, wm.high,
+                                       note="delete" if cur is not None else NOTE_NO_COMMIT,
+                                       delete=True))
+        refused = refusal_of(gf.info, allow_unknown_state=facts.allow_unknown_state)
+        if not gf.exists:
+            refused = Refusal(RefusalReason.NOT_FOUND, f"group {group} does not exist")
+        plans.append(GroupPlan(group=group, state=gf.info.state, members=len(gf.info.members),
+                               partitions=tuple(parts), refused=refused))
+    kind = PlanKind.DELETE_GROUPS if whole_groups else PlanKind.DELETE_OFFSETS
+    return ResetPlan(target=str(kind), groups=tuple(plans), kind=kind)
+
+
+def _with_note(p: PartitionPlan, note: str) -> PartitionPlan:
+    from dataclasses import replace
+
+    return replace(p, note="; ".join(n for n in (p.note, note) if n))
 
 
 def _committed(gf: GroupFacts, tp: TopicPartition) -> int | None:
     c = gf.committed.get(tp)
     return None if c is None else c.offset
-
-
-# -- gathering facts -------------------------------------------------------------------------
-
-def resolve_groups(admin, scope: ResetScope, target: ResetTarget) -> list[str]:
-    """The group ids in scope (all groups, the named ones, or those named in a file)."""
-    if scope.all_groups:
-        return [g.group_id for g in admin.list_groups()]
-    if scope.groups:
-        return list(dict.fromkeys(scope.groups))
-    if isinstance(target, FromOffsets) and target.groups():
-        return target.groups()
-    raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
-
-
-def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str]) -> ResetFacts:
-    """Read group states, committed offsets, partitions, watermarks (and times) for planning."""
-    infos = admin.describe_groups(groups)
-    committed = admin.committed_offsets_many(groups)
-    gfacts = {g: GroupFacts(infos[g], committed.get(g, {})) for g in groups}
-
-    needs_commit = isinstance(target, ShiftBy) or (scope.all_topics and not isinstance(target, FromOffsets))
-    if needs_commit and not scope.all_groups:
-        for g, gf in gfacts.items():
-            if not gf.committed:
-                raise UnknownGroupError(
-                    f"group '{g}' has no committed offsets"
-                    + (" to shift from" if isinstance(target, ShiftBy) else " (--all-topics needs them)"),
-                    group=g)
-
-    topics = {s.topic for s in scope.topics}
-    for gf in gfacts.values():
-        if isinstance(target, FromOffsets):
-            topics.update(tp.topic for tp in target.for_group(gf.info.group_id))
-        elif scope.all_topics:
-            topics.update(tp.topic for tp in gf.committed)
-    topic_parts = {t: tuple(p) for t, p in admin.topic_partitions(sorted(topics)).items()}
-    for spec in scope.topics:
-        missing = sorted(set(spec.partitions or ()) - set(topic_parts[spec.topic]))
-        if missing:
-            raise UnknownTopicError(
-                f"topic '{spec.topic}' has no partition {missing[0]} "
-                f"(partitions 0-{len(topic_parts[spec.topic]) - 1})", topic=spec.topic,
-                partition=missing[0])
-    if isinstance(target, FromOffsets):
-        for g in groups:
-            for tp in target.for_group(g):
-                if tp.partition not in topic_parts.get(tp.topic, ()):
-                    raise UnknownTopicError(f"{target.source}: topic '{tp.topic}' has no partition "
-                                            f"{tp.partition}", topic=tp.topic, partition=tp.partition)
-    all_tps = [TopicPartition(t, p) for t, ps in topic_parts.items() for p in ps]
-    watermarks = admin.watermarks(all_tps)
-    time_offsets = admin.offsets_for_time(all_tps, target.timestamp_ms) \
-        if isinstance(target, ToDatetime) else {}
-    return ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=watermarks,
-                      time_offsets=time_offsets)
-
-
-def build_plan(admin, scope: ResetScope, target: ResetTarget, *, label: str = "") -> ResetPlan:
-    """Read the cluster and plan the reset (nothing is changed)."""
-    if not (scope.topics or scope.all_topics or isinstance(target, FromOffsets)):
-        raise UsageError("no topic given: use --topic TOPIC[:P,...] (repeatable) or --all-topics")
-    if scope.topics and scope.all_topics:
-        raise UsageError("--topic and --all-topics are mutually exclusive")
-    if scope.groups and scope.all_groups:
-        raise UsageError("--group and --all-groups are mutually exclusive")
-    groups = resolve_groups(admin, scope, target)
-    facts = gather_facts(admin, scope, target, groups)
-    return plan_reset(facts, scope, target, label=label)

@@ -108,8 +108,10 @@ def run_three_phase(o: ThreePhaseOptions, *, spark=None) -> ThreePhaseReport:
     if o.strategy == "translate":
         from offsetkeeper.kafka.admin import KafkaAdmin
         from offsetkeeper.reset.apply import ApplyOptions, apply_plan
-        from offsetkeeper.reset.plan import ResetScope, build_plan
+        from offsetkeeper.reset.facts import build_plan
+        from offsetkeeper.reset.plan import ResetScope
         from offsetkeeper.restore.translate import offsets_from_mapping, translate_groups
+        from offsetkeeper.snapshots.capture import snapshot_fn
 
         _, rows = translate_groups(r.destination, r.backup_id, res.restore_id, groups,
                                    source=o.offsets_source, source_connection=o.source,
@@ -126,13 +128,13 @@ def run_three_phase(o: ThreePhaseOptions, *, spark=None) -> ThreePhaseReport:
                 plan = build_plan(admin, ResetScope(groups=(), all_groups=False, topics=(), all_topics=True),
                                   target, label=target.source)
                 report = apply_plan(admin, plan, ApplyOptions(
-                    snapshot=o.snapshot, snapshot_store=o.snapshot_store,
+                    snapshot_fn=snapshot_fn(o.snapshot_store) if o.snapshot else None,
                     description=f"before three-phase restore {res.restore_id}"))
             rep.commit = report.to_dict()
             ok = report.failed == 0 and not plan.refused
             detail = f"{report.succeeded} group(s) committed, {report.partitions_changed} partition(s) changed"
             if plan.refused:
-                detail += "; refused: " + "; ".join(g.refused or "" for g in plan.refused)
+                detail += "; refused: " + "; ".join(str(g.refused) for g in plan.refused)
             if report.failed:
                 detail += f"; {report.failed} group(s) failed"
             rep.phases.append({"phase": "groups", "status": "ok" if ok else "failed", "detail": detail})

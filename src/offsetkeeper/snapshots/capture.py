@@ -69,3 +69,14 @@ def snapshot_and_save(
     snap = take_snapshot(admin, groups, description=description)
     (store if isinstance(store, SnapshotStore) else SnapshotStore(store)).save(snap)
     return snap
+
+
+def snapshot_fn(store_url: str | None):
+    """A `snapshot_fn` for the reset executor (`ApplyOptions.snapshot_fn`): snapshot the groups
+    about to change into the store at `store_url` and return the snapshot id."""
+    from offsetkeeper.snapshots.store import SnapshotStore
+
+    def take(admin: KafkaAdmin, groups: list[str], description: str) -> str:
+        return SnapshotStore(store_url).save(take_snapshot(admin, groups, description=description))
+
+    return take

@@ -63,7 +63,8 @@ def plan_rollback(
     """Check the cluster, then plan a reset of the snapshot's groups to its offsets (nothing is
     changed; execute the plan with `reset.apply.apply_plan`). Returns the plan and a note
     about the cluster id for the user, if any."""
-    from offsetkeeper.reset.plan import ResetScope, build_plan
+    from offsetkeeper.reset.facts import build_plan
+    from offsetkeeper.reset.plan import ResetScope
 
     note = check_cluster(admin, snapshot, allow=allow_cluster_mismatch)
     target = rollback_target(snapshot)

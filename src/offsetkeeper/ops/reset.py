@@ -1,0 +1,199 @@
+"""Operations that change committed offsets: reset, rollback, delete offsets, delete groups.
+
+Each takes a typed request, plans with the pure planner, writes the plan files it was asked for
+(before changing anything, so a bad path changes nothing), and — with `execute` — runs the ONE
+executor, which snapshots the groups first. The command line and the web dashboard call these;
+neither builds plans or executes them any other way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from offsetkeeper.config import load_config_file
+from offsetkeeper.errors import UsageError
+from offsetkeeper.ops.targets import TargetContext, TargetSpec, resolve_target
+from offsetkeeper.progress import ProgressFn, no_progress
+from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, ReportStatus, apply_plan
+from offsetkeeper.reset.facts import build_delete_plan, build_plan, check_creatable
+from offsetkeeper.reset.plan import ResetPlan, ResetScope, TopicSpec
+
+
+@dataclass(frozen=True)
+class ExecuteOptions:
+    """How the executor runs (shared by every offset-changing operation)."""
+
+    max_concurrent: int = 100
+    retries: int = 5
+    deadline_s: float | None = 300.0
+    snapshot: bool = True
+    # Snapshot store: a path or fsspec URL; None = $OFFSETKEEPER_SNAPSHOT_STORE, the config
+    # file's `snapshots.store`, else the default directory.
+    snapshot_store: str | None = None
+    config_path: Path | None = None
+    allow_unknown_state: bool = False
+
+
+@dataclass(frozen=True)
+class ResetRequest:
+    """`offsets reset`: which groups and partitions, to what, and whether to apply it."""
+
+    target: TargetSpec
+    groups: tuple[str, ...] = ()
+    all_groups: bool = False
+    topics: tuple[TopicSpec, ...] = ()
+    all_topics: bool = False
+    execute: bool = False
+    create_groups: bool = False
+    allow_cluster_mismatch: bool = False
+    export_csv: Path | None = None
+    script: Path | None = None
+    # For the script: how kafka-consumer-groups.sh should connect.
+    script_bootstrap: str = ""
+    script_command_config: str | None = None
+    options: ExecuteOptions = field(default_factory=ExecuteOptions)
+
+
+@dataclass(frozen=True)
+class DeleteRequest:
+    """`offsets delete` (with topics) or `groups delete` (whole_groups)."""
+
+    groups: tuple[str, ...]
+    topics: tuple[TopicSpec, ...] = ()
+    whole_groups: bool = False
+    execute: bool = False
+    options: ExecuteOptions = field(default_factory=ExecuteOptions)
+
+
+@dataclass(frozen=True)
+class RollbackRequest:
+    """`snapshots rollback`: put a snapshot's groups back to its offsets."""
+
+    snapshot_id: str
+    execute: bool = False
+    allow_cluster_mismatch: bool = False
+    options: ExecuteOptions = field(default_factory=ExecuteOptions)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A plan, the execution report (None for a dry run), notes and files written."""
+
+    plan: ResetPlan
+    report: ApplyReport | None = None
+    notes: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was refused or failed (a dry run: when the plan has no errors)."""
+        if self.report is not None:
+            return self.report.status is ReportStatus.SUCCESS
+        return not self.plan.has_errors
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+
+def snapshot_store_url(store: str | None, config_path: Path | None) -> str:
+    """The snapshot store: the flag, $OFFSETKEEPER_SNAPSHOT_STORE, the config file, the default.
+    The one place it is resolved (reset, rollback, delete, restore three-phase)."""
+    from offsetkeeper.snapshots.store import resolve_store_url
+
+    return resolve_store_url(store, load_config_file(config_path))
+
+
+def apply_options(opts: ExecuteOptions, *, description: str = "",
+                  progress: ProgressFn = no_progress) -> ApplyOptions:
+    """The executor's options for an operation's ExecuteOptions (snapshot function included)."""
+    from offsetkeeper.snapshots.capture import snapshot_fn
+
+    fn = snapshot_fn(snapshot_store_url(opts.snapshot_store, opts.config_path)) \
+        if opts.snapshot else None
+    return ApplyOptions(max_concurrent=opts.max_concurrent, retries=opts.retries,
+                        deadline_s=opts.deadline_s, snapshot_fn=fn, description=description,
+                        allow_unknown_state=opts.allow_unknown_state, progress=progress)
+
+
+def execute_plan(admin, plan: ResetPlan, opts: ExecuteOptions, *, description: str = "",
+                 progress: ProgressFn = no_progress) -> ApplyReport:
+    """Execute a plan made earlier (e.g. previewed in the dashboard, then confirmed).
+
+    Safe to call later than planning: the executor refuses groups that gained members or whose
+    offsets moved since the plan was made.
+    """
+    return apply_plan(admin, plan, apply_options(opts, description=description, progress=progress))
+
+
+def _write_files(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
+    from offsetkeeper.reset.render import plan_csv, plan_script
+    from offsetkeeper.storage import write_text_atomic
+
+    written = []
+    if req.export_csv is not None:
+        written.append(write_text_atomic(str(Path(req.export_csv).expanduser()), plan_csv(plan),
+                                         what="--export file"))
+    if req.script is not None:
+        text = plan_script(plan, bootstrap_servers=req.script_bootstrap,
+                           command_config=req.script_command_config)
+        written.append(write_text_atomic(str(Path(req.script).expanduser()), text, mode=0o755,
+                                         what="--script file"))
+    return tuple(written)
+
+
+def plan_reset_request(admin, req: ResetRequest) -> tuple[ResetPlan, tuple[str, ...]]:
+    """Resolve the target and plan the reset (nothing is changed); returns the plan and notes."""
+    ctx = TargetContext(admin=admin,
+                        snapshot_store=snapshot_store_url(req.options.snapshot_store,
+                                                          req.options.config_path),
+                        allow_cluster_mismatch=req.allow_cluster_mismatch)
+    resolved = resolve_target(req.target, ctx)
+    scope = ResetScope(groups=req.groups, all_groups=req.all_groups, topics=req.topics,
+                       all_topics=req.all_topics)
+    plan = build_plan(admin, scope, resolved.target, label=resolved.label,
+                      create_groups=req.create_groups,
+                      allow_unknown_state=req.options.allow_unknown_state)
+    return plan, resolved.notes
+
+
+def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+    """Plan a reset, write the requested plan files, and with `req.execute` apply it."""
+    plan, notes = plan_reset_request(admin, req)
+    if req.execute:
+        check_creatable(plan)
+    files = _write_files(plan, req)
+    report = execute_plan(admin, plan, req.options, description=f"before reset {plan.target}",
+                          progress=progress) if req.execute else None
+    return Outcome(plan, report, notes, files)
+
+
+def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+    """Delete committed offsets of partitions, or whole groups, through the one executor."""
+    if not req.groups:
+        raise UsageError("no group given: name the groups to delete from")
+    scope = ResetScope(groups=req.groups, topics=req.topics)
+    if req.execute and not req.whole_groups:
+        from offsetkeeper.kafka.admin import OFFSET_DELETE_API
+
+        admin.require_api(OFFSET_DELETE_API, "OffsetDelete (KIP-496, Kafka 2.4+)")
+    plan = build_delete_plan(admin, scope, whole_groups=req.whole_groups,
+                             allow_unknown_state=req.options.allow_unknown_state)
+    report = execute_plan(admin, plan, req.options, description=f"before {plan.kind}",
+                          progress=progress) if req.execute else None
+    return Outcome(plan, report)
+
+
+def rollback(admin, req: RollbackRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+    """Put the snapshot's groups back to its offsets (a reset from the snapshot)."""
+    from offsetkeeper.snapshots.rollback import plan_rollback
+    from offsetkeeper.snapshots.store import SnapshotStore
+
+    store = SnapshotStore(snapshot_store_url(req.options.snapshot_store, req.options.config_path))
+    snap = store.load(req.snapshot_id)
+    plan, note = plan_rollback(admin, snap, allow_cluster_mismatch=req.allow_cluster_mismatch)
+    opts = replace(req.options, snapshot_store=store.url)
+    report = execute_plan(admin, plan, opts, description=f"before rollback to {snap.id}",
+                          progress=progress) if req.execute else None
+    return Outcome(plan, report, (note,) if note else ())

@@ -1,0 +1,206 @@
+"""Reset targets as a user names them (`TargetSpec`), and how each becomes a `ResetTarget`.
+
+The command line, the dashboard and the streaming tools all describe a target the same way —
+a kind and its value as text — and `resolve_target` turns it into the planner's typed target.
+Targets read from elsewhere are built by their owners (a snapshot by snapshots/, a restore
+mapping by restore/, a CSV file by reset/parse, another group by reading it), so that reset/
+imports none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+
+from offsetkeeper.errors import UsageError
+from offsetkeeper.reset.parse import parse_datetime, parse_duration, parse_offset
+from offsetkeeper.reset.targets import (
+    FromOffsets,
+    ResetTarget,
+    ShiftBy,
+    ToCurrent,
+    ToDatetime,
+    ToEarliest,
+    ToLatest,
+    ToOffset,
+)
+
+
+class TargetKind(StrEnum):
+    """Every kind of reset target; the value is the command-line flag without dashes."""
+
+    TO_EARLIEST = "to-earliest"
+    TO_LATEST = "to-latest"
+    TO_CURRENT = "to-current"
+    TO_OFFSET = "to-offset"
+    SHIFT_BY = "shift-by"
+    TO_DATETIME = "to-datetime"
+    BY_DURATION = "by-duration"
+    FROM_FILE = "from-file"
+    FROM_SNAPSHOT = "from-snapshot"
+    FROM_MAPPING = "from-mapping"
+    FROM_GROUP = "from-group"
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.value}"
+
+    @property
+    def takes_value(self) -> bool:
+        return self not in (TargetKind.TO_EARLIEST, TargetKind.TO_LATEST, TargetKind.TO_CURRENT)
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A reset target as given by a user: its kind, its value as text, and provider options
+    (e.g. the snapshot store for `from-snapshot`)."""
+
+    kind: TargetKind
+    value: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The target as a command-line flag (shown in plans and reports)."""
+        return self.kind.flag if self.value is None else f"{self.kind.flag} {self.value}"
+
+
+@dataclass(frozen=True)
+class TargetContext:
+    """What target providers may need besides the spec."""
+
+    admin: object
+    snapshot_store: str
+    allow_cluster_mismatch: bool = False
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """A planner target plus notes for the user (e.g. a cluster-id warning)."""
+
+    target: ResetTarget
+    label: str
+    notes: tuple[str, ...] = ()
+
+
+Provider = Callable[[TargetSpec, TargetContext], ResolvedTarget]
+
+
+def _simple(spec: TargetSpec, _ctx: TargetContext) -> ResolvedTarget:
+    k, v = spec.kind, spec.value or ""
+    if k is TargetKind.TO_EARLIEST:
+        return ResolvedTarget(ToEarliest(), spec.label)
+    if k is TargetKind.TO_LATEST:
+        return ResolvedTarget(ToLatest(), spec.label)
+    if k is TargetKind.TO_CURRENT:
+        return ResolvedTarget(ToCurrent(), spec.label)
+    if k is TargetKind.TO_OFFSET:
+        n = parse_offset(v, what="--to-offset")
+        return ResolvedTarget(ToOffset(n), f"--to-offset {n}")
+    if k is TargetKind.SHIFT_BY:
+        negative = v.strip().startswith("-")
+        n = parse_offset(v.strip().lstrip("+-"), what="--shift-by")
+        return ResolvedTarget(ShiftBy(-n if negative else n), spec.label)
+    if k is TargetKind.TO_DATETIME:
+        return ResolvedTarget(ToDatetime(parse_datetime(v), v), spec.label)
+    delta = parse_duration(v)
+    ts = int((datetime.now(UTC) - delta).timestamp() * 1000)
+    return ResolvedTarget(ToDatetime(ts, v), spec.label)
+
+
+def _from_file(spec: TargetSpec, _ctx: TargetContext) -> ResolvedTarget:
+    from offsetkeeper.reset.parse import parse_offsets_csv
+
+    p = Path(spec.value or "").expanduser()
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--from-file {p} cannot be read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--from-file {p} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    return ResolvedTarget(parse_offsets_csv(text, source=str(p)), spec.label)
+
+
+def _from_snapshot(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
+    from offsetkeeper.snapshots.rollback import check_cluster, rollback_target
+    from offsetkeeper.snapshots.store import SnapshotStore
+
+    snap = SnapshotStore(ctx.snapshot_store).load(spec.value or "")
+    note = check_cluster(ctx.admin, snap, allow=ctx.allow_cluster_mismatch)
+    return ResolvedTarget(rollback_target(snap), f"--from-snapshot {snap.id}",
+                          (note,) if note else ())
+
+
+def parse_mapping_ref(ref: str) -> tuple[str, str, str | None]:
+    """`DEST/BACKUP_ID[:RESTORE_ID]` -> (destination, backup_id, restore_id or None)."""
+    base, sep, tail = ref.rpartition(":")
+    if sep and tail and "/" not in tail:
+        ref, restore_id = base, tail
+    else:
+        restore_id = None
+    ref = ref.rstrip("/")
+    dest, _, backup_id = ref.rpartition("/")
+    if not backup_id or not dest:
+        raise UsageError(f"--from-mapping '{ref}' must be BACKUP_DIR[:RESTORE_ID], "
+                         "e.g. /backups/nightly-1:restore-1")
+    return dest, backup_id, restore_id
+
+
+def _from_mapping(spec: TargetSpec, _ctx: TargetContext) -> ResolvedTarget:
+    from offsetkeeper.restore.translate import offsets_from_mapping
+
+    dest, backup_id, restore_id = parse_mapping_ref(spec.value or "")
+    return ResolvedTarget(offsets_from_mapping(dest, backup_id, restore_id), spec.label)
+
+
+def _from_group(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
+    """The committed offsets of another group (as Redpanda Console's "copy offsets")."""
+    source = spec.value or ""
+    if not source:
+        raise UsageError("--from-group '' is empty: give the group to copy offsets from")
+    committed = ctx.admin.committed_offsets(source)
+    if not committed:
+        raise UsageError(f"--from-group '{source}': that group has no committed offsets to copy")
+    offsets = {None: {tp: c.offset for tp, c in committed.items()}}
+    return ResolvedTarget(FromOffsets(offsets, source=f"group {source}"), spec.label)
+
+
+# Kind -> provider. Other packages register theirs with `register_target`.
+_PROVIDERS: dict[TargetKind | str, Provider] = {
+    **{k: _simple for k in (TargetKind.TO_EARLIEST, TargetKind.TO_LATEST, TargetKind.TO_CURRENT,
+                            TargetKind.TO_OFFSET, TargetKind.SHIFT_BY, TargetKind.TO_DATETIME,
+                            TargetKind.BY_DURATION)},
+    TargetKind.FROM_FILE: _from_file,
+    TargetKind.FROM_SNAPSHOT: _from_snapshot,
+    TargetKind.FROM_MAPPING: _from_mapping,
+    TargetKind.FROM_GROUP: _from_group,
+}
+
+
+def resolve_target(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
+    """The planner target for a spec (reads files, snapshots, mappings or the cluster)."""
+    provider = _PROVIDERS.get(spec.kind)
+    if provider is None:  # pragma: no cover - every TargetKind has a provider
+        raise UsageError(f"unsupported reset target {spec.kind}")
+    if spec.kind.takes_value and spec.value is None:
+        raise UsageError(f"{spec.kind.flag} needs a value")
+    return provider(spec, ctx)
+
+
+def target_from_flags(given: Mapping[TargetKind, str | bool | None],
+                      options: Mapping[str, str] | None = None) -> TargetSpec:
+    """Exactly one target from command-line style flags (kind -> value, True for bare flags)."""
+    chosen = [(k, v) for k, v in given.items() if v not in (None, False)]
+    if not chosen:
+        raise UsageError("missing reset target: use one of "
+                         + ", ".join(k.flag for k in given))
+    if len(chosen) > 1:
+        raise UsageError(f"conflicting reset targets: {' and '.join(k.flag for k, _ in chosen)} "
+                         "(give exactly one)")
+    kind, value = chosen[0]
+    return TargetSpec(kind, None if value is True else str(value), dict(options or {}))

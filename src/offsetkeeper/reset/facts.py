@@ -1,0 +1,165 @@
+"""Reading what planning needs from the cluster: groups, committed offsets, partitions, watermarks.
+
+Everything here does I/O through `KafkaAdmin`; `reset.plan` turns the resulting `ResetFacts`
+into a plan without any I/O. `build_plan` / `build_delete_plan` do both steps.
+"""
+
+from __future__ import annotations
+
+from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.reset.plan import (
+    GroupFacts,
+    ResetFacts,
+    ResetPlan,
+    ResetScope,
+    TopicSpec,
+    plan_delete,
+    plan_reset,
+)
+from offsetkeeper.reset.targets import FromOffsets, ResetTarget, ShiftBy, ToDatetime
+
+
+def resolve_groups(admin, scope: ResetScope, target: ResetTarget | None = None) -> list[str]:
+    """The group ids in scope: the named ones, those a file/snapshot/mapping names, or all.
+
+    With an input that names its groups (`--from-file` in the several-group form,
+    `--from-snapshot`, `--from-mapping`), `--all-groups` means every group the input names —
+    on a fresh DR cluster the groups do not exist yet, so "all groups of the cluster" would
+    select nothing.
+    """
+    if scope.groups and scope.all_groups:
+        raise UsageError("--group and --all-groups are mutually exclusive")
+    for g in scope.groups:
+        if not g:
+            raise UsageError("--group '' is empty: give a consumer group id")
+    named = target.groups() if isinstance(target, FromOffsets) else []
+    if scope.all_groups:
+        groups = named or [g.group_id for g in admin.list_groups()]
+        if not groups:
+            raise UsageError("--all-groups selects no group: the cluster has no consumer groups")
+        return groups
+    if scope.groups:
+        return list(dict.fromkeys(scope.groups))
+    if named:
+        return named
+    raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
+
+
+def check_partitions(specs: tuple[TopicSpec, ...], topic_parts: dict[str, tuple[int, ...]]) -> None:
+    """Raise UnknownTopicError for a `topic:P` whose partition P does not exist."""
+    for spec in specs:
+        missing = sorted(set(spec.partitions or ()) - set(topic_parts[spec.topic]))
+        if missing:
+            raise UnknownTopicError(
+                f"topic '{spec.topic}' has no partition {missing[0]} "
+                f"(partitions 0-{len(topic_parts[spec.topic]) - 1})", topic=spec.topic,
+                partition=missing[0])
+
+
+def _group_facts(admin, groups: list[str]) -> dict[str, GroupFacts]:
+    infos = admin.describe_groups(groups)
+    committed = admin.committed_offsets_many(groups)
+    return {g: GroupFacts(infos[g], committed.get(g, {})) for g in groups}
+
+
+def check_creatable(plan: ResetPlan) -> None:
+    """Refuse (exit 2) to execute a plan that would create groups nobody asked for.
+
+    A misspelled group would otherwise be created silently by the commit, and the undo
+    snapshot could not remove it again.
+    """
+    missing = plan.uncreatable
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise UnknownGroupError(
+            f"consumer group '{missing[0]}' does not exist{more}; check the name, or pass "
+            "--create-groups to create it with these offsets", group=missing[0])
+
+
+def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str], *,
+                 allow_unknown_state: bool = False, may_create: frozenset[str] = frozenset()
+                 ) -> ResetFacts:
+    """Read group states, committed offsets, partitions, watermarks (and times) for planning."""
+    gfacts = _group_facts(admin, groups)
+
+    needs_commit = isinstance(target, ShiftBy) or (scope.all_topics and not isinstance(target, FromOffsets))
+    if needs_commit and not scope.all_groups:
+        for g, gf in gfacts.items():
+            if not gf.committed:
+                raise UnknownGroupError(
+                    f"group '{g}' has no committed offsets"
+                    + (" to shift from" if isinstance(target, ShiftBy) else " (--all-topics needs them)"),
+                    group=g)
+
+    topics = {s.topic for s in scope.topics}
+    for gf in gfacts.values():
+        if isinstance(target, FromOffsets):
+            topics.update(tp.topic for tp in target.for_group(gf.info.group_id))
+        elif scope.all_topics:
+            topics.update(tp.topic for tp in gf.committed)
+    topic_parts = {t: tuple(p) for t, p in admin.topic_partitions(sorted(topics)).items()}
+    check_partitions(scope.topics, topic_parts)
+    if isinstance(target, FromOffsets):
+        for g in groups:
+            for tp in target.for_group(g):
+                if tp.partition not in topic_parts.get(tp.topic, ()):
+                    raise UnknownTopicError(f"{target.source}: topic '{tp.topic}' has no partition "
+                                            f"{tp.partition}", topic=tp.topic, partition=tp.partition)
+    all_tps = [TopicPartition(t, p) for t, ps in topic_parts.items() for p in ps]
+    watermarks = admin.watermarks(all_tps)
+    time_offsets = admin.offsets_for_time(all_tps, target.timestamp_ms) \
+        if isinstance(target, ToDatetime) else {}
+    return ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=watermarks,
+                      time_offsets=time_offsets, allow_unknown_state=allow_unknown_state,
+                      may_create=may_create)
+
+
+def build_plan(admin, scope: ResetScope, target: ResetTarget, *, label: str = "",
+               create_groups: bool = False, allow_unknown_state: bool = False) -> ResetPlan:
+    """Read the cluster and plan the reset (nothing is changed).
+
+    Groups that do not exist are marked in the plan; they may be created by executing it only
+    when `create_groups` is set or the target's input names them (a several-group CSV, a
+    snapshot, a mapping) — see `check_creatable`. A scope that selects no partition at all is
+    a UsageError: nothing to do is not a success.
+    """
+    if not (scope.topics or scope.all_topics or isinstance(target, FromOffsets)):
+        raise UsageError("no topic given: use --topic TOPIC[:P,...] (repeatable) or --all-topics")
+    if scope.topics and scope.all_topics:
+        raise UsageError("--topic and --all-topics are mutually exclusive")
+    groups = resolve_groups(admin, scope, target)
+    named = frozenset(target.groups()) if isinstance(target, FromOffsets) else frozenset()
+    facts = gather_facts(admin, scope, target, groups, allow_unknown_state=allow_unknown_state,
+                         may_create=frozenset(groups) if create_groups else named)
+    plan = plan_reset(facts, scope, target, label=label)
+    if not any(True for _ in plan.partitions()) and not plan.refused:
+        where = f" of {target.source}" if isinstance(target, FromOffsets) else ""
+        raise UsageError(f"the reset selects no partition: none of the {len(groups)} group(s) in "
+                         f"scope has a partition{where} in the topics given")
+    return plan
+
+
+def build_delete_plan(admin, scope: ResetScope, *, whole_groups: bool,
+                      allow_unknown_state: bool = False) -> ResetPlan:
+    """Read the cluster and plan deleting offsets (`--topic` scope) or whole groups."""
+    if not whole_groups and not scope.topics:
+        raise UsageError("offsets delete needs --topic TOPIC[:P,...]")
+    groups = resolve_groups(admin, scope)
+    gfacts = _group_facts(admin, groups)
+    topic_parts = {t: tuple(p) for t, p in admin.topic_partitions(
+        sorted({s.topic for s in scope.topics})).items()}
+    check_partitions(scope.topics, topic_parts)
+    if not whole_groups:
+        for g, gf in gfacts.items():
+            if not gf.exists:
+                raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
+    else:
+        missing = sorted(g for g, gf in gfacts.items() if not gf.exists)
+        if missing:
+            raise UnknownGroupError(f"consumer group '{missing[0]}' does not exist", group=missing[0])
+    # Watermarks only for the topics named (a group may hold commits for deleted topics).
+    tps = {TopicPartition(t, p) for t, ps in topic_parts.items() for p in ps}
+    facts = ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=admin.watermarks(tps),
+                       allow_unknown_state=allow_unknown_state)
+    return plan_delete(facts, scope, whole_groups=whole_groups)
