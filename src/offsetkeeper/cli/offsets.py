@@ -65,17 +65,18 @@ def show(
 
 
 def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration,
-            from_file, from_snapshot, from_mapping, snapshot_store, allow_cluster_mismatch, config):
+            from_file, from_snapshot, from_mapping, snapshot_store, allow_cluster_mismatch, config,
+            to_history=None, history_store=None, groups=(), all_groups=False):
     given = [name for name, v in [
         ("--to-earliest", to_earliest), ("--to-latest", to_latest), ("--to-current", to_current),
         ("--to-offset", to_offset is not None), ("--shift-by", shift_by is not None),
         ("--to-datetime", to_datetime is not None), ("--by-duration", by_duration is not None),
         ("--from-file", from_file is not None), ("--from-snapshot", from_snapshot is not None),
-        ("--from-mapping", from_mapping is not None)] if v]
+        ("--from-mapping", from_mapping is not None), ("--to-history", to_history is not None)] if v]
     if not given:
         raise UsageError("missing reset target: use one of --to-earliest, --to-latest, --to-current, "
                          "--to-offset, --shift-by, --to-datetime, --by-duration, --from-file, "
-                         "--from-snapshot, --from-mapping")
+                         "--from-snapshot, --from-mapping, --to-history")
     if len(given) > 1:
         raise UsageError(f"conflicting reset targets: {' and '.join(given)} (give exactly one)")
     if to_earliest:
@@ -100,6 +101,11 @@ def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datet
     if from_snapshot is not None:
         return (sources.from_snapshot(from_snapshot, store=snapshot_store, config=config),
                 f"--from-snapshot {from_snapshot}")
+    if to_history is not None:
+        from offsetkeeper.history.target import history_target
+
+        return (history_target(to_history, store_url=history_store, groups=groups or (),
+                               all_groups=all_groups), f"--to-history {to_history}")
     return sources.from_mapping(from_mapping), f"--from-mapping {from_mapping}"
 
 
@@ -126,6 +132,11 @@ def reset(
     from_mapping: Annotated[str | None, typer.Option("--from-mapping", help="BACKUP_DIR[:RESTORE_ID]: "
                                                      "translate the backup's group offsets through "
                                                      "the restore's offset mapping.")] = None,
+    to_history: Annotated[str | None, typer.Option("--to-history", help="Where the group was at this "
+                                                   "time (ISO-8601 or a duration ago), from the "
+                                                   "offset history store.")] = None,
+    history_store: Annotated[str | None, typer.Option("--history-store", envvar="OFFSETKEEPER_HISTORY_STORE",
+                                                      help="History store URL for --to-history.")] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (default: dry run).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only print the plan (the default).")] = False,
     export: Annotated[Path | None, typer.Option("--export", help="Write the plan as CSV for --from-file.")] = None,
@@ -155,7 +166,8 @@ def reset(
         to_earliest=to_earliest, to_latest=to_latest, to_current=to_current, to_offset=to_offset,
         shift_by=shift_by, to_datetime=to_datetime, by_duration=by_duration, from_file=from_file,
         from_snapshot=from_snapshot, from_mapping=from_mapping, snapshot_store=snapshot_store,
-        allow_cluster_mismatch=allow_cluster_mismatch, config=config)
+        allow_cluster_mismatch=allow_cluster_mismatch, config=config,
+        to_history=to_history, history_store=history_store, groups=group, all_groups=all_groups)
     scope = ResetScope(groups=tuple(group or ()), all_groups=all_groups,
                        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
                        all_topics=all_topics)
