@@ -6,7 +6,13 @@ from typing import Annotated
 
 import typer
 
-from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, connection
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    connection,
+)
 
 
 def run(

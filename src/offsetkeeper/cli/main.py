@@ -22,8 +22,17 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so `offsetkeeper --help` stays fast and each module owns its commands.
-    from offsetkeeper.cli import backup, devbroker, groups, offsets, restore, snapshots
-    from offsetkeeper.cli import exporter, history, lag
+    from offsetkeeper.cli import (
+        backup,
+        devbroker,
+        exporter,
+        groups,
+        history,
+        lag,
+        offsets,
+        restore,
+        snapshots,
+    )
 
     app.add_typer(groups.app, name="groups")
     app.add_typer(offsets.app, name="offsets")

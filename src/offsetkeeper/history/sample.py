@@ -8,6 +8,7 @@ never negative from read order (a commit cannot overtake a log end read after it
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -79,10 +80,8 @@ class NextRecordTimes:
     def close(self) -> None:
         c, self._consumer = self._consumer, None
         if c is not None:
-            try:
+            with contextlib.suppress(Exception):
                 c.close()
-            except Exception:
-                pass
 
     def timestamps(self, wanted: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
         """Timestamp (ms) of the first record at or after each offset; None when none was read."""

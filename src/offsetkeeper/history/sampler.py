@@ -20,7 +20,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
 from offsetkeeper.history.model import Cycle, Gap, Sample, iso
@@ -45,7 +45,7 @@ class SamplerConfig:
     scope: SampleScope
     interval_ms: int = DEFAULT_INTERVAL_MS
     time_lag: bool = True
-    retention: RetentionPolicy | None = RetentionPolicy()
+    retention: RetentionPolicy | None = field(default_factory=RetentionPolicy)
     buffer_limit: int = DEFAULT_BUFFER_LIMIT
     window: int = DEFAULT_WINDOW
 

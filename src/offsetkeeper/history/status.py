@@ -21,6 +21,7 @@ Group: ERR if any partition is STOP, STALL or REWIND; else WARN if any is WARN; 
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -108,7 +109,7 @@ def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDO
 
     if cur.lag <= allowed_lag:
         return result(Status.OK, "caught up" if cur.lag == 0 else f"lag {cur.lag} within allowed {allowed_lag}")
-    for a, b in zip(w, w[1:]):
+    for a, b in itertools.pairwise(w):
         if b.committed < a.committed:
             return result(Status.REWIND, f"committed offset went back from {a.committed} to "
                                          f"{b.committed} at {iso(b.ts)}")
@@ -123,7 +124,7 @@ def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDO
             return result(Status.STALL, f"consumer {cur.consumer_id} owns it but offset "
                                         f"{cur.committed} has not moved in {len(w)} samples, "
                                         f"lag {cur.lag}")
-    if full and never_ok and all(b >= a for a, b in zip(lags, lags[1:])):
+    if full and never_ok and all(b >= a for a, b in itertools.pairwise(lags)):
         return result(Status.WARN, f"lag has not decreased in {len(w)} samples "
                                    f"({lags[0]} -> {lags[-1]})")
     if not full:

@@ -15,6 +15,7 @@ database got, so an old file is upgraded when a newer offsetkeeper opens it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
@@ -111,10 +112,8 @@ class SqlStore(HistoryStore):
                     self._db.commit()
                     return out
                 except BaseException:
-                    try:
+                    with contextlib.suppress(Exception):
                         self._db.rollback()
-                    except Exception:
-                        pass
                     raise
                 finally:
                     cur.close()
@@ -125,10 +124,8 @@ class SqlStore(HistoryStore):
     def _drop(self) -> None:
         db, self._db = self._db, None
         if db is not None:
-            try:
+            with contextlib.suppress(Exception):
                 db.close()
-            except Exception:
-                pass
 
     def close(self) -> None:
         with self._lock:
