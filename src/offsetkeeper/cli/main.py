@@ -22,17 +22,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so `offsetkeeper --help` stays fast and each module owns its commands.
-    from offsetkeeper.cli import (
-        backup,
-        devbroker,
-        exporter,
-        groups,
-        history,
-        lag,
-        offsets,
-        restore,
-        snapshots,
-    )
+    from offsetkeeper.cli import backup, devbroker, groups, offsets, restore, snapshots
 
     app.add_typer(groups.app, name="groups")
     app.add_typer(offsets.app, name="offsets")
@@ -42,6 +32,8 @@ def _register() -> None:
     app.add_typer(restore.restore_app, name="restore")
     app.add_typer(restore.mapping_app, name="mapping")
     app.add_typer(devbroker.app, name="dev-broker")
+    from offsetkeeper.cli import exporter, history, lag
+
     app.add_typer(history.app, name="history")
     app.add_typer(lag.app, name="lag")
     app.command("exporter")(exporter.run)
