@@ -50,7 +50,7 @@ class MemoryStore(HistoryStore):
                 d.append((ts, tuple(ss)))
                 if len(d) > 1 and d[-2][0] > ts:  # a late (buffered) cycle: keep time order
                     self._g[g] = deque(sorted(d, key=lambda x: x[0]), maxlen=d.maxlen)
-            if cycle is not None:
+            if cycle is not None and all(c.ts != cycle.ts for c in self._cycles):
                 self._cycles.append(cycle)
 
     def write_gap(self, gap: Gap) -> None:
