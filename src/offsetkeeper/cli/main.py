@@ -32,6 +32,11 @@ def _register() -> None:
     app.add_typer(restore.restore_app, name="restore")
     app.add_typer(restore.mapping_app, name="mapping")
     app.add_typer(devbroker.app, name="dev-broker")
+    from offsetkeeper.cli import exporter, history, lag
+
+    app.add_typer(history.app, name="history")
+    app.add_typer(lag.app, name="lag")
+    app.command("exporter")(exporter.run)
     devbroker.register_demo(app)
 
 

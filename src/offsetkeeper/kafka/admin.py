@@ -375,3 +375,18 @@ class KafkaAdmin:
             if t is not None and t.error is None and len(t.partitions) >= partitions:
                 return
             time.sleep(0.1)
+
+    # -- history sampling (issue 10): batched reads that report failures per group ------------
+    def committed_offsets_each(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError]:
+        """Committed offsets of many groups, every request in flight at once; a group that
+        fails maps to its translated error instead of hiding the others' answers."""
+        futures = {g: self.committed_offsets_async(g) for g in dict.fromkeys(group_ids)}
+        out: dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError] = {}
+        for g, fut in futures.items():
+            try:
+                out[g] = self.committed_result(g, fut)
+            except OffsetkeeperError as exc:
+                out[g] = exc
+        return out

@@ -1,0 +1,49 @@
+"""`offsetkeeper exporter`: Prometheus metrics with kafka-lag-exporter's names."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    connection,
+)
+
+
+def run(
+    listen: Annotated[str, typer.Option("--listen", help="HOST:PORT to serve /metrics on.")] = "127.0.0.1:9308",
+    group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Group to export (repeatable).",
+                                                    show_default=False)] = None,
+    all_groups: Annotated[bool, typer.Option("--all-groups/--named-groups",
+                                             help="Every group of the cluster (the default).")] = True,
+    interval: Annotated[str, typer.Option("--interval", help="Time between samples.")] = "30s",
+    store: Annotated[str | None, typer.Option("--store", show_default=False,
+                                              help="Also record the samples in this history store "
+                                                   "(default: keep them in memory only).")] = None,
+    retain: Annotated[str, typer.Option("--retain", help="Retention when --store is given.")] = "30d",
+    window: Annotated[int, typer.Option("--window", help="Samples per status window.")] = 10,
+    allowed_lag: Annotated[int, typer.Option("--allowed-lag", help="Lag that never counts as a problem.")] = 0,
+    time_lag: Annotated[bool, typer.Option("--time-lag/--no-time-lag",
+                                           help="Exact time lag from next-record timestamps.")] = True,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Serve consumer-group lag, time lag and status as Prometheus metrics (kafka-lag-exporter's
+    metric names), sampling the cluster every --interval until SIGTERM/SIGINT.
+
+    Example: offsetkeeper exporter --listen 0.0.0.0:9308 -b kafka:9092 --interval 30s
+    """
+    from offsetkeeper.cli.history import sampler_config, setup_logging
+    from offsetkeeper.history.exporter import parse_listen
+    from offsetkeeper.history.service import record
+
+    parse_listen(listen)
+    cfg = sampler_config(group, all_groups and not group, interval, retain, time_lag, window)
+    conn = connection(bootstrap, command_config, cluster, config)
+    setup_logging()
+    record(conn, store or "memory://", cfg, listen=listen, allowed_lag=allowed_lag)

@@ -1,0 +1,238 @@
+"""`offsetkeeper history record|show|at|plot|export|report`."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    OutputOpt,
+    connection,
+)
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.errors import UsageError
+
+app = typer.Typer(help="Offset history: record samples of committed offsets and lag, read them "
+                  "back, plot and report.", no_args_is_help=True)
+
+StoreOpt = Annotated[str | None, typer.Option(
+    "--store", envvar="OFFSETKEEPER_HISTORY_STORE", show_default=False,
+    help="History store URL: a SQLite path, postgresql://..., redis://... "
+         "[default: ~/.local/share/offsetkeeper/history.db].")]
+GroupArg = Annotated[str, typer.Argument(metavar="GROUP", help="Consumer group.", show_default=False)]
+SinceOpt = Annotated[str | None, typer.Option("--since", help="Start: ISO-8601 time or a duration "
+                                              "ago (6h, 30m).", show_default=False)]
+UntilOpt = Annotated[str | None, typer.Option("--until", help="End: ISO-8601 time or a duration "
+                                              "ago [default: now].", show_default=False)]
+
+
+def setup_logging() -> None:
+    """One line per event on stderr, UTC timestamps (the sampler's log)."""
+    logger = logging.getLogger("offsetkeeper.history")
+    if not any(getattr(h, "_offsetkeeper", False) for h in logger.handlers):
+        h = logging.StreamHandler(sys.stderr)
+        fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%SZ")
+        fmt.converter = time.gmtime
+        h.setFormatter(fmt)
+        h._offsetkeeper = True  # type: ignore[attr-defined]
+        logger.addHandler(h)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def _range(since: str | None, until: str | None) -> tuple[int | None, int | None]:
+    from offsetkeeper.history.timeparse import parse_when
+
+    lo = parse_when(since, what="--since") if since else None
+    hi = parse_when(until, what="--until") if until else None
+    if lo is not None and hi is not None and lo > hi:
+        raise UsageError(f"--since {since} is after --until {until}")
+    return lo, hi
+
+
+def sampler_config(group, all_groups, interval, retain, time_lag, window):
+    """Build a SamplerConfig from the shared record/exporter options (UsageError on bad values)."""
+    from offsetkeeper.history.sample import SampleScope
+    from offsetkeeper.history.sampler import SamplerConfig
+    from offsetkeeper.history.store import RetentionPolicy
+    from offsetkeeper.history.timeparse import parse_duration_ms
+
+    groups = tuple(dict.fromkeys(v.strip() for raw in group or [] for v in [raw] if v.strip()))
+    if groups and all_groups:
+        raise UsageError("--group and --all-groups are mutually exclusive")
+    if not groups and not all_groups:
+        raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
+    if window < 2:
+        raise UsageError(f"--window {window} is too small (expected at least 2 samples)")
+    retain_ms = parse_duration_ms(retain, what="--retain") if retain.lower() != "forever" else None
+    return SamplerConfig(
+        scope=SampleScope(groups=groups, all_groups=all_groups),
+        interval_ms=parse_duration_ms(interval, what="--interval"), time_lag=time_lag,
+        retention=RetentionPolicy(retain_ms=retain_ms), window=window)
+
+
+@app.command("record")
+def record(
+    group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Group to sample (repeatable).",
+                                                    show_default=False)] = None,
+    all_groups: Annotated[bool, typer.Option("--all-groups", help="Every group of the cluster.")] = False,
+    interval: Annotated[str, typer.Option("--interval", help="Time between cycles (30s, 1m, 500ms).")] = "30s",
+    store: StoreOpt = None,
+    once: Annotated[bool, typer.Option("--once", help="One cycle, then exit (for cron); exit 1 "
+                                       "when the cluster or the store fails.")] = False,
+    retain: Annotated[str, typer.Option("--retain", help="Delete samples older than this "
+                                        "('forever' keeps all); older than 1 day are thinned to "
+                                        "one per 5 minutes.")] = "30d",
+    time_lag: Annotated[bool, typer.Option("--time-lag/--no-time-lag", help="Fetch the next record's "
+                                           "timestamp of each lagging partition (exact time lag).")] = True,
+    exporter: Annotated[str | None, typer.Option("--exporter", metavar="HOST:PORT", show_default=False,
+                                                 help="Also serve Prometheus metrics here.")] = None,
+    window: Annotated[int, typer.Option("--window", help="Samples per status window (exporter).")] = 10,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Sample committed offsets, log start/end and time lag of groups into the history store,
+    every --interval until SIGTERM/SIGINT (or once).
+
+    Example: offsetkeeper history record --all-groups --interval 30s --store /var/lib/ok/history.db
+    """
+    from offsetkeeper.history.service import record as run_record
+
+    cfg = sampler_config(group, all_groups, interval, retain, time_lag, window)
+    if exporter:
+        from offsetkeeper.history.exporter import parse_listen
+
+        parse_listen(exporter)
+    conn = connection(bootstrap, command_config, cluster, config)
+    setup_logging()
+    summary = run_record(conn, store, cfg, once=once, listen=exporter)
+    if once and summary.last is not None:
+        stderr_console().print(escape(f"stored {summary.last.samples} samples of "
+                                      f"{summary.last.groups} groups in {summary.store}"),
+                               highlight=False)
+
+
+@app.command("show")
+def show(
+    group: GroupArg,
+    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.",
+                                              show_default=False)] = None,
+    since: SinceOpt = "6h", until: UntilOpt = None, store: StoreOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Committed offset, log end, lag, time lag (exact and interpolated) and consumption rate of
+    a group over time, one row per partition per sample.
+
+    Example: offsetkeeper history show payments --topic orders --since 6h -o csv
+    """
+    from offsetkeeper.history.read import SHOW_COLUMNS, show_rows
+    from offsetkeeper.history.store import open_store
+
+    lo, hi = _range(since, until)
+    with open_store(store) as st:
+        rows = show_rows(st, group, topic=topic, since=lo, until=hi)
+    render_rows(rows, SHOW_COLUMNS, output)
+
+
+@app.command("at")
+def at(
+    group: GroupArg,
+    when: Annotated[str, typer.Option("--time", help="ISO-8601 time (UTC when no zone) or a "
+                                      "duration ago.", show_default=False)],
+    store: StoreOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """The committed offsets a group had at a time: its latest sample at or before it, with the
+    sample's age.
+
+    Example: offsetkeeper history at payments --time 2026-11-20T09:40:00Z
+    """
+    from offsetkeeper.history import read
+    from offsetkeeper.history.store import open_store
+    from offsetkeeper.history.timeparse import parse_when
+
+    ts = parse_when(when, what="--time")
+    with open_store(store) as st:
+        res = read.at(st, group, ts)
+    render_rows(res.rows(), read.AT_COLUMNS, output)
+
+
+@app.command("plot")
+def plot(
+    group: GroupArg,
+    out: Annotated[str, typer.Option("--out", help="PNG file to write (path or fsspec URL).",
+                                     show_default=False)],
+    since: SinceOpt = "24h", until: UntilOpt = None,
+    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.",
+                                              show_default=False)] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Plot lag and time lag per topic over time as a PNG (gaps shaded).
+
+    Example: offsetkeeper history plot payments --since 24h --out lag.png
+    """
+    from offsetkeeper.history.plot import plot_history
+    from offsetkeeper.history.store import open_store
+
+    if not out.lower().endswith(".png"):
+        raise UsageError(f"--out {out} must be a .png file")
+    lo, hi = _range(since, until)
+    with open_store(store) as st:
+        n = plot_history(st, group, out, since=lo, until=hi, topic=topic)
+    stderr_console().print(escape(f"plotted {n} samples to {out}"), highlight=False)
+
+
+@app.command("export")
+def export(
+    to: Annotated[str, typer.Option("--to", help="Directory (or fsspec URL) for Parquet files, "
+                                    "one per day.", show_default=False)],
+    since: SinceOpt = None, until: UntilOpt = None,
+    group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Only these groups.",
+                                                    show_default=False)] = None,
+    store: StoreOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Export samples as Parquet partitioned by day (DIR/day=YYYY-MM-DD/samples.parquet).
+
+    Example: offsetkeeper history export --to /data/offset-history --since 30d
+    """
+    from offsetkeeper.history.spark_report import export_parquet
+    from offsetkeeper.history.store import open_store
+
+    lo, hi = _range(since, until)
+    with open_store(store) as st:
+        res = export_parquet(st, to, since=lo, until=hi, groups=group or ())
+    if output is OutputFormat.json:
+        render_json({"days": list(res.days), "rows": res.rows, "files": list(res.files)})
+    else:
+        render_rows([{"day": d} for d in res.days], ["day"], output)
+        stderr_console().print(escape(f"exported {res.rows} samples to {to}"), highlight=False)
+
+
+@app.command("report")
+def report(
+    source: Annotated[str, typer.Option("--from", help="Directory written by 'history export'.",
+                                        show_default=False)],
+    master: Annotated[str | None, typer.Option("--master", help="Spark master [default: local[*]].",
+                                               show_default=False)] = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Per group and day on Spark: p50/p99/max lag and time lag, commit rate, REWIND events.
+
+    Example: offsetkeeper history report --from /data/offset-history -o csv
+    """
+    from offsetkeeper.history.spark_report import REPORT_COLUMNS, daily_report
+    from offsetkeeper.spark.session import get_spark
+
+    spark = get_spark(master)
+    rows = daily_report(spark, source)
+    if not rows:
+        raise UsageError(f"history report: {source} holds no samples")
+    render_rows(rows, REPORT_COLUMNS, output)

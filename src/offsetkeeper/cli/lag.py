@@ -1,0 +1,55 @@
+"""`offsetkeeper lag status`: Burrow-style consumer status from the history store."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from offsetkeeper.cli.common import OutputOpt
+from offsetkeeper.cli.history import StoreOpt
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows
+
+app = typer.Typer(help="Consumer lag and status (OK/WARN/ERR, STOP/STALL/REWIND per partition).",
+                  no_args_is_help=True)
+
+
+class FailOn(StrEnum):
+    err = "err"
+    warn = "warn"
+
+
+@app.command("status")
+def status(
+    groups: Annotated[list[str] | None, typer.Argument(metavar="[GROUP]...", help="Groups to judge.",
+                                                       show_default=False)] = None,
+    all_groups: Annotated[bool, typer.Option("--all-groups", help="Every group in the store.")] = False,
+    window: Annotated[int, typer.Option("--window", help="Samples per window (Burrow's intervals).")] = 10,
+    allowed_lag: Annotated[int, typer.Option("--allowed-lag", help="Lag that never counts as a "
+                                             "problem.")] = 0,
+    partitions: Annotated[bool, typer.Option("--partitions", help="One row per partition.")] = False,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 on ERR (default) or also on WARN.")] = FailOn.err,
+    store: StoreOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Judge consumer groups from their last --window samples the way Burrow does (without its
+    false alarms on idle topics); exit 0 when no group is ERR, 1 when any is.
+
+    Example: offsetkeeper lag status payments --window 10 || page-oncall
+    """
+    from offsetkeeper.history import read
+    from offsetkeeper.history.status import Status
+    from offsetkeeper.history.store import open_store
+
+    with open_store(store) as st:
+        result = read.status(st, groups or (), all_groups=all_groups, window=window,
+                             allowed_lag=allowed_lag)
+    if output is OutputFormat.json:
+        render_json([g.as_dict() for g in result])
+    elif partitions:
+        render_rows(read.status_rows(result, partitions=True), read.PARTITION_STATUS_COLUMNS, output)
+    else:
+        render_rows(read.status_rows(result), read.STATUS_COLUMNS, output)
+    bad = {Status.ERR} | ({Status.WARN} if fail_on is FailOn.warn else set())
+    if any(g.status in bad for g in result):
+        raise typer.Exit(1)

@@ -1,0 +1,133 @@
+"""Prometheus metrics with kafka-lag-exporter's names, so its dashboards and alerts keep working.
+
+    kafka_consumergroup_group_offset{cluster_name,group,topic,partition,member_host,consumer_id,client_id}
+    kafka_consumergroup_group_lag{...same}
+    kafka_consumergroup_group_lag_seconds{...same}     exact time lag, else interpolated; never NaN
+    kafka_consumergroup_group_max_lag{cluster_name,group}
+    kafka_consumergroup_group_max_lag_seconds{cluster_name,group}
+    kafka_consumergroup_group_sum_lag{cluster_name,group}
+    kafka_consumergroup_group_topic_sum_lag{cluster_name,group,topic}
+    kafka_partition_latest_offset{cluster_name,topic,partition}
+    kafka_partition_earliest_offset{cluster_name,topic,partition}
+  plus the Burrow-style status (offsetkeeper's addition):
+    kafka_consumergroup_group_status{cluster_name,group}            0 OK, 1 WARN, 2 ERR
+    kafka_consumergroup_partition_status{cluster_name,group,topic,partition}
+                                                  0 OK, 1 WARN, 3 STOP, 4 STALL, 5 REWIND
+
+Values come from the sampler's latest cycle at scrape time (a custom collector): scraping never
+talks to Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from offsetkeeper.errors import UsageError
+from offsetkeeper.history.model import Sample
+from offsetkeeper.history.status import DEFAULT_WINDOW, evaluate_status
+
+PARTITION_LABELS = ["cluster_name", "group", "topic", "partition", "member_host", "consumer_id",
+                    "client_id"]
+
+
+class LagCollector(Collector):
+    """Builds the metric families from `source()`: group -> its recent samples (latest cycle last)."""
+
+    def __init__(self, source: Callable[[], Mapping[str, Sequence[Sample]]], *, cluster_name: str,
+                 window: int = DEFAULT_WINDOW, allowed_lag: int = 0) -> None:
+        self.source = source
+        self.cluster = cluster_name
+        self.window = window
+        self.allowed_lag = allowed_lag
+
+    def collect(self):
+        c = self.cluster
+        offset = GaugeMetricFamily("kafka_consumergroup_group_offset",
+                                   "Last group consumed offset of a partition", labels=PARTITION_LABELS)
+        lag = GaugeMetricFamily("kafka_consumergroup_group_lag",
+                                "Group offset lag of a partition", labels=PARTITION_LABELS)
+        lag_s = GaugeMetricFamily("kafka_consumergroup_group_lag_seconds",
+                                  "Group time lag of a partition", labels=PARTITION_LABELS)
+        max_lag = GaugeMetricFamily("kafka_consumergroup_group_max_lag",
+                                    "Max group offset lag", labels=["cluster_name", "group"])
+        max_lag_s = GaugeMetricFamily("kafka_consumergroup_group_max_lag_seconds",
+                                      "Max group time lag", labels=["cluster_name", "group"])
+        sum_lag = GaugeMetricFamily("kafka_consumergroup_group_sum_lag",
+                                    "Sum of group offset lag", labels=["cluster_name", "group"])
+        topic_sum = GaugeMetricFamily("kafka_consumergroup_group_topic_sum_lag",
+                                      "Sum of group offset lag across topic partitions",
+                                      labels=["cluster_name", "group", "topic"])
+        latest = GaugeMetricFamily("kafka_partition_latest_offset", "Latest offset of a partition",
+                                   labels=["cluster_name", "topic", "partition"])
+        earliest = GaugeMetricFamily("kafka_partition_earliest_offset",
+                                     "Earliest offset of a partition",
+                                     labels=["cluster_name", "topic", "partition"])
+        gstatus = GaugeMetricFamily("kafka_consumergroup_group_status",
+                                    "Burrow-style group status: 0 OK, 1 WARN, 2 ERR",
+                                    labels=["cluster_name", "group"])
+        pstatus = GaugeMetricFamily("kafka_consumergroup_partition_status",
+                                    "Burrow-style partition status: 0 OK, 1 WARN, 3 STOP, 4 STALL, 5 REWIND",
+                                    labels=["cluster_name", "group", "topic", "partition"])
+        seen_tp: set[tuple[str, int]] = set()
+        for group, samples in sorted(self.source().items()):
+            if not samples:
+                continue
+            last_ts = max(s.ts for s in samples)
+            cur = [s for s in samples if s.ts == last_ts]
+            st = evaluate_status(samples, window=self.window, allowed_lag=self.allowed_lag, group=group)
+            by_topic: dict[str, int] = {}
+            for s in cur:
+                labels = [c, group, s.topic, str(s.partition), s.host, s.consumer_id, s.client_id]
+                offset.add_metric(labels, s.committed)
+                lag.add_metric(labels, s.lag)
+                lag_s.add_metric(labels, s.time_lag_s)
+                by_topic[s.topic] = by_topic.get(s.topic, 0) + s.lag
+                if (s.topic, s.partition) not in seen_tp:
+                    seen_tp.add((s.topic, s.partition))
+                    latest.add_metric([c, s.topic, str(s.partition)], s.log_end)
+                    earliest.add_metric([c, s.topic, str(s.partition)], s.log_start)
+            max_lag.add_metric([c, group], max(s.lag for s in cur))
+            max_lag_s.add_metric([c, group], max(s.time_lag_s for s in cur))
+            sum_lag.add_metric([c, group], sum(s.lag for s in cur))
+            for topic, v in sorted(by_topic.items()):
+                topic_sum.add_metric([c, group, topic], v)
+            gstatus.add_metric([c, group], st.status.code)
+            for p in st.partitions:
+                pstatus.add_metric([c, group, p.topic, str(p.partition)], p.status.code)
+        yield from (offset, lag, lag_s, max_lag, max_lag_s, sum_lag, topic_sum, latest, earliest,
+                    gstatus, pstatus)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `:PORT` or `[IPv6]:PORT` -> (host, port)."""
+    host, sep, port = (text or "").strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--listen '{text}' is not HOST:PORT (expected e.g. 127.0.0.1:9308)")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+class MetricsServer:
+    """An HTTP server for /metrics on its own registry (stop() when done)."""
+
+    def __init__(self, collector: Collector, listen: str) -> None:
+        from prometheus_client import start_http_server
+
+        host, port = parse_listen(listen)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(collector)
+        try:
+            self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            from offsetkeeper.errors import OffsetkeeperError
+
+            raise OffsetkeeperError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        self.port = self._server.server_address[1]
+        self.host = host
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,85 @@
+"""What the history stores: one `Sample` per group partition per cycle, cycles and gaps.
+
+All times are epoch milliseconds (UTC). A committed offset is the offset of the next record the
+group will read; `lag = log_end - committed` (never negative: committed offsets are read before
+log ends in a cycle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+from offsetkeeper.models import TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One partition of one group at one moment (the schema of every store, version 1)."""
+
+    ts: int                       # when the cycle read this partition (ms)
+    group: str
+    topic: str
+    partition: int
+    committed: int                # committed offset (next record to read)
+    log_start: int
+    log_end: int
+    metadata: str = ""            # commit metadata
+    state: str = ""               # group state (stable, empty, ...)
+    members: int = 0              # group member count
+    consumer_id: str = ""         # member owning the partition ("" when none)
+    client_id: str = ""
+    host: str = ""
+    next_ts: int | None = None    # timestamp of the record at `committed` (None: caught up/unknown)
+    time_lag_ms: int | None = None          # exact: ts - next_ts (0 when caught up)
+    time_lag_interp_ms: int | None = None   # interpolated from sampled log ends
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def lag(self) -> int:
+        """Records behind the log end (0 when caught up; never negative)."""
+        return max(0, self.log_end - self.committed)
+
+    @property
+    def time_lag_s(self) -> float:
+        """Best time lag in seconds: exact when known, else interpolated, else 0 (never NaN)."""
+        if self.lag == 0:
+            return 0.0
+        ms = self.time_lag_ms if self.time_lag_ms is not None else self.time_lag_interp_ms
+        return max(0.0, (ms or 0) / 1000.0)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Cycle:
+    """One sampling cycle as recorded: when, at what interval, how much, how long it took."""
+
+    ts: int
+    interval_ms: int
+    groups: int
+    partitions: int
+    duration_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A time range without samples because the cluster or the store could not be reached."""
+
+    start: int
+    end: int
+    reason: str
+
+
+SAMPLE_FIELDS = tuple(Sample.__dataclass_fields__)
+
+
+def iso(ms: int | None) -> str | None:
+    """Epoch milliseconds as an ISO-8601 UTC string (seconds precision)."""
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

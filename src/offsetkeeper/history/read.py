@@ -1,0 +1,122 @@
+"""Reading the history for people: rows for `history show`, `history at` and `lag status`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from offsetkeeper.errors import UnknownGroupError, UsageError
+from offsetkeeper.history.model import Sample, iso
+from offsetkeeper.history.status import DEFAULT_WINDOW, GroupStatus, evaluate_status
+from offsetkeeper.history.store.base import HistoryStore
+
+SHOW_COLUMNS = ["time", "topic", "partition", "committed", "log_end", "lag", "time_lag_s",
+                "time_lag_interp_s", "rate"]
+AT_COLUMNS = ["group", "topic", "partition", "committed", "metadata", "log_start", "log_end",
+              "lag", "sample_time", "sample_age_s"]
+
+
+def _known(store: HistoryStore, group: str) -> None:
+    if not store.recent(group, 1):
+        raise UnknownGroupError(f"history store {store.display_url} has no samples of group "
+                                f"'{group}' (record some with: offsetkeeper history record -g {group})",
+                                group=group)
+
+
+def _s(ms: int | None) -> float | None:
+    return None if ms is None else round(ms / 1000, 3)
+
+
+def show_rows(store: HistoryStore, group: str, *, topic: str | None = None,
+              since: int | None = None, until: int | None = None) -> list[dict]:
+    """One row per partition per sample: offsets, lag, both time lags and the consumption rate
+    (records/s the group's committed offset advanced since the previous sample)."""
+    samples = store.series(group, topic=topic, since=since, until=until)
+    if not samples:
+        _known(store, group)
+        what = f" on topic '{topic}'" if topic else ""
+        raise UsageError(f"no samples of group '{group}'{what} between {iso(since) or 'the start'} "
+                         f"and {iso(until) or 'now'}")
+    prev: dict[tuple[str, int], Sample] = {}
+    rows = []
+    for s in samples:
+        p = prev.get((s.topic, s.partition))
+        rate = None
+        if p is not None and s.ts > p.ts:
+            rate = round((s.committed - p.committed) / ((s.ts - p.ts) / 1000), 3)
+        prev[(s.topic, s.partition)] = s
+        rows.append({"time": iso(s.ts), "ts": s.ts, "topic": s.topic, "partition": s.partition,
+                     "committed": s.committed, "log_start": s.log_start, "log_end": s.log_end,
+                     "lag": s.lag, "time_lag_s": 0.0 if s.lag == 0 else _s(s.time_lag_ms),
+                     "time_lag_interp_s": 0.0 if s.lag == 0 else _s(s.time_lag_interp_ms),
+                     "rate": rate, "state": s.state, "members": s.members})
+    return rows
+
+
+@dataclass(frozen=True)
+class AtResult:
+    """The committed offsets a group had at a time, and the sample they come from."""
+
+    group: str
+    asked: int
+    sample_ts: int
+    samples: tuple[Sample, ...]
+
+    @property
+    def age_s(self) -> float:
+        return round((self.asked - self.sample_ts) / 1000, 3)
+
+    def rows(self) -> list[dict]:
+        return [{"group": s.group, "topic": s.topic, "partition": s.partition,
+                 "committed": s.committed, "metadata": s.metadata, "log_start": s.log_start,
+                 "log_end": s.log_end, "lag": s.lag, "sample_time": iso(s.ts),
+                 "sample_age_s": self.age_s} for s in self.samples]
+
+
+def at(store: HistoryStore, group: str, ts: int) -> AtResult:
+    """The group's latest sample at or before `ts` (UsageError when there is none)."""
+    samples = store.at(group, ts)
+    if not samples:
+        _known(store, group)
+        first = store.series(group)[0].ts
+        raise UsageError(f"no sample of group '{group}' at or before {iso(ts)}; its history "
+                         f"starts at {iso(first)}")
+    return AtResult(group, ts, samples[0].ts, tuple(samples))
+
+
+def status(store: HistoryStore, groups: Sequence[str] = (), *, all_groups: bool = False,
+           window: int = DEFAULT_WINDOW, allowed_lag: int = 0) -> list[GroupStatus]:
+    """Burrow-style status of groups from their last `window` samples in the store."""
+    if window < 2:
+        raise UsageError(f"--window {window} is too small (expected at least 2 samples)")
+    if allowed_lag < 0:
+        raise UsageError(f"--allowed-lag {allowed_lag} is negative (expected 0 or more)")
+    if all_groups and groups:
+        raise UsageError("give groups or --all-groups, not both")
+    names = [g.group for g in store.groups()] if all_groups else list(dict.fromkeys(groups))
+    if not names:
+        raise UsageError("no group given: name groups or use --all-groups" if not all_groups else
+                         f"history store {store.display_url} has no samples yet "
+                         "(record some with: offsetkeeper history record --all-groups)")
+    out = []
+    for g in names:
+        samples = store.recent(g, window)
+        if not samples:
+            _known(store, g)
+        out.append(evaluate_status(samples, window=window, allowed_lag=allowed_lag, group=g))
+    return out
+
+
+def status_rows(statuses: Sequence[GroupStatus], *, partitions: bool = False) -> list[dict]:
+    if not partitions:
+        return [{k: v for k, v in st.as_dict().items() if k != "partitions"} for st in statuses]
+    return [{"group": st.group, "topic": p.topic, "partition": p.partition,
+             "status": str(p.status), "lag": p.lag, "time_lag_s": round(p.time_lag_s, 3),
+             "committed": p.committed, "log_end": p.log_end, "reason": p.reason}
+            for st in statuses for p in st.partitions]
+
+
+STATUS_COLUMNS = ["group", "status", "total_lag", "max_lag", "max_time_lag_s", "complete",
+                  "last_sample", "reason"]
+PARTITION_STATUS_COLUMNS = ["group", "topic", "partition", "status", "lag", "time_lag_s",
+                            "committed", "log_end", "reason"]

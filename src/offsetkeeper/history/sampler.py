@@ -1,0 +1,252 @@
+"""The long-running sampler: one cycle per interval into a store, through outages, until stopped.
+
+- Cluster unreachable: the cycle is skipped, one line is logged, the client is replaced
+  (KafkaAdmin.reconnect) and the time without samples is recorded as a gap once a cycle works.
+- Store unreachable: the cycle's samples stay in memory (at most `buffer_limit` samples; the
+  oldest cycles are dropped beyond that and recorded as a gap) and are written, oldest first,
+  when the store answers again.
+- SIGTERM/SIGINT (see `stop_on_signals`): the current cycle finishes, buffered samples are
+  flushed if the store answers, an open gap is closed, and `run` returns.
+- One log line per cycle. Memory is bounded: per-partition state is dropped for partitions no
+  longer sampled, the status window keeps `window` cycles per group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.history.model import Cycle, Gap, Sample, iso
+from offsetkeeper.history.sample import CycleResult, CycleSampler, SampleScope
+from offsetkeeper.history.status import DEFAULT_WINDOW
+from offsetkeeper.history.store.base import HistoryStore, RetentionPolicy, StoreUnavailable
+from offsetkeeper.history.timelag import DEFAULT_POINTS
+from offsetkeeper.kafka.admin import KafkaAdmin
+
+log = logging.getLogger("offsetkeeper.history")
+
+DEFAULT_INTERVAL_MS = 30_000
+DEFAULT_BUFFER_LIMIT = 200_000
+PRUNE_EVERY_MS = 3_600_000
+DROPPED = "store unreachable; samples dropped beyond the in-memory buffer"
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """How the sampler runs."""
+
+    scope: SampleScope
+    interval_ms: int = DEFAULT_INTERVAL_MS
+    time_lag: bool = True
+    retention: RetentionPolicy | None = field(default_factory=RetentionPolicy)
+    buffer_limit: int = DEFAULT_BUFFER_LIMIT
+    window: int = DEFAULT_WINDOW
+
+
+@dataclass(frozen=True)
+class CycleOutcome:
+    """What happened in one cycle (for logs, tests and `--once`)."""
+
+    ts: int
+    ok: bool
+    samples: int
+    groups: int
+    total_lag: int
+    duration_ms: int
+    stored: bool
+    buffered: int
+    message: str
+    group_errors: dict[str, str]
+
+
+class Sampler:
+    """Samples a cluster into a store. `run_once()` for cron, `run(stop)` as a service."""
+
+    def __init__(self, admin: KafkaAdmin, store: HistoryStore, config: SamplerConfig) -> None:
+        self.admin = admin
+        self.store = store
+        self.config = config
+        self.cycler = CycleSampler(admin, config.scope, time_lag=config.time_lag)
+        self._buffer: deque[tuple[list[Sample], Cycle]] = deque()
+        self._buffered = 0
+        self._pending_gaps: list[Gap] = []
+        self._gap_start: int | None = None
+        self._gap_reason = ""
+        self._last_prune = 0
+        self.cycles = 0
+        # The latest cycles per group, for the exporter and status (read from other threads).
+        self._lock = threading.Lock()
+        self._recent: dict[str, deque[tuple[Sample, ...]]] = {}
+        self._seeded = False
+
+    # -- state for readers (exporter) --------------------------------------------------------
+    def recent(self) -> dict[str, list[Sample]]:
+        """The last `window` cycles of each sampled group, flattened (a copy)."""
+        with self._lock:
+            return {g: [s for cyc in d for s in cyc] for g, d in self._recent.items()}
+
+    def _remember(self, result: CycleResult) -> None:
+        by: dict[str, list[Sample]] = {}
+        for s in result.samples:
+            by.setdefault(s.group, []).append(s)
+        with self._lock:
+            for g in [g for g in self._recent if g not in by]:
+                del self._recent[g]  # the group is gone: forget it (flat memory)
+            for g, ss in by.items():
+                d = self._recent.get(g)
+                if d is None:
+                    d = self._recent[g] = deque(maxlen=self.config.window)
+                d.append(tuple(ss))
+
+    # -- one cycle ---------------------------------------------------------------------------
+    def _seed(self) -> None:
+        """Seed the interpolation table from the store, so the first cycles have a history."""
+        self._seeded = True
+        since = int(time.time() * 1000) - DEFAULT_POINTS * self.config.interval_ms
+        with contextlib.suppress(StoreUnavailable):
+            for tp, pts in self.store.log_end_points(since).items():
+                self.cycler.table.seed(tp, pts[-DEFAULT_POINTS:])
+
+    def run_once(self) -> CycleOutcome:
+        """Sample once and write (or buffer) the result. Never raises for outages."""
+        if not self._seeded:
+            self._seed()
+        self.cycles += 1
+        started = int(time.time() * 1000)
+        try:
+            result = self.cycler.sample()
+        except OffsetkeeperError as exc:
+            return self._cluster_failed(started, exc)
+        self._remember(result)
+        if self._gap_start is not None:
+            self._pending_gaps.append(Gap(self._gap_start, result.ts, self._gap_reason))
+            self._gap_start = None
+        cycle = Cycle(result.ts, self.config.interval_ms, result.groups, len(result.samples),
+                      result.duration_ms)
+        self._buffer.append((result.samples, cycle))
+        self._buffered += len(result.samples)
+        self._trim_buffer()
+        stored, store_msg = self._flush()
+        self._maybe_prune(result.ts)
+        msg = (f"cycle {self.cycles}: {result.groups} groups, {len(result.samples)} partitions, "
+               f"total lag {result.total_lag}, {result.duration_ms / 1000:.2f}s")
+        if result.errors:
+            msg += f"; {len(result.errors)} group(s) failed (first: {next(iter(result.errors.values()))})"
+        if not stored:
+            msg += f"; {store_msg}; {self._buffered} samples kept in memory"
+        log.info(msg)
+        return CycleOutcome(result.ts, True, len(result.samples), result.groups, result.total_lag,
+                            result.duration_ms, stored, self._buffered, msg, dict(result.errors))
+
+    def _cluster_failed(self, started: int, exc: OffsetkeeperError) -> CycleOutcome:
+        if self._gap_start is None:
+            self._gap_start, self._gap_reason = started, f"cluster unreachable: {exc}"
+        # A fresh client for the next cycle: after a broker restart the old one can keep timing
+        # out (see KafkaAdmin.reconnect); the peek consumer is recreated as well.
+        self.admin.reconnect()
+        self.cycler.close()
+        stored, _ = self._flush()  # earlier cycles may still be waiting for the store
+        msg = (f"cycle {self.cycles} failed: {exc}; no samples since {iso(self._gap_start)}, "
+               f"retrying in {self.config.interval_ms / 1000:g}s")
+        log.warning(msg)
+        return CycleOutcome(started, False, 0, 0, 0, int(time.time() * 1000) - started, stored,
+                            self._buffered, msg, {})
+
+    def _trim_buffer(self) -> None:
+        """Drop the oldest buffered cycles beyond the limit; record them as one gap."""
+        while self._buffered > self.config.buffer_limit and len(self._buffer) > 1:
+            samples, cycle = self._buffer.popleft()
+            self._buffered -= len(samples)
+            nxt = self._buffer[0][1].ts
+            last = self._pending_gaps[-1] if self._pending_gaps else None
+            if last is not None and last.reason == DROPPED and last.end == cycle.ts:
+                self._pending_gaps[-1] = Gap(last.start, nxt, DROPPED)
+            else:
+                self._pending_gaps.append(Gap(cycle.ts, nxt, DROPPED))
+
+    def _flush(self) -> tuple[bool, str]:
+        try:
+            while self._pending_gaps:
+                self.store.write_gap(self._pending_gaps[0])
+                self._pending_gaps.pop(0)
+            while self._buffer:
+                samples, cycle = self._buffer[0]
+                self.store.write(samples, cycle)
+                self._buffer.popleft()
+                self._buffered -= len(samples)
+            return True, ""
+        except StoreUnavailable as exc:
+            return False, str(exc)
+
+    def _maybe_prune(self, now: int) -> None:
+        policy = self.config.retention
+        if policy is None or now - self._last_prune < PRUNE_EVERY_MS:
+            return
+        self._last_prune = now
+        try:
+            res = self.store.prune(policy, now)
+        except StoreUnavailable as exc:
+            log.warning(f"retention skipped: {exc}")
+            return
+        if res.deleted or res.downsampled:
+            log.info(f"retention: deleted {res.deleted} samples, downsampled {res.downsampled}")
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self, stop: threading.Event, *, max_cycles: int | None = None,
+            on_cycle: Callable[[CycleOutcome], None] | None = None) -> None:
+        """Sample every interval until `stop` is set (or `max_cycles` ran)."""
+        interval = self.config.interval_ms / 1000
+        next_at = time.monotonic()
+        try:
+            while not stop.is_set():
+                outcome = self.run_once()
+                if on_cycle is not None:
+                    on_cycle(outcome)
+                if max_cycles is not None and self.cycles >= max_cycles:
+                    break
+                next_at += interval
+                now = time.monotonic()
+                if next_at < now:  # a slow cycle: skip ahead rather than bursting to catch up
+                    next_at = now
+                stop.wait(max(0.0, next_at - now))
+        finally:
+            self.finish()
+
+    def finish(self) -> None:
+        """Flush what is buffered (if the store answers), close an open gap, release clients."""
+        if self._gap_start is not None:
+            self._pending_gaps.append(Gap(self._gap_start, int(time.time() * 1000),
+                                          self._gap_reason + " (until the sampler stopped)"))
+            self._gap_start = None
+        stored, msg = self._flush()
+        if not stored:
+            log.warning(f"stopping with {self._buffered} samples not stored: {msg}")
+        self.cycler.close()
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[threading.Event]:
+    """Set `stop` on SIGTERM or SIGINT while the block runs (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def handler(signum, _frame):
+        log.info(f"received {signal.Signals(signum).name}; stopping after this cycle")
+        stop.set()
+
+    for sig in old:
+        signal.signal(sig, handler)
+    try:
+        yield stop
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)

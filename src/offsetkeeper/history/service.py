@@ -1,0 +1,68 @@
+"""Running the sampler as a command: `history record` and `exporter` call `record(...)`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from offsetkeeper.config import Connection
+from offsetkeeper.errors import KafkaOperationError, StoreError
+from offsetkeeper.history.sampler import CycleOutcome, Sampler, SamplerConfig, stop_on_signals
+from offsetkeeper.history.store import open_store
+from offsetkeeper.kafka.admin import KafkaAdmin
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    cycles: int
+    last: CycleOutcome | None
+    store: str
+
+
+def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, once: bool = False,
+           listen: str | None = None, stop: threading.Event | None = None,
+           max_cycles: int | None = None, on_ready: Callable[[object], None] | None = None,
+           allowed_lag: int = 0) -> RecordSummary:
+    """Sample `conn` into the store at `store_url` until stopped (SIGTERM/SIGINT or `stop`).
+
+    The store is checked first: unreachable -> StoreError naming it (exit 1). With `listen`,
+    Prometheus metrics are served from the sampler's latest cycles in the same process. With
+    `once`, one cycle runs and a failure of the cluster or the store raises (exit 1), for cron.
+    """
+    store = open_store(store_url)
+    server = None
+    try:
+        with KafkaAdmin(conn) as admin:
+            sampler = Sampler(admin, store, config)
+            if listen:
+                from offsetkeeper.history.exporter import LagCollector, MetricsServer
+
+                collector = LagCollector(sampler.recent, cluster_name=conn.name or conn.bootstrap_servers,
+                                         window=config.window, allowed_lag=allowed_lag)
+                server = MetricsServer(collector, listen)
+            if on_ready is not None:
+                on_ready(server)
+            if once:
+                try:
+                    out = sampler.run_once()
+                finally:
+                    sampler.finish()
+                if not out.ok:
+                    raise KafkaOperationError(out.message, retriable=True)
+                if not out.stored:
+                    raise StoreError(out.message)
+                return RecordSummary(1, out, store.display_url)
+            last: list[CycleOutcome] = []
+            stop = stop or threading.Event()
+
+            def keep(outcome: CycleOutcome) -> None:
+                last[:] = [outcome]
+
+            with stop_on_signals(stop):
+                sampler.run(stop, max_cycles=max_cycles, on_cycle=keep)
+            return RecordSummary(sampler.cycles, last[-1] if last else None, store.display_url)
+    finally:
+        if server is not None:
+            server.stop()
+        store.close()

@@ -1,0 +1,136 @@
+"""The one interface every history store offers (writers: the sampler; readers: CLI, dashboard).
+
+Read API (stable; the web dashboard builds on it):
+
+    groups()                         -> [GroupSummary]   every group with samples, newest first
+    latest(group)                    -> [Sample]         the group's most recent cycle
+    at(group, ts)                    -> [Sample]         the group's latest cycle at or before ts
+    recent(group, cycles=N)          -> [Sample]         the last N cycles (status windows)
+    series(group, topic=None, since=None, until=None) -> [Sample]   ordered by time
+    cycles(since, until)             -> [Cycle]          when sampling ran, at what interval
+    gaps(since, until)               -> [Gap]            when it could not
+    log_end_points(since)            -> {tp: [(ts, log_end)]}
+
+Write API: write(samples, cycle), write_gap(gap), prune(policy, now).
+All times are epoch milliseconds. A cycle writes every sampled partition of a group with the
+same `ts`, so "the group at time T" is one consistent set of offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from offsetkeeper.errors import StoreError
+from offsetkeeper.history.model import Cycle, Gap, Sample
+from offsetkeeper.models import TopicPartition
+
+SCHEMA_VERSION = 2
+
+
+class StoreUnavailable(StoreError):
+    """The history store cannot be reached (the sampler keeps samples in memory and retries)."""
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """A group the store has samples of."""
+
+    group: str
+    first_ts: int
+    last_ts: int
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """Delete samples older than `retain_ms`; thin those older than `downsample_after_ms` to
+    the last sample per `bucket_ms` per group (None disables a step)."""
+
+    retain_ms: int | None = 30 * 86_400_000
+    downsample_after_ms: int | None = 86_400_000
+    bucket_ms: int = 300_000
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    deleted: int
+    downsampled: int
+
+
+_CRED = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced (for messages and logs)."""
+    return _CRED.sub(r"\1******@", url)
+
+
+class HistoryStore(ABC):
+    """A place samples are written to and read back from. Use as a context manager."""
+
+    url: str
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def display_url(self) -> str:
+        return redact_url(self.url)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @abstractmethod
+    def check(self) -> None:
+        """Connect, create or migrate the schema; raise StoreUnavailable when unreachable."""
+
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # -- writing -----------------------------------------------------------------------------
+    @abstractmethod
+    def write(self, samples: Sequence[Sample], cycle: Cycle | None = None) -> None:
+        """Write one cycle's samples (idempotent: rewriting the same samples changes nothing)."""
+
+    @abstractmethod
+    def write_gap(self, gap: Gap) -> None: ...
+
+    @abstractmethod
+    def prune(self, policy: RetentionPolicy, now: int) -> PruneResult: ...
+
+    # -- reading -----------------------------------------------------------------------------
+    @abstractmethod
+    def groups(self) -> list[GroupSummary]: ...
+
+    @abstractmethod
+    def at(self, group: str, ts: int) -> list[Sample]: ...
+
+    def latest(self, group: str) -> list[Sample]:
+        return self.at(group, 2**62)
+
+    @abstractmethod
+    def recent(self, group: str, cycles: int) -> list[Sample]: ...
+
+    @abstractmethod
+    def series(self, group: str, topic: str | None = None, since: int | None = None,
+               until: int | None = None) -> list[Sample]: ...
+
+    @abstractmethod
+    def cycles(self, since: int | None = None, until: int | None = None) -> list[Cycle]: ...
+
+    @abstractmethod
+    def gaps(self, since: int | None = None, until: int | None = None) -> list[Gap]: ...
+
+    @abstractmethod
+    def log_end_points(self, since: int) -> dict[TopicPartition, list[tuple[int, int]]]: ...
+
+    def all_samples(self, since: int | None = None, until: int | None = None):
+        """Every sample in the range, group by group (for export); an iterator."""
+        for g in self.groups():
+            yield from self.series(g.group, since=since, until=until)

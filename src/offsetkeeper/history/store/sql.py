@@ -1,0 +1,281 @@
+"""The SQL schema and queries shared by the SQLite and PostgreSQL stores.
+
+Schema (version 2):
+
+    schema_version(version)                      one row
+    samples(ts, grp, topic, part, committed, log_start, log_end, metadata, state, members,
+            consumer_id, client_id, host, next_ts, time_lag_ms, time_lag_interp_ms)
+            PRIMARY KEY (grp, topic, part, ts); INDEX (grp, ts); INDEX (ts)
+    cycles(ts PRIMARY KEY, interval_ms, groups, partitions, duration_ms)
+    gaps(start_ts PRIMARY KEY, end_ts, reason)                    (added by migration 2)
+
+Migrations are applied in order inside one transaction each; the version row says how far a
+database got, so an old file is upgraded when a newer offsetkeeper opens it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+
+from offsetkeeper.history.model import Cycle, Gap, Sample
+from offsetkeeper.history.store.base import (
+    SCHEMA_VERSION,
+    GroupSummary,
+    HistoryStore,
+    PruneResult,
+    RetentionPolicy,
+    StoreUnavailable,
+)
+from offsetkeeper.models import TopicPartition
+
+COLUMNS = ("ts", "grp", "topic", "part", "committed", "log_start", "log_end", "metadata", "state",
+           "members", "consumer_id", "client_id", "host", "next_ts", "time_lag_ms",
+           "time_lag_interp_ms")
+_COLS = ", ".join(COLUMNS)
+
+MIGRATIONS: list[list[str]] = [
+    # 1: samples and cycles
+    [
+        """CREATE TABLE IF NOT EXISTS samples (
+            ts BIGINT NOT NULL, grp TEXT NOT NULL, topic TEXT NOT NULL, part INTEGER NOT NULL,
+            committed BIGINT NOT NULL, log_start BIGINT NOT NULL, log_end BIGINT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '', state TEXT NOT NULL DEFAULT '',
+            members INTEGER NOT NULL DEFAULT 0, consumer_id TEXT NOT NULL DEFAULT '',
+            client_id TEXT NOT NULL DEFAULT '', host TEXT NOT NULL DEFAULT '',
+            next_ts BIGINT, time_lag_ms BIGINT, time_lag_interp_ms BIGINT,
+            PRIMARY KEY (grp, topic, part, ts))""",
+        """CREATE TABLE IF NOT EXISTS cycles (
+            ts BIGINT PRIMARY KEY, interval_ms BIGINT NOT NULL, groups INTEGER NOT NULL,
+            partitions INTEGER NOT NULL, duration_ms BIGINT NOT NULL)""",
+    ],
+    # 2: gaps, and indexes for "the group at time T" and for retention
+    [
+        """CREATE TABLE IF NOT EXISTS gaps (
+            start_ts BIGINT PRIMARY KEY, end_ts BIGINT NOT NULL, reason TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS samples_grp_ts ON samples (grp, ts)",
+        "CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts)",
+    ],
+]
+assert len(MIGRATIONS) == SCHEMA_VERSION
+
+
+def _row_to_sample(r: Sequence) -> Sample:
+    return Sample(ts=r[0], group=r[1], topic=r[2], partition=r[3], committed=r[4], log_start=r[5],
+                  log_end=r[6], metadata=r[7], state=r[8], members=r[9], consumer_id=r[10],
+                  client_id=r[11], host=r[12], next_ts=r[13], time_lag_ms=r[14],
+                  time_lag_interp_ms=r[15])
+
+
+def _sample_row(s: Sample) -> tuple:
+    return (s.ts, s.group, s.topic, s.partition, s.committed, s.log_start, s.log_end, s.metadata,
+            s.state, s.members, s.consumer_id, s.client_id, s.host, s.next_ts, s.time_lag_ms,
+            s.time_lag_interp_ms)
+
+
+class SqlStore(HistoryStore):
+    """Shared implementation; subclasses provide `_connect`, the placeholder and upsert words."""
+
+    P = "?"                      # parameter placeholder
+    INSERT_IGNORE = "INSERT OR IGNORE INTO"
+    ON_CONFLICT = ""
+    UNAVAILABLE: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._db = None
+        self._lock = threading.RLock()
+        self._ready = False
+
+    # -- connection --------------------------------------------------------------------------
+    def _connect(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        return StoreUnavailable(f"history store {self.display_url} is not reachable: "
+                                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}")
+
+    def _run(self, fn):
+        """Run `fn(cursor)` in one transaction; reconnect next time when the connection broke."""
+        with self._lock:
+            try:
+                if self._db is None:
+                    self._db = self._connect()
+                if not self._ready:
+                    self._migrate(self._db)
+                    self._ready = True
+                cur = self._db.cursor()
+                try:
+                    out = fn(cur)
+                    self._db.commit()
+                    return out
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        self._db.rollback()
+                    raise
+                finally:
+                    cur.close()
+            except self.UNAVAILABLE as exc:
+                self._drop()
+                raise self._unavailable(exc) from None
+
+    def _drop(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            with contextlib.suppress(Exception):
+                db.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _q(self, sql: str) -> str:
+        return sql.replace("?", self.P)
+
+    # -- schema ------------------------------------------------------------------------------
+    def _current_version(self, cur) -> int:
+        try:
+            cur.execute("SELECT version FROM schema_version")
+            row = cur.fetchone()
+            return int(row[0]) if row else 0
+        except self.MISSING_TABLE:
+            self._db.rollback()
+            return 0
+
+    MISSING_TABLE: tuple[type[BaseException], ...] = ()
+
+    def _migrate(self, db) -> None:
+        cur = db.cursor()
+        try:
+            cur.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            db.commit()
+            version = self._current_version(cur)
+            for v in range(version, len(MIGRATIONS)):
+                self._lock_schema(cur)
+                if self._current_version(cur) > v:  # another process migrated meanwhile
+                    db.commit()
+                    continue
+                for stmt in MIGRATIONS[v]:
+                    cur.execute(stmt)
+                cur.execute("DELETE FROM schema_version")
+                cur.execute(self._q("INSERT INTO schema_version (version) VALUES (?)"), (v + 1,))
+                db.commit()
+        finally:
+            cur.close()
+
+    def _lock_schema(self, cur) -> None:
+        """Serialise migrations between processes (PostgreSQL: an advisory lock)."""
+
+    def check(self) -> None:
+        self._run(lambda cur: None)
+
+    def schema_version(self) -> int:
+        return self._run(self._current_version)
+
+    # -- writing -----------------------------------------------------------------------------
+    def write(self, samples: Sequence[Sample], cycle: Cycle | None = None) -> None:
+        rows = [_sample_row(s) for s in samples]
+        marks = ", ".join([self.P] * len(COLUMNS))
+
+        def go(cur):
+            if rows:
+                cur.executemany(f"{self.INSERT_IGNORE} samples ({_COLS}) VALUES ({marks}){self.ON_CONFLICT}", rows)
+            if cycle is not None:
+                cur.execute(self._q(f"{self.INSERT_IGNORE} cycles (ts, interval_ms, groups, partitions, "
+                                    f"duration_ms) VALUES (?, ?, ?, ?, ?){self.ON_CONFLICT}"),
+                            (cycle.ts, cycle.interval_ms, cycle.groups, cycle.partitions,
+                             cycle.duration_ms))
+        self._run(go)
+
+    def write_gap(self, gap: Gap) -> None:
+        self._run(lambda cur: cur.execute(
+            self._q(f"{self.INSERT_IGNORE} gaps (start_ts, end_ts, reason) VALUES (?, ?, ?){self.ON_CONFLICT}"),
+            (gap.start, gap.end, gap.reason)))
+
+    def prune(self, policy: RetentionPolicy, now: int) -> PruneResult:
+        def go(cur):
+            deleted = down = 0
+            if policy.retain_ms is not None:
+                cut = now - policy.retain_ms
+                for table, col in (("samples", "ts"), ("cycles", "ts"), ("gaps", "end_ts")):
+                    cur.execute(self._q(f"DELETE FROM {table} WHERE {col} < ?"), (cut,))
+                    if table == "samples":
+                        deleted = max(cur.rowcount, 0)
+            if policy.downsample_after_ms is not None:
+                cut, b = now - policy.downsample_after_ms, int(policy.bucket_ms)
+                # Keep the last sample of each bucket per group: "the group at T" stays answerable
+                # with at most one bucket of error.
+                cur.execute(self._q(
+                    "DELETE FROM samples WHERE ts < ? AND EXISTS (SELECT 1 FROM samples s2 "
+                    "WHERE s2.grp = samples.grp AND s2.ts > samples.ts AND s2.ts < ? "
+                    "AND s2.ts / ? = samples.ts / ?)"), (cut, cut, b, b))
+                down = max(cur.rowcount, 0)
+                cur.execute(self._q(
+                    "DELETE FROM cycles WHERE ts < ? AND EXISTS (SELECT 1 FROM cycles c2 "
+                    "WHERE c2.ts > cycles.ts AND c2.ts < ? AND c2.ts / ? = cycles.ts / ?)"),
+                    (cut, cut, b, b))
+            return PruneResult(deleted, down)
+        return self._run(go)
+
+    # -- reading -----------------------------------------------------------------------------
+    def _samples(self, sql: str, params: tuple) -> list[Sample]:
+        def go(cur):
+            cur.execute(self._q(sql), params)
+            return [_row_to_sample(r) for r in cur.fetchall()]
+        return self._run(go)
+
+    def groups(self) -> list[GroupSummary]:
+        def go(cur):
+            cur.execute("SELECT grp, MIN(ts), MAX(ts) FROM samples GROUP BY grp")
+            return sorted((GroupSummary(r[0], r[1], r[2]) for r in cur.fetchall()),
+                          key=lambda g: (-g.last_ts, g.group))
+        return self._run(go)
+
+    def at(self, group: str, ts: int) -> list[Sample]:
+        return self._samples(
+            f"SELECT {_COLS} FROM samples WHERE grp = ? AND ts = "
+            "(SELECT MAX(ts) FROM samples WHERE grp = ? AND ts <= ?) ORDER BY topic, part",
+            (group, group, ts))
+
+    def recent(self, group: str, cycles: int) -> list[Sample]:
+        return self._samples(
+            f"SELECT {_COLS} FROM samples WHERE grp = ? AND ts >= COALESCE((SELECT MIN(ts) FROM "
+            "(SELECT DISTINCT ts FROM samples WHERE grp = ? ORDER BY ts DESC LIMIT ?) r), 0) "
+            "ORDER BY ts, topic, part", (group, group, int(cycles)))
+
+    def series(self, group: str, topic: str | None = None, since: int | None = None,
+               until: int | None = None) -> list[Sample]:
+        sql = f"SELECT {_COLS} FROM samples WHERE grp = ? AND ts >= ? AND ts <= ?"
+        params: tuple = (group, since if since is not None else -(2**62), until if until is not None else 2**62)
+        if topic is not None:
+            sql += " AND topic = ?"
+            params += (topic,)
+        return self._samples(sql + " ORDER BY ts, topic, part", params)
+
+    def cycles(self, since: int | None = None, until: int | None = None) -> list[Cycle]:
+        def go(cur):
+            cur.execute(self._q("SELECT ts, interval_ms, groups, partitions, duration_ms FROM cycles "
+                                "WHERE ts >= ? AND ts <= ? ORDER BY ts"),
+                        (since if since is not None else -(2**62), until if until is not None else 2**62))
+            return [Cycle(*r) for r in cur.fetchall()]
+        return self._run(go)
+
+    def gaps(self, since: int | None = None, until: int | None = None) -> list[Gap]:
+        def go(cur):
+            cur.execute(self._q("SELECT start_ts, end_ts, reason FROM gaps WHERE end_ts >= ? AND "
+                                "start_ts <= ? ORDER BY start_ts"),
+                        (since if since is not None else -(2**62), until if until is not None else 2**62))
+            return [Gap(*r) for r in cur.fetchall()]
+        return self._run(go)
+
+    def log_end_points(self, since: int) -> dict[TopicPartition, list[tuple[int, int]]]:
+        def go(cur):
+            cur.execute(self._q("SELECT DISTINCT topic, part, ts, log_end FROM samples WHERE ts >= ? "
+                                "ORDER BY ts"), (since,))
+            out: dict[TopicPartition, list[tuple[int, int]]] = defaultdict(list)
+            for t, p, ts, end in cur.fetchall():
+                out[TopicPartition(t, p)].append((ts, end))
+            return dict(out)
+        return self._run(go)

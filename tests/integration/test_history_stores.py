@@ -1,0 +1,60 @@
+"""The HistoryStore contract on real PostgreSQL and Redis servers, and store outages."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from offsetkeeper.history.store import SCHEMA_VERSION, StoreUnavailable, open_store
+from tests.unit.test_history_store import check_contract, check_prune
+
+
+def _pg_db(postgres_url: str, name: str) -> str:
+    """A fresh database per test on the session's server."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        c.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(postgres_url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def test_postgres_contract(postgres_url, unique):
+    with open_store(_pg_db(postgres_url, unique("h").replace("-", "_"))) as s:
+        check_contract(s)
+    with open_store(_pg_db(postgres_url, unique("p").replace("-", "_"))) as s:
+        check_prune(s)
+
+
+def test_postgres_two_openers_migrate_once(postgres_url, unique):
+    """Invariant: several samplers starting together on one database end at one schema version."""
+    url = _pg_db(postgres_url, unique("m").replace("-", "_"))
+    a, b = open_store(url), open_store(url)
+    assert a.schema_version() == b.schema_version() == SCHEMA_VERSION
+    a.close()
+    b.close()
+
+
+def test_redis_contract(redis_url, unique):
+    with open_store(f"{redis_url}?prefix={unique('ok')}") as s:
+        check_contract(s)
+    with open_store(f"{redis_url}?prefix={unique('ok')}") as s:
+        check_prune(s)
+
+
+def test_redis_prefix_isolates_stores(redis_url, unique):
+    from tests.unit.test_history_store import cycle_samples
+
+    a = open_store(f"{redis_url}?prefix={unique('a')}")
+    b = open_store(f"{redis_url}?prefix={unique('b')}")
+    a.write(cycle_samples(1000, "g", 1, 2))
+    assert b.groups() == [] and [g.group for g in a.groups()] == ["g"]
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:1/0", "postgresql://ops:pw@127.0.0.1:1/h"])
+def test_unreachable_store_is_named_without_its_password(url):
+    with pytest.raises(StoreUnavailable) as exc:
+        open_store(url)
+    assert "127.0.0.1:1" in str(exc.value) and ":pw@" not in str(exc.value)

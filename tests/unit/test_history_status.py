@@ -1,0 +1,88 @@
+"""Burrow-style status over samples: the rules, the fixed false alarms, the group verdict."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from offsetkeeper.history.model import Sample
+from offsetkeeper.history.status import Status, evaluate_partition, evaluate_status
+
+
+def series(commits, ends, *, owner="member-1", group="g", topic="t", partition=0, step=1000):
+    return [Sample(ts=i * step, group=group, topic=topic, partition=partition, committed=c,
+                   log_start=0, log_end=e, consumer_id=owner)
+            for i, (c, e) in enumerate(zip(commits, ends, strict=True))]
+
+
+@pytest.mark.parametrize("commits,ends,owner,expected", [
+    # idle topic, consumer caught up, nobody committing: OK, not STOP (Burrow #38/#140/#287)
+    ([100] * 10, [100] * 10, "", Status.OK),
+    ([100] * 10, [100] * 10, "member-1", Status.OK),
+    # consumer gone, producer goes on: STOP
+    ([50] * 10, [50 + 5 * i for i in range(10)], "", Status.STOP),
+    # a member owns it, offset never moves, always lagging: STALL
+    ([50] * 10, [60 + i for i in range(10)], "member-1", Status.STALL),
+    # offset went back: REWIND (even before the window is full)
+    ([10, 20, 5], [30, 30, 30], "member-1", Status.REWIND),
+    # moving but falling behind, lag never decreasing: WARN
+    ([10 * i for i in range(10)], [20 * i + 5 for i in range(10)], "member-1", Status.WARN),
+    # moving and lag sometimes decreasing: OK
+    ([10 * i for i in range(10)], [10 * i + (5 if i % 2 else 3) for i in range(10)], "m", Status.OK),
+    # lag was zero inside the window: OK although it is lagging now (Burrow's rule)
+    ([50] * 10, [50] * 5 + [55] * 5, "member-1", Status.OK),
+    # window not full yet: no STOP/STALL/WARN verdict
+    ([50] * 3, [60, 61, 62], "", Status.OK),
+])
+def test_partition_rules(commits, ends, owner, expected):
+    assert evaluate_partition(series(commits, ends, owner=owner), window=10).status is expected
+
+
+def test_lag_between_commits_counts():
+    """Invariant (Burrow #127): lag is judged at every sample, not only when a commit arrives —
+    a consumer that stops committing while the log grows is flagged without any new commit."""
+    s = series([50] * 10, [50 + i for i in range(10)], owner="")
+    st = evaluate_partition(s, window=10)
+    assert st.status is Status.STOP and st.lag == 9
+
+
+def test_allowed_lag():
+    s = series([50] * 10, [53] * 10, owner="m")
+    assert evaluate_partition(s, window=10, allowed_lag=3).status is Status.OK
+    assert evaluate_partition(s, window=10, allowed_lag=2).status is Status.STALL
+
+
+def test_only_the_last_window_counts():
+    old_rewind = series([10, 5] + [5 + i for i in range(10)], [20] * 12, owner="m")
+    assert evaluate_partition(old_rewind, window=10).status is not Status.REWIND
+
+
+def test_group_verdict_and_reason():
+    ok = series([100] * 10, [100] * 10, partition=0)
+    stop = series([50] * 10, [50 + i for i in range(10)], owner="", partition=1)
+    warn = series([10 * i for i in range(10)], [20 * i + 5 for i in range(10)], partition=2)
+    g = evaluate_status(ok + stop + warn, window=10)
+    assert g.status is Status.ERR
+    assert g.reason.startswith("STOP t:1: no consumer")
+    assert [p.status for p in g.partitions] == [Status.OK, Status.STOP, Status.WARN]
+    assert g.total_lag == 0 + 9 + (20 * 9 + 5 - 90)
+    assert evaluate_status(ok + warn, window=10).status is Status.WARN
+    assert evaluate_status(ok, window=10).status is Status.OK
+    assert evaluate_status(ok, window=10).reason == "all partitions caught up"
+    assert evaluate_status(ok[:5], window=10).complete == 0.5
+
+
+def test_status_codes_for_the_gauge():
+    assert [s.code for s in (Status.OK, Status.WARN, Status.ERR, Status.STOP, Status.STALL,
+                             Status.REWIND)] == [0, 1, 2, 3, 4, 5]
+
+
+@given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=15),
+       st.booleans())
+def test_caught_up_is_always_ok_and_never_crashes(pairs, owned):
+    samples = series([c for c, _ in pairs], [max(c, e) for c, e in pairs], owner="m" if owned else "")
+    st_ = evaluate_partition(samples, window=10)
+    assert isinstance(st_.status, Status) and st_.reason
+    if samples[-1].lag == 0:
+        assert st_.status is Status.OK
