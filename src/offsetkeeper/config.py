@@ -18,6 +18,10 @@ The YAML file (``--config``, else ``$OFFSETKEEPER_CONFIG``, else
     spark:
       master: local[*]
       conf: {spark.driver.memory: 2g}
+    ui:                                                  # `offsetkeeper ui` (docs/dashboard.md)
+      token: ${OFFSETKEEPER_UI_TOKEN}
+      history_store: /var/lib/offsetkeeper/history.db
+      backup_destinations: [/backups]
 
 ``${VAR}`` (and ``${VAR:-default}``) is expanded from the environment; unknown keys are errors.
 """
@@ -69,11 +73,20 @@ class SparkModel(_Strict):
     conf: dict[str, str | int | bool] = Field(default_factory=dict)
 
 
+class UiModel(_Strict):
+    """The web dashboard: its access token, history store and backup destinations to list."""
+
+    token: str | None = Field(default=None, repr=False)
+    history_store: str | None = None
+    backup_destinations: list[str] = Field(default_factory=list)
+
+
 class ConfigFile(_Strict):
     default_cluster: str | None = None
     clusters: dict[str, ClusterModel] = Field(default_factory=dict)
     snapshots: SnapshotsModel = Field(default_factory=SnapshotsModel)
     spark: SparkModel = Field(default_factory=SparkModel)
+    ui: UiModel = Field(default_factory=UiModel)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,10 @@ def _register() -> None:
     app.command("exporter")(exporter.run)
     devbroker.register_demo(app)
 
+    from offsetkeeper.cli import ui
+
+    app.command("ui")(ui.run)
+
 
 _register()
 

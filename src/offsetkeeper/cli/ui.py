@@ -1,0 +1,41 @@
+"""`offsetkeeper ui`: the web dashboard."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from offsetkeeper.cli.common import BootstrapOpt, ConfigOpt
+
+
+def run(
+    listen: Annotated[str, typer.Option("--listen", metavar="HOST:PORT", help="Address to listen "
+                                        "on; anything but loopback needs a token (ui.token in "
+                                        "the config or $OFFSETKEEPER_UI_TOKEN).")] = "127.0.0.1:8080",
+    read_only: Annotated[bool, typer.Option("--read-only", help="Hide and refuse every change "
+                                            "(resets, rollbacks).")] = False,
+    history_store: Annotated[str | None, typer.Option("--history-store", metavar="URL",
+                                                      help="Offset history store (lag charts, "
+                                                      "status, --to-history).")] = None,
+    backup_dest: Annotated[list[str] | None, typer.Option("--backup-dest", metavar="PATH|URL",
+                                                          help="Backup destination to list "
+                                                          "(repeatable).")] = None,
+    snapshot_store: Annotated[str | None, typer.Option("--snapshot-store", help="Snapshot store "
+                                                       "path or fsspec URL.")] = None,
+    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="Serve HTTPS with this "
+                                                  "certificate (PEM).")] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="Private key of --tls-cert.")] = None,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Serve the dashboard: groups, lag over time, the reset wizard, snapshots, backups.
+
+    Example: offsetkeeper ui --listen 127.0.0.1:8080 --history-store ~/history.db --read-only
+    """
+    from offsetkeeper.web.server import ServeOptions, serve
+
+    serve(ServeOptions(listen=listen, read_only=read_only, history_store=history_store,
+                       backup_destinations=tuple(backup_dest or ()), snapshot_store=snapshot_store,
+                       config_path=config, bootstrap=bootstrap, tls_cert=tls_cert, tls_key=tls_key))

@@ -1,0 +1,12 @@
+"""The web dashboard (`offsetkeeper ui`): groups, lag over time, a reset wizard with plan
+preview, snapshots, backups. Built on the operations layer (`offsetkeeper.ops`): it can do
+nothing the command line cannot, and nothing unsafely.
+
+    app.py        Starlette app: routes, guards (auth, CSRF, read-only), rendering
+    service.py    page data from ops (groups, group) and previewed plans awaiting confirmation
+    data.py       the ONE adapter to the history store
+    backups.py    backups, restores, mappings, quick validation (read-only, no Spark)
+    security.py   tokens, sessions, CSRF, loopback rules
+    svg.py        sparklines and time charts drawn on the server
+    templates/, static/   Jinja2 templates (autoescaped) and the CSS/JS shipped in the package
+"""

@@ -1,0 +1,117 @@
+"""Backups and restores for the dashboard: read-only, no Spark.
+
+Lists manifests under the configured destinations, the restores of a backup with their status,
+the offset-mapping summary of a restore (pyarrow reads of the mapping files), and the quick
+validation (manifest consistency and every data file present). Only destinations from the
+configuration are read: the browser names a destination by its index, never by a path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from offsetkeeper.errors import OffsetkeeperError, UsageError
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+@dataclass(frozen=True)
+class BackupLine:
+    backup_id: str
+    created_at: str
+    updated_at: str
+    source: str
+    topics: int
+    partitions: int
+    records: int
+    groups: int
+    runs: int
+
+
+@dataclass(frozen=True)
+class RestoreLine:
+    restore_id: str
+    status: str
+    target_cluster: str
+    routes: int
+    runs: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class BackupDetail:
+    line: BackupLine
+    topics: list[dict[str, Any]]
+    groups: list[dict[str, Any]]
+    restores: list[RestoreLine]
+    validation_ok: bool
+    problems: list[str] = field(default_factory=list)
+    files_checked: int = 0
+
+
+def _line(m) -> BackupLine:
+    return BackupLine(m.backup_id, m.created_at, m.updated_at, m.source.bootstrap_servers,
+                      len(m.topics), sum(len(t.partitions) for t in m.topics), m.record_count,
+                      len(m.groups), m.last_run)
+
+
+def list_destination(dest: str) -> list[BackupLine]:
+    """Every readable backup under one destination."""
+    from offsetkeeper.backup.manifest import list_backups
+
+    return [_line(m) for m in list_backups(dest)]
+
+
+def _restores(dest: str, backup_id: str) -> list[RestoreLine]:
+    from offsetkeeper.restore.state import list_states
+
+    return [RestoreLine(s.restore_id, str(s.status), s.target_cluster, len(s.routes), s.runs,
+                        s.error) for s in list_states(dest, backup_id)]
+
+
+def backup_detail(dest: str, backup_id: str) -> BackupDetail:
+    """Manifest summary, group offsets, restores and the quick validation of one backup."""
+    from offsetkeeper.backup.manifest import load_manifest
+    from offsetkeeper.backup.validate import validate_backup
+
+    m = load_manifest(dest, backup_id)
+    topics = [{"topic": t.name, "partition": p.partition, "start_offset": p.start_offset,
+               "end_offset": p.end_offset, "records": p.record_count,
+               "gaps": len(p.gaps)} for t in m.topics for p in t.partitions]
+    groups = [{"group": g.group, "topic": o.topic, "partition": o.partition, "offset": o.offset}
+              for g in m.groups for o in g.offsets]
+    report = validate_backup(dest, backup_id, deep=False)
+    return BackupDetail(_line(m), topics, groups, _restores(dest, backup_id), report.ok,
+                        [str(p) for p in report.problems], report.files_checked)
+
+
+def mapping_summary(dest: str, backup_id: str, restore_id: str) -> tuple[str, list[dict]]:
+    """The restore's status and, per source partition, first/last source and target offsets."""
+    from offsetkeeper.restore.mapping import summary_rows
+    from offsetkeeper.restore.translate import load_restore_mappings
+
+    if not _ID.fullmatch(restore_id):
+        # Ids name files inside the backup: nothing like ../ may reach the path.
+        raise UsageError(f"restore id '{restore_id}' is invalid: use letters, digits, '.', '_', '-'")
+    state, maps = load_restore_mappings(dest, backup_id, restore_id)
+    return str(state.status), summary_rows(maps)
+
+
+def destination(dests: list[str], index: str) -> str:
+    """The configured destination at `index` (the browser never sends a path)."""
+    if not index.isdigit() or int(index) >= len(dests):
+        raise UsageError(f"backup destination #{index} is not configured")
+    return dests[int(index)]
+
+
+def safe_list(dests: list[str]) -> list[tuple[int, str, list[BackupLine], str | None]]:
+    """Per destination: its backups, or the one-line error that kept us from reading it."""
+    out = []
+    for i, d in enumerate(dests):
+        try:
+            out.append((i, d, list_destination(d), None))
+        except (OffsetkeeperError, OSError) as exc:
+            out.append((i, d, [], getattr(exc, "message", None) or str(exc)))
+    return out

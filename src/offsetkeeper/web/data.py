@@ -1,0 +1,135 @@
+"""The dashboard's ONE adapter to the offset history store (`offsetkeeper.history`).
+
+Every read of the history goes through `HistoryView`, so a change of the history API is a fix
+in this file only. The pages need three things: per group a status with its reason, a time lag
+and a sparkline (groups page); per group lag and time-lag series over a range (group page);
+and the per-partition status with reasons.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from offsetkeeper.errors import OffsetkeeperError
+
+# Samples the groups page uses per group: the status window plus a longer sparkline.
+SPARK_CYCLES = 30
+RANGES_MS = {"1h": 3600_000, "24h": 86_400_000, "7d": 7 * 86_400_000}
+
+
+@dataclass(frozen=True)
+class PartitionVerdict:
+    """One partition's status from the history (Burrow-style) with the reason."""
+
+    topic: str
+    partition: int
+    status: str
+    reason: str
+    time_lag_s: float
+
+
+@dataclass(frozen=True)
+class GroupHistory:
+    """What the history says about a group now."""
+
+    status: str | None = None
+    reason: str = ""
+    time_lag_s: float | None = None
+    spark: tuple[float, ...] = ()          # total lag per cycle, oldest first
+    last_sample_ms: int | None = None
+    partitions: tuple[PartitionVerdict, ...] = ()
+
+
+@dataclass(frozen=True)
+class Series:
+    """A group's lag and time lag over a range: one point per sampling cycle."""
+
+    lag: list[tuple[int, float]] = field(default_factory=list)        # (ts ms, total lag)
+    time_lag: list[tuple[int, float]] = field(default_factory=list)   # (ts ms, max time lag s)
+    since_ms: int = 0
+    until_ms: int = 0
+
+
+def _totals(samples: Iterable) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    lag: dict[int, float] = defaultdict(float)
+    tlag: dict[int, float] = defaultdict(float)
+    for s in samples:
+        lag[s.ts] += s.lag
+        tlag[s.ts] = max(tlag[s.ts], s.time_lag_s)
+    ts = sorted(lag)
+    return [(t, lag[t]) for t in ts], [(t, tlag[t]) for t in ts]
+
+
+class HistoryView:
+    """Read-only access to one history store (opened once, shared by request threads)."""
+
+    def __init__(self, url: str, *, window: int = 10) -> None:
+        from offsetkeeper.history.store import open_store
+
+        self.window = window
+        self._store = open_store(url)
+        self.display_url = self._store.display_url
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._store.close()
+
+    def _recent(self, group: str, cycles: int) -> list:
+        with self._lock:
+            return self._store.recent(group, cycles)
+
+    def group(self, group: str, *, partitions: bool = False) -> GroupHistory:
+        """Status (with reason), current time lag and sparkline of one group; empty if the
+        store has no samples of it."""
+        from offsetkeeper.history.status import evaluate_status
+
+        samples = self._recent(group, max(SPARK_CYCLES, self.window))
+        if not samples:
+            return GroupHistory()
+        cycle_ts = sorted({s.ts for s in samples})
+        window_from = cycle_ts[-self.window] if len(cycle_ts) >= self.window else cycle_ts[0]
+        st = evaluate_status([s for s in samples if s.ts >= window_from], window=self.window,
+                             group=group)
+        lag, tlag = _totals(samples)
+        verdicts = tuple(PartitionVerdict(p.topic, p.partition, str(p.status), p.reason,
+                                          p.time_lag_s) for p in st.partitions) if partitions else ()
+        return GroupHistory(status=str(st.status), reason=st.reason,
+                            time_lag_s=tlag[-1][1] if tlag else None,
+                            spark=tuple(v for _, v in lag), last_sample_ms=cycle_ts[-1],
+                            partitions=verdicts)
+
+    def groups(self, names: Sequence[str]) -> dict[str, GroupHistory]:
+        """`group()` for many groups (the groups page)."""
+        return {g: self.group(g) for g in names}
+
+    def series(self, group: str, range_key: str, *, now_ms: int | None = None) -> Series:
+        """Total lag and max time lag per cycle over the last 1h, 24h or 7d."""
+        span = RANGES_MS[range_key]
+        until = now_ms if now_ms is not None else int(time.time() * 1000)
+        with self._lock:
+            samples = self._store.series(group, since=until - span, until=until)
+        lag, tlag = _totals(samples)
+        return Series(lag, tlag, until - span, until)
+
+    def known_groups(self) -> list[str]:
+        with self._lock:
+            return [g.group for g in self._store.groups()]
+
+
+def open_history(url: str | None) -> HistoryView | None:
+    """The history view for `url` (None when no store is configured)."""
+    if not url:
+        return None
+    return HistoryView(url)
+
+
+def safe(fn, default):
+    """Run a history read; a store that fails must not take the page down with it."""
+    try:
+        return fn(), None
+    except (OffsetkeeperError, OSError) as exc:
+        return default, getattr(exc, "message", None) or str(exc)

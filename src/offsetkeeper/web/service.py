@@ -1,0 +1,235 @@
+"""What the dashboard's pages read and do, in terms of the operations layer (`offsetkeeper.ops`).
+
+Reads: `overview` (groups page) and `group_view` (group page) from ops.list_groups,
+ops.describe_states and ops.describe_offsets plus the history view. Changes: plans made by
+ops.plan_reset_request / ops.rollback are kept here between the preview and the confirmation
+(`PlanBook`), and a confirmed plan runs through ops.execute_plan — the one executor, which
+re-checks active members and moved offsets at execute time and snapshots first.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from offsetkeeper.config import ConfigFile, Connection, resolve_connection
+from offsetkeeper.errors import UnknownGroupError, UsageError
+from offsetkeeper.web.data import GroupHistory, HistoryView, safe
+
+PLAN_TTL_S = 15 * 60
+MAX_PLANS = 200
+
+
+class Clusters:
+    """The clusters the dashboard may talk to (names from the config file), one admin each."""
+
+    def __init__(self, config: ConfigFile, *, bootstrap: str | None = None) -> None:
+        self._conns: dict[str, Connection] = {}
+        for name in config.clusters:
+            self._conns[name] = resolve_connection(cluster=name, config=config)
+        if bootstrap:
+            self._conns.setdefault("default", resolve_connection(bootstrap_server=bootstrap))
+        if not self._conns:
+            raise UsageError("no cluster configured: add clusters to the config file or give "
+                             "--bootstrap-server")
+        first = "default" if bootstrap else None
+        self.default = first or config.default_cluster or next(iter(self._conns))
+        if self.default not in self._conns:
+            self.default = next(iter(self._conns))
+        self._admins: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._conns)
+
+    def admin(self, name: str):
+        """The shared KafkaAdmin of a configured cluster (UnknownGroup-like 404 otherwise)."""
+        from offsetkeeper.kafka.admin import KafkaAdmin
+
+        if name not in self._conns:
+            raise UsageError(f"cluster '{name}' is not configured")
+        with self._lock:
+            if name not in self._admins:
+                self._admins[name] = KafkaAdmin(self._conns[name])
+            return self._admins[name]
+
+    def close(self) -> None:
+        for a in self._admins.values():
+            a.close()
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One line of the groups page."""
+
+    group: str
+    state: str
+    members: int
+    partitions: int
+    lag: int | None
+    time_lag_s: float | None
+    status: str | None
+    reason: str
+    spark: tuple[float, ...] = ()
+
+
+def _describe(admin, ids: list[str]):
+    """ops.describe_states + ops.describe_offsets for `ids`, dropping groups that vanished
+    between listing and describing (a live cluster changes under us)."""
+    from offsetkeeper.ops import describe_offsets, describe_states
+
+    ids = list(ids)
+    for _ in range(5):
+        try:
+            return describe_states(admin, ids), describe_offsets(admin, ids)
+        except UnknownGroupError as exc:
+            if exc.group not in ids:
+                raise
+            ids.remove(exc.group)
+    return describe_states(admin, ids), describe_offsets(admin, ids)
+
+
+def overview(admin, history: HistoryView | None) -> tuple[list[GroupRow], str | None]:
+    """Every group with state, members, lag now, and (from the history) status, time lag and a
+    sparkline; the second value is a history error to show, if any."""
+    from offsetkeeper.ops import list_groups
+
+    ids = [g.group_id for g in list_groups(admin)]
+    if not ids:
+        return [], None
+    infos, rows = _describe(admin, ids)
+    lag: dict[str, int] = defaultdict(int)
+    parts: dict[str, int] = defaultdict(int)
+    for r in rows:
+        parts[r.group] += 1
+        if r.lag is not None:
+            lag[r.group] += r.lag
+    hist: dict[str, GroupHistory] = {}
+    err = None
+    if history is not None:
+        hist, err = safe(lambda: history.groups([i.group_id for i in infos]), {})
+    out = []
+    for i in infos:
+        h = hist.get(i.group_id, GroupHistory())
+        out.append(GroupRow(i.group_id, i.state, len(i.members), parts[i.group_id],
+                            lag[i.group_id] if parts[i.group_id] else None, h.time_lag_s,
+                            h.status, h.reason, h.spark))
+    return out, err
+
+
+SORT_KEYS = {
+    "group": lambda r: r.group,
+    "state": lambda r: (r.state, r.group),
+    "members": lambda r: (r.members, r.group),
+    "lag": lambda r: (-1 if r.lag is None else r.lag, r.group),
+    "time_lag": lambda r: (-1.0 if r.time_lag_s is None else r.time_lag_s, r.group),
+    "status": lambda r: (_STATUS_RANK.get(r.status or "", -1), r.group),
+}
+_STATUS_RANK = {"OK": 0, "WARN": 1, "ERR": 2, "STOP": 3, "STALL": 4, "REWIND": 5}
+
+
+def filter_sort(rows: list[GroupRow], *, q: str = "", state: str = "", status: str = "",
+                sort: str = "group", desc: bool = False) -> list[GroupRow]:
+    """The groups page's filter (substring of the name, state, status) and sort."""
+    ql = q.lower()
+    out = [r for r in rows if (not ql or ql in r.group.lower())
+           and (not state or r.state == state) and (not status or (r.status or "") == status)]
+    return sorted(out, key=SORT_KEYS.get(sort, SORT_KEYS["group"]), reverse=desc)
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """Everything the group page shows."""
+
+    group: str
+    state: str
+    coordinator: str
+    assignor: str
+    members: list[dict]
+    partitions: list[dict]
+    total_lag: int
+    history: GroupHistory
+    history_error: str | None = None
+
+
+def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
+    """State, members with assignments, partitions (committed, log start/end, lag, time lag)."""
+    from offsetkeeper.ops import describe_offsets, describe_states
+
+    info = describe_states(admin, [group])[0]
+    rows = describe_offsets(admin, [group])
+    h, err = (GroupHistory(), None)
+    if history is not None:
+        h, err = safe(lambda: history.group(group, partitions=True), GroupHistory())
+    tl = {(p.topic, p.partition): p for p in h.partitions}
+    parts = []
+    for r in rows:
+        v = tl.get((r.topic, r.partition))
+        parts.append({"topic": r.topic, "partition": r.partition, "committed": r.current_offset,
+                      "log_start": r.log_start_offset, "log_end": r.log_end_offset, "lag": r.lag,
+                      "time_lag_s": v.time_lag_s if v else None,
+                      "status": v.status if v else None, "reason": v.reason if v else "",
+                      "consumer_id": r.consumer_id, "host": r.host, "client_id": r.client_id})
+    members = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+                "group_instance_id": m.group_instance_id,
+                "assignment": [str(tp) for tp in m.assignment]} for m in info.members]
+    return GroupView(group, info.state, info.coordinator, info.assignor, members, parts,
+                     sum(p["lag"] or 0 for p in parts), h, err)
+
+
+@dataclass
+class PlanEntry:
+    """A previewed plan waiting for the user's confirmation."""
+
+    cluster: str
+    plan: object
+    notes: tuple[str, ...]
+    kind: str                       # "reset" or "rollback"
+    description: str
+    created: float = field(default_factory=time.monotonic)
+
+
+class PlanBook:
+    """Previewed plans by an unguessable id; a plan is executed at most once, within 15 min.
+
+    The executor re-reads group states and offsets, so a plan confirmed later than it was
+    previewed cannot act on stale facts: a group that gained members or whose offsets moved is
+    refused, exactly as with the command line.
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[str, PlanEntry] = {}
+        self._lock = threading.Lock()
+
+    def put(self, entry: PlanEntry) -> str:
+        pid = secrets.token_urlsafe(16)
+        with self._lock:
+            self._expire()
+            if len(self._plans) >= MAX_PLANS:
+                oldest = min(self._plans, key=lambda k: self._plans[k].created)
+                del self._plans[oldest]
+            self._plans[pid] = entry
+        return pid
+
+    def take(self, pid: str, cluster: str) -> PlanEntry:
+        with self._lock:
+            self._expire()
+            entry = self._plans.get(pid)
+            if entry is None or entry.cluster != cluster:
+                raise UsageError("this plan is unknown, expired or already executed: preview it "
+                                 "again")
+            del self._plans[pid]
+            return entry
+
+    def peek(self, pid: str) -> PlanEntry | None:
+        with self._lock:
+            return self._plans.get(pid)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for k in [k for k, e in self._plans.items() if now - e.created > PLAN_TTL_S]:
+            del self._plans[k]

@@ -1,0 +1,45 @@
+"""Helpers for the dashboard tests: an app on the test broker, a filled history store, CSRF."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from offsetkeeper.config import ConfigFile
+from offsetkeeper.history.model import Cycle, Sample
+from offsetkeeper.history.store import open_store
+from offsetkeeper.web.app import UiSettings, create_app
+from offsetkeeper.web.data import open_history
+from offsetkeeper.web.service import Clusters
+
+CSRF_RE = re.compile(r'name="csrf(?:-token)?" (?:value|content)="([^"]+)"')
+
+
+def csrf_of(html: str) -> str:
+    m = CSRF_RE.search(html)
+    assert m, "page has no CSRF field"
+    return m.group(1)
+
+
+def fill_history(url: str, group: str, topic: str, *, partitions: int = 2, cycles: int = 40,
+                 interval_ms: int = 60_000, now_ms: int | None = None) -> None:
+    """Write `cycles` samples per partition through the store's write API: lag grows, then
+    shrinks (a visible curve), time lag follows the lag."""
+    now = now_ms or int(time.time() * 1000)
+    with open_store(url) as st:
+        for c in range(cycles):
+            ts = now - (cycles - 1 - c) * interval_ms
+            lag = 10 * c if c < cycles // 2 else 10 * (cycles - c)
+            samples = [Sample(ts=ts, group=group, topic=topic, partition=p, committed=1000 + 50 * c,
+                              log_start=0, log_end=1000 + 50 * c + lag, state="stable", members=1,
+                              consumer_id="c-1", time_lag_ms=lag * 100)
+                       for p in range(partitions)]
+            st.write(samples, Cycle(ts, interval_ms, 1, partitions, 5))
+
+
+def make_app(bootstrap: str, tmp_path, *, history_url: str | None = None, **settings):
+    """The dashboard app on the test broker with a snapshot store in tmp_path."""
+    kw = {"snapshot_store": str(tmp_path / "snapshots"),
+          "allowed_hosts": ("127.0.0.1", "localhost"), **settings}
+    s = UiSettings(history_store=history_url, **kw)
+    return create_app(s, Clusters(ConfigFile(), bootstrap=bootstrap), open_history(history_url))
