@@ -209,7 +209,7 @@ def test_active_group_refused(web, group, topic, bootstrap):
     """A group with members is refused in the preview (no execute button), and a plan previewed
     while the group was empty is refused at execute time once a consumer has joined."""
     c, _ = web
-    code, html = preview(c, group, topic, "to-earliest")
+    _code, html = preview(c, group, topic, "to-earliest")
     pid = PLAN_RE.search(html).group(1)
     consumer = LiveConsumer(bootstrap, group, [topic])
     try:

@@ -83,7 +83,7 @@ def time_chart(points: Sequence[Point], *, title: str, unit: str = "",
     `since_ms`/`until_ms` fix the time range (so 1h/24h/7d charts show their whole window even
     when samples cover part of it). No points: a framed chart saying so.
     """
-    left, right, top, bottom = 56, 10, 22, 24
+    left, right, top, bottom = 56, 16, 22, 24
     pw, ph = width - left - right, height - top - bottom
     pts = downsample(sorted(points), max(2, pw // 2))
     t0 = since_ms if since_ms is not None else (pts[0][0] if pts else 0)
@@ -106,7 +106,8 @@ def time_chart(points: Sequence[Point], *, title: str, unit: str = "",
                      f'class="chart-axis">{escape(_fmt_num(vmax * frac))}</text>')
     for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = left + frac * pw
-        parts.append(f'<text x="{x:.1f}" y="{height - 8}" text-anchor="middle" '
+        anchor = "start" if frac == 0 else "end" if frac == 1 else "middle"
+        parts.append(f'<text x="{x:.1f}" y="{height - 8}" text-anchor="{anchor}" '
                      f'class="chart-axis">{escape(_fmt_time(t0 + frac * (t1 - t0), t1 - t0))}'
                      "</text>")
     if not pts:
