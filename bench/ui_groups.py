@@ -1,0 +1,175 @@
+"""Benchmark: the dashboard's groups page for G groups (server time), against yardsticks.
+
+Creates G groups with committed offsets on a broker (a fresh local noida-db unless
+--bootstrap-server is given) and a SQLite history store with C cycles per group, then times in
+the same run, each the median of --repeat runs:
+  (a) the groups page: GET /c/default/groups through the ASGI app in-process (server time only:
+      cluster reads, history status + sparklines, filter/sort, rendering 1 row per group),
+      with every group's history read again (as after a new sampling cycle); also between
+      cycles, when the history view's cache (invalidated by each group's last sample) is warm,
+  (b) the same page without a history store,
+  (c) yardstick: the data gathering of `offsetkeeper groups describe --all-groups` (the CLI's
+      ops.list_groups + ops.describe_offsets for the same groups), no history, no HTML,
+  (d) yardstick: rendering the page's rows as a plain Jinja2 table (no cluster, no history).
+Prints one JSON document with the times and ratios.
+
+    .venv/bin/python bench/ui_groups.py --groups 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer
+from confluent_kafka import TopicPartition as CkTP
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from offsetkeeper import devbroker
+from offsetkeeper.config import ConfigFile, Connection
+from offsetkeeper.history.model import Cycle, Sample
+from offsetkeeper.history.store import open_store
+from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.web.app import UiSettings, create_app
+from offsetkeeper.web.data import open_history
+from offsetkeeper.web.service import Clusters
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+from starlette.testclient import TestClient  # noqa: E402
+
+
+def setup(bootstrap: str, topic: str, groups: list[str], partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        f.result(30)
+    time.sleep(0.5)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for part in range(partitions):
+        for i in range(50):
+            p.produce(topic, value=b"x" * 16, partition=part)
+    p.flush(60)
+    futures = []
+    for i, g in enumerate(groups):
+        tps = [CkTP(topic, i % partitions, 10 + i % 40)]
+        futures.append(admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(g, tps)])[g])
+    for f in futures:
+        f.result(60)
+
+
+def fill_history(url: str, topic: str, groups: list[str], partitions: int, cycles: int) -> int:
+    now = int(time.time() * 1000)
+    n = 0
+    with open_store(url) as st:
+        for c in range(cycles):
+            ts = now - (cycles - 1 - c) * 60_000
+            samples = [Sample(ts=ts, group=g, topic=topic, partition=i % partitions,
+                              committed=10 + c, log_start=0, log_end=50 + c + (i + c) % 7,
+                              state="empty", time_lag_ms=1000 * ((i + c) % 7))
+                       for i, g in enumerate(groups)]
+            st.write(samples, Cycle(ts, 60_000, len(groups), len(groups), 10))
+            n += len(samples)
+    return n
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--groups", type=int, default=1000)
+    ap.add_argument("--partitions", type=int, default=8, help="partitions of the topic")
+    ap.add_argument("--cycles", type=int, default=30, help="history cycles per group")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--bootstrap-server", default=None)
+    args = ap.parse_args()
+
+    run = uuid.uuid4().hex[:8]
+    topic = f"bench-ui-{run}"
+    groups = [f"bench-ui-{run}-{i:05d}" for i in range(args.groups)]
+    with tempfile.TemporaryDirectory() as d:
+        if args.bootstrap_server:
+            bootstrap, ctx = args.bootstrap_server, None
+        else:
+            ctx = devbroker.running_broker(data_dir=d)
+            bootstrap = ctx.__enter__()
+        try:
+            setup(bootstrap, topic, groups, args.partitions)
+            hist = str(Path(d) / "history.db")
+            samples = fill_history(hist, topic, groups, args.partitions, args.cycles)
+            settings = UiSettings(snapshot_store=str(Path(d) / "snaps"),
+                                  allowed_hosts=("127.0.0.1",))
+
+            def client(history_url):
+                app = create_app(settings, Clusters(ConfigFile(), bootstrap=bootstrap),
+                                 open_history(history_url))
+                return TestClient(app, base_url="http://127.0.0.1")
+
+            with_hist, no_hist = client(hist), client(None)
+            # Only this run's groups (the broker may hold others): the page's own filter.
+            q = f"/c/default/groups?q=bench-ui-{run}"
+            first = with_hist.get(q)          # warm-up: connections, template compile
+            assert first.status_code == 200, first.text[:300]
+            no_hist.get(q)
+            rows_shown = first.text.count('<tr data-name="')
+            assert rows_shown == args.groups, rows_shown
+            dash = with_hist.app.state.dash
+
+            def cold():
+                # A new sampling cycle since the last load: every group's history is read again.
+                dash.history._cache.clear()
+                return with_hist.get(q)
+            page_s, _ = timed(cold, args.repeat)
+            page_warm_s, _ = timed(lambda: with_hist.get(q), args.repeat)
+            page_nohist_s, _ = timed(lambda: no_hist.get(q), args.repeat)
+
+            from offsetkeeper.ops import describe_offsets, list_groups
+
+            with KafkaAdmin(Connection(bootstrap)) as admin:
+                def cli_gather():
+                    ids = [g.group_id for g in list_groups(admin) if g.group_id in wanted]
+                    return describe_offsets(admin, ids)
+                wanted = set(groups)
+                cli_s, rows = timed(cli_gather, args.repeat)
+                assert len(rows) == args.groups
+
+            from jinja2 import Environment
+
+            tpl = Environment(autoescape=True).from_string(
+                "<table>{% for r in rows %}<tr><td>{{ r.group }}</td><td>{{ r.topic }}</td>"
+                "<td>{{ r.partition }}</td><td>{{ r.current_offset }}</td><td>{{ r.lag }}</td>"
+                "</tr>{% endfor %}</table>")
+            plain_s, _ = timed(lambda: tpl.render(rows=rows), args.repeat)
+        finally:
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
+    print(json.dumps({
+        "benchmark": "ui_groups",
+        "groups": args.groups,
+        "history_samples": samples,
+        "repeat": args.repeat,
+        "groups_page_s": round(page_s, 4),
+        "groups_page_between_cycles_s": round(page_warm_s, 4),
+        "groups_page_no_history_s": round(page_nohist_s, 4),
+        "yardstick_cli_describe_all_groups_s": round(cli_s, 4),
+        "yardstick_plain_table_render_s": round(plain_s, 4),
+        "ratio_page_vs_cli_gather": round(page_s / cli_s, 2),
+        "ratio_page_no_history_vs_cli_gather": round(page_nohist_s / cli_s, 2),
+        "target_page_s": 1.0,
+        "meets_target": page_s < 1.0,
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
