@@ -51,7 +51,7 @@ def setup(bootstrap: str, topic: str, groups: list[str], partitions: int) -> Non
     time.sleep(0.5)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     for part in range(partitions):
-        for i in range(50):
+        for _ in range(50):
             p.produce(topic, value=b"x" * 16, partition=part)
     p.flush(60)
     futures = []

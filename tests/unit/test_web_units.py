@@ -1,0 +1,148 @@
+"""Pure parts of the dashboard: SVG charts, listen/auth rules, the time picker, filter/sort,
+the history adapter on an in-memory store."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from offsetkeeper.errors import UsageError
+from offsetkeeper.history.model import Cycle, Sample
+from offsetkeeper.history.store import open_store
+from offsetkeeper.web import security as sec
+from offsetkeeper.web.data import HistoryView
+from offsetkeeper.web.service import GroupRow, PlanBook, PlanEntry, filter_sort
+from offsetkeeper.web.svg import downsample, sparkline, time_chart
+from offsetkeeper.web.timefield import datetime_local_to_iso
+
+
+def test_sparkline_escapes_label_and_handles_empty():
+    svg = str(sparkline([1, 5, 3], label="<script>x</script>"))
+    assert "<script>" not in svg and "&lt;script&gt;" in svg and "<polyline" in svg
+    assert "<polyline" not in str(sparkline([]))
+    assert "<polyline" in str(sparkline([7]))            # one point: a flat line
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1e12, allow_nan=False), max_size=300))
+def test_sparkline_coordinates_stay_inside(values):
+    """Every point lies inside the viewBox, whatever the values (no NaN, no overflow)."""
+    svg = str(sparkline(values, width=120, height=24))
+    if not values:
+        return
+    pts = svg.split('points="')[1].split('"')[0].split()
+    for p in pts:
+        x, y = map(float, p.split(","))
+        assert 0 <= x <= 120 and 0 <= y <= 24
+
+
+def test_downsample_keeps_peaks_and_last():
+    pts = [(float(i), 0.0) for i in range(1000)]
+    pts[500] = (500.0, 99.0)
+    out = downsample(pts, 50)
+    assert len(out) == 50 and (500.0, 99.0) in out and out[-1] == pts[-1]
+    assert downsample(pts[:10], 50) == pts[:10]
+
+
+def test_time_chart_range_and_empty():
+    svg = str(time_chart([(1000.0, 5.0), (2000.0, 10.0)], title="lag <1h>", since_ms=0,
+                         until_ms=3_600_000))
+    assert "lag &lt;1h&gt;" in svg and 'class="chart-line"' in svg
+    assert "no samples" in str(time_chart([], title="t"))
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("127.0.0.1:8080", ("127.0.0.1", 8080)), ("[::1]:9000", ("::1", 9000)),
+    ("0.0.0.0:80", ("0.0.0.0", 80))])
+def test_parse_listen(value, expected):
+    assert sec.parse_listen(value) == expected
+
+
+@pytest.mark.parametrize("value", ["8080", "host:", ":80", "h:99999", "h:abc"])
+def test_parse_listen_rejects(value):
+    with pytest.raises(UsageError, match="HOST:PORT"):
+        sec.parse_listen(value)
+
+
+def test_non_loopback_needs_token():
+    sec.check_listen("127.0.0.1", None)
+    sec.check_listen("localhost", None)
+    sec.check_listen("0.0.0.0", "tok")
+    with pytest.raises(UsageError, match="loopback"):
+        sec.check_listen("0.0.0.0", None)
+    with pytest.raises(UsageError):
+        sec.check_listen("10.1.2.3", "")
+
+
+def test_basic_auth_only_over_tls():
+    basic = "Basic " + base64.b64encode(b"ops:tok").decode()
+    assert sec.token_from_header(basic, tls=False) is None
+    assert sec.token_from_header(basic, tls=True) == "tok"
+    assert sec.token_from_header("Bearer tok", tls=False) == "tok"
+    assert sec.token_from_header("Basic !!!", tls=True) is None
+    assert sec.token_from_header(None, tls=True) is None
+
+
+def test_csrf_tokens_are_per_session():
+    s = sec.Sessions()
+    a, b = s.new_id(), s.new_id()
+    assert s.csrf_ok(a, s.csrf_token(a))
+    assert not s.csrf_ok(b, s.csrf_token(a))
+    assert not s.csrf_ok(a, None) and not s.csrf_ok(None, "x")
+    assert not sec.Sessions().csrf_ok(a, s.csrf_token(a))     # another process secret
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("2026-11-20T09:40", "2026-11-20T09:40:00Z"),
+    ("2026-11-20T09:40:05", "2026-11-20T09:40:05Z"),
+    ("2026-11-20T09:40:00+02:00", "2026-11-20T09:40:00+02:00"),
+    ("PT1H", "PT1H"), ("", "")])
+def test_datetime_local_is_utc(value, expected):
+    assert datetime_local_to_iso(value) == expected
+
+
+def _row(g, lag=None, status=None, state="empty"):
+    return GroupRow(g, state, 0, 1, lag, None, status, "")
+
+
+def test_filter_sort():
+    rows = [_row("b", 5, "OK"), _row("A-pay", None, "ERR", "stable"), _row("c", 20, "WARN")]
+    assert [r.group for r in filter_sort(rows, sort="lag", desc=True)] == ["c", "b", "A-pay"]
+    assert [r.group for r in filter_sort(rows, q="pay")] == ["A-pay"]
+    assert [r.group for r in filter_sort(rows, state="stable")] == ["A-pay"]
+    assert [r.group for r in filter_sort(rows, sort="status", desc=True)] == ["A-pay", "c", "b"]
+    assert [r.group for r in filter_sort(rows, sort="nonsense")] == ["A-pay", "b", "c"]
+
+
+def test_plan_book_executes_once_and_per_cluster():
+    book = PlanBook()
+    pid = book.put(PlanEntry("prod", object(), (), "reset", ""))
+    with pytest.raises(UsageError):
+        book.take(pid, "dr")
+    assert book.take(pid, "prod").cluster == "prod"
+    with pytest.raises(UsageError, match="already executed"):
+        book.take(pid, "prod")
+
+
+def test_history_view_status_series_and_cache(tmp_path):
+    url = str(tmp_path / "h.db")
+    now = 10_000_000
+    with open_store(url) as s:
+        for c in range(12):
+            ts = now - (11 - c) * 60_000
+            # committed never moves, lag grows: STALL/STOP territory for partition 0
+            s.write([Sample(ts=ts, group="g", topic="t", partition=0, committed=5,
+                            log_start=0, log_end=10 + c, members=1, consumer_id="m",
+                            time_lag_ms=1000 * c)], Cycle(ts, 60_000, 1, 1, 1))
+    h = HistoryView(url)
+    g = h.group("g", partitions=True)
+    assert g.status in ("ERR", "WARN") and g.reason
+    assert g.spark[-1] == 16 and g.time_lag_s == 11.0
+    assert g.partitions[0].status in ("STALL", "STOP", "WARN")
+    series = h.series("g", "1h", now_ms=now)
+    assert len(series.lag) == 12 and series.since_ms == now - 3600_000
+    assert h.groups(["g", "unknown"])["unknown"].status is None
+    assert h.groups(["g"])["g"] is h.groups(["g"])["g"]        # cached until a new cycle
+    h.close()
