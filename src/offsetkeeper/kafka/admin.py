@@ -213,6 +213,34 @@ class KafkaAdmin:
         futures = {g: self.committed_offsets_async(g) for g in dict.fromkeys(group_ids)}
         return {g: self.committed_result(g, f) for g, f in futures.items()}
 
+    def committed_offsets_all(
+        self, topics: Iterable[str] | None = None
+    ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
+        """Committed offsets of every group of the cluster, fetched concurrently.
+
+        With `topics`, only offsets on those topics are kept and groups without any are left
+        out. A group deleted between listing and reading simply has no offsets (it is skipped,
+        never an error): the one rule every caller (backup capture, restore from a live source,
+        history sampling) needs.
+        """
+        from offsetkeeper.errors import UnknownGroupError
+
+        wanted = None if topics is None else set(topics)
+        listing = [g.group_id for g in self.list_groups()]
+        futures = {g: self.committed_offsets_async(g) for g in listing}
+        out: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        for gid, fut in futures.items():
+            try:
+                offs = self.committed_result(gid, fut)
+            except UnknownGroupError:
+                continue
+            if wanted is not None:
+                offs = {tp: o for tp, o in offs.items() if tp.topic in wanted}
+                if not offs:
+                    continue
+            out[gid] = offs
+        return out
+
     def alter_offsets_async(
         self, group_id: str, offsets: Mapping[TopicPartition, int | CommittedOffset]
     ) -> cf.Future:
