@@ -132,6 +132,22 @@ class KafkaAdmin:
             out[t] = sorted(m.partitions)
         return out
 
+    def resolve_partitions(self, specs: Iterable[Any]) -> tuple[dict[str, list[int]], list[TopicPartition]]:
+        """Check `topic` / `topic:P,...` specs against the cluster: the topics' partition ids and
+        the partitions the specs select. Specs are `TopicSpec`s or (topic, partitions|None)
+        tuples. The one place an unknown topic or partition becomes an UnknownTopicError."""
+        pairs = [(s.topic, s.partitions) if hasattr(s, "topic") else tuple(s) for s in specs]
+        parts = self.topic_partitions(list(dict.fromkeys(t for t, _ in pairs)))
+        selected: set[TopicPartition] = set()
+        for topic, ps in pairs:
+            for p in ps or parts[topic]:
+                if p not in parts[topic]:
+                    raise UnknownTopicError(f"topic '{topic}' has no partition {p} "
+                                            f"(partitions 0-{len(parts[topic]) - 1})",
+                                            topic=topic, partition=p)
+                selected.add(TopicPartition(topic, p))
+        return parts, sorted(selected)
+
     # -- groups ------------------------------------------------------------------------------
     def list_groups(self) -> list[GroupListing]:
         """Every consumer group the cluster knows, sorted by id."""
