@@ -12,6 +12,14 @@ from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_snapshot_store(tmp_path_factory):
+    """Snapshots taken by tests go to a temporary store, never the user's default directory."""
+    if "OFFSETKEEPER_SNAPSHOT_STORE" not in os.environ:
+        os.environ["OFFSETKEEPER_SNAPSHOT_STORE"] = str(tmp_path_factory.mktemp("snapshot-store"))
+    yield
+
+
 def _broker(tmp_path_factory, env: str, name: str):
     given = os.environ.get(env)
     if given:

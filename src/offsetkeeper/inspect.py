@@ -110,17 +110,7 @@ class PartitionOffsets:
 def show_offsets(admin: KafkaAdmin, specs: list[tuple[str, tuple[int, ...] | None]],
                  at_ms: int | None = None) -> list[PartitionOffsets]:
     """Log start/end per partition of the given topics (and the first offset at/after a time)."""
-    from offsetkeeper.errors import UnknownTopicError
-
-    parts = admin.topic_partitions(list(dict.fromkeys(t for t, _ in specs)))
-    tps: list[TopicPartition] = []
-    for topic, ps in specs:
-        for p in ps or parts[topic]:
-            if p not in parts[topic]:
-                raise UnknownTopicError(f"topic '{topic}' has no partition {p} "
-                                        f"(partitions 0-{len(parts[topic]) - 1})", topic=topic, partition=p)
-            tps.append(TopicPartition(topic, p))
-    tps = sorted(set(tps))
+    _, tps = admin.resolve_partitions(specs)
     marks = admin.watermarks(tps)
     at = admin.offsets_for_time(tps, at_ms) if at_ms is not None else {}
     # No record at or after the time: None (shown '-'); a reset to that time goes to log end.

@@ -132,6 +132,22 @@ class KafkaAdmin:
             out[t] = sorted(m.partitions)
         return out
 
+    def resolve_partitions(self, specs: Iterable[Any]) -> tuple[dict[str, list[int]], list[TopicPartition]]:
+        """Check `topic` / `topic:P,...` specs against the cluster: the topics' partition ids and
+        the partitions the specs select. Specs are `TopicSpec`s or (topic, partitions|None)
+        tuples. The one place an unknown topic or partition becomes an UnknownTopicError."""
+        pairs = [(s.topic, s.partitions) if hasattr(s, "topic") else tuple(s) for s in specs]
+        parts = self.topic_partitions(list(dict.fromkeys(t for t, _ in pairs)))
+        selected: set[TopicPartition] = set()
+        for topic, ps in pairs:
+            for p in ps or parts[topic]:
+                if p not in parts[topic]:
+                    raise UnknownTopicError(f"topic '{topic}' has no partition {p} "
+                                            f"(partitions 0-{len(parts[topic]) - 1})",
+                                            topic=topic, partition=p)
+                selected.add(TopicPartition(topic, p))
+        return parts, sorted(selected)
+
     # -- groups ------------------------------------------------------------------------------
     def list_groups(self) -> list[GroupListing]:
         """Every consumer group the cluster knows, sorted by id."""
@@ -212,6 +228,34 @@ class KafkaAdmin:
         """Committed offsets of many groups, fetched concurrently."""
         futures = {g: self.committed_offsets_async(g) for g in dict.fromkeys(group_ids)}
         return {g: self.committed_result(g, f) for g, f in futures.items()}
+
+    def committed_offsets_all(
+        self, topics: Iterable[str] | None = None
+    ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
+        """Committed offsets of every group of the cluster, fetched concurrently.
+
+        With `topics`, only offsets on those topics are kept and groups without any are left
+        out. A group deleted between listing and reading simply has no offsets (it is skipped,
+        never an error): the one rule every caller (backup capture, restore from a live source,
+        history sampling) needs.
+        """
+        from offsetkeeper.errors import UnknownGroupError
+
+        wanted = None if topics is None else set(topics)
+        listing = [g.group_id for g in self.list_groups()]
+        futures = {g: self.committed_offsets_async(g) for g in listing}
+        out: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        for gid, fut in futures.items():
+            try:
+                offs = self.committed_result(gid, fut)
+            except UnknownGroupError:
+                continue
+            if wanted is not None:
+                offs = {tp: o for tp, o in offs.items() if tp.topic in wanted}
+                if not offs:
+                    continue
+            out[gid] = offs
+        return out
 
     def alter_offsets_async(
         self, group_id: str, offsets: Mapping[TopicPartition, int | CommittedOffset]

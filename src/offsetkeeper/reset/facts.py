@@ -13,7 +13,6 @@ from offsetkeeper.reset.plan import (
     ResetFacts,
     ResetPlan,
     ResetScope,
-    TopicSpec,
     plan_delete,
     plan_reset,
 )
@@ -44,17 +43,6 @@ def resolve_groups(admin, scope: ResetScope, target: ResetTarget | None = None) 
     if named:
         return named
     raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
-
-
-def check_partitions(specs: tuple[TopicSpec, ...], topic_parts: dict[str, tuple[int, ...]]) -> None:
-    """Raise UnknownTopicError for a `topic:P` whose partition P does not exist."""
-    for spec in specs:
-        missing = sorted(set(spec.partitions or ()) - set(topic_parts[spec.topic]))
-        if missing:
-            raise UnknownTopicError(
-                f"topic '{spec.topic}' has no partition {missing[0]} "
-                f"(partitions 0-{len(topic_parts[spec.topic]) - 1})", topic=spec.topic,
-                partition=missing[0])
 
 
 def _group_facts(admin, groups: list[str]) -> dict[str, GroupFacts]:
@@ -98,8 +86,8 @@ def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str
             topics.update(tp.topic for tp in target.for_group(gf.info.group_id))
         elif scope.all_topics:
             topics.update(tp.topic for tp in gf.committed)
-    topic_parts = {t: tuple(p) for t, p in admin.topic_partitions(sorted(topics)).items()}
-    check_partitions(scope.topics, topic_parts)
+    parts, _ = admin.resolve_partitions([*scope.topics, *((t, None) for t in sorted(topics))])
+    topic_parts = {t: tuple(p) for t, p in parts.items()}
     if isinstance(target, FromOffsets):
         for g in groups:
             for tp in target.for_group(g):
@@ -147,9 +135,8 @@ def build_delete_plan(admin, scope: ResetScope, *, whole_groups: bool,
         raise UsageError("offsets delete needs --topic TOPIC[:P,...]")
     groups = resolve_groups(admin, scope)
     gfacts = _group_facts(admin, groups)
-    topic_parts = {t: tuple(p) for t, p in admin.topic_partitions(
-        sorted({s.topic for s in scope.topics})).items()}
-    check_partitions(scope.topics, topic_parts)
+    parts, _ = admin.resolve_partitions(scope.topics)
+    topic_parts = {t: tuple(p) for t, p in parts.items()}
     if not whole_groups:
         for g, gf in gfacts.items():
             if not gf.exists:
