@@ -66,13 +66,15 @@ class NextRecordTimes:
         if self._consumer is None:
             from confluent_kafka import Consumer
 
-            conf = {**self._conf,
+            # librdkafka logs every failed reconnect at level 3 (many lines a second while a
+            # broker is down); the sampler logs one line per cycle instead.
+            conf = {"log_level": "2", **self._conf,
                     "group.id": "offsetkeeper-history-peek",  # never joins, never commits
                     "enable.auto.commit": "false", "enable.auto.offset.store": "false",
                     "enable.partition.eof": "true", "auto.offset.reset": "earliest",
                     "fetch.wait.max.ms": "50", "queued.min.messages": "1",
                     "queued.max.messages.kbytes": "4096", "fetch.max.bytes": "1048576",
-                    "max.partition.fetch.bytes": "65536", "log_level": "3",
+                    "max.partition.fetch.bytes": "65536",
                     "reconnect.backoff.max.ms": "1000"}
             self._consumer = Consumer(conf)
         return self._consumer
