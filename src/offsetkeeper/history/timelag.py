@@ -17,7 +17,7 @@ Both return 0 when the group is caught up, are never negative, and never NaN or 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from offsetkeeper.models import TopicPartition
 
@@ -90,11 +90,16 @@ class LogEndTable:
             self.add(tp, ts, end)
 
     def estimate_ms(self, tp: TopicPartition, committed: int, now: int) -> int:
-        return interpolated_ms(list(self._t.get(tp, ())), committed, now)
+        d = self._t.get(tp)
+        if not d or committed >= d[-1][1]:
+            return 0
+        return interpolated_ms(d, committed, now)
 
-    def retain(self, tps: Iterable[TopicPartition]) -> None:
-        """Forget partitions no longer sampled (keeps memory flat when groups come and go)."""
-        keep = set(tps)
+    def retain(self, tps: Collection[TopicPartition]) -> None:
+        """Forget partitions not in `tps` (keeps memory flat when groups come and go)."""
+        if len(self._t) <= len(tps) and all(tp in self._t for tp in tps):
+            return  # nothing stale: every known partition was just sampled
+        keep = tps if isinstance(tps, (set, frozenset, dict)) else set(tps)
         for tp in [t for t in self._t if t not in keep]:
             del self._t[tp]
 
