@@ -8,7 +8,7 @@ Two methods (docs/history.md):
   partition, estimate when the log end passed the committed offset, and take `now - that time`.
   Cheap (no fetch), but only as good as the sampling: between points it is linear, before the
   first point it extrapolates at the observed produce rate, and with no usable rate it returns
-  the age of the oldest point (a lower bound).
+  the age of the oldest point (a lower bound); with a single point it is unknown (None).
 
 Both return 0 when the group is caught up, are never negative, and never NaN or infinite
 (kafka-lag-exporter #111, #265 reported NaN when its table had too few points).
@@ -33,17 +33,20 @@ def exact_ms(now: int, committed: int, log_end: int, next_ts: int | None) -> int
     return max(0, now - next_ts)
 
 
-def interpolated_ms(points: Sequence[tuple[int, int]], committed: int, now: int) -> int:
+def interpolated_ms(points: Sequence[tuple[int, int]], committed: int, now: int) -> int | None:
     """Interpolated time lag in ms from `(ts, log_end)` points sorted by time (oldest first).
 
     The record at offset `committed` was appended while the log end moved from <= committed to
     > committed; that moment is interpolated linearly between the two points around it.
+    None only when a lagging partition has a single point (nothing to interpolate from yet).
     """
     if not points:
         return 0
     last_ts, last_end = points[-1]
     if committed >= last_end:
         return 0
+    if len(points) == 1:
+        return None
     # The latest point at which the record at `committed` did not exist yet.
     before = None
     for i in range(len(points) - 1, -1, -1):
@@ -89,7 +92,7 @@ class LogEndTable:
         for ts, end in sorted(points):
             self.add(tp, ts, end)
 
-    def estimate_ms(self, tp: TopicPartition, committed: int, now: int) -> int:
+    def estimate_ms(self, tp: TopicPartition, committed: int, now: int) -> int | None:
         d = self._t.get(tp)
         if not d or committed >= d[-1][1]:
             return 0
