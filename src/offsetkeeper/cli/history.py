@@ -74,7 +74,7 @@ def sampler_config(group, all_groups, interval, retain, time_lag, window):
     from offsetkeeper.history.store import RetentionPolicy
     from offsetkeeper.history.timeparse import parse_duration_ms
 
-    groups = tuple(dict.fromkeys(v.strip() for raw in group or [] for v in [raw] if v.strip()))
+    groups = tuple(dict.fromkeys(g.strip() for g in group or [] if g.strip()))
     if groups and all_groups:
         raise UsageError("--group and --all-groups are mutually exclusive")
     if not groups and not all_groups:
