@@ -126,6 +126,7 @@ def _part_backup_restore(ctx: DemoContext) -> None:
 # The demo's parts in order: (title, function, needs Spark). Each capability adds its own part.
 PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
     ("offsets: inspect, reset, snapshot, rollback", _part_offsets, False),
+    ("history: lag over time, status, plot, reset to a past moment", lambda ctx: __import__("offsetkeeper.history.demo", fromlist=["part"]).part(ctx), False),
     ("backup and restore with an exact offset mapping", _part_backup_restore, True),
 ]
 

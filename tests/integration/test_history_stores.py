@@ -58,3 +58,29 @@ def test_unreachable_store_is_named_without_its_password(url):
     with pytest.raises(StoreUnavailable) as exc:
         open_store(url)
     assert "127.0.0.1:1" in str(exc.value) and ":pw@" not in str(exc.value)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_record_and_read_back_through_the_cli(backend, bootstrap, postgres_url, redis_url, unique,
+                                              capsys):
+    """The same commands work on the shared stores: record twice, show, at, status."""
+    from tests.cli import run_cli
+    from tests.kafkatools import commit, create_topic, produce_n
+
+    url = (_pg_db(postgres_url, unique("c").replace("-", "_")) if backend == "postgres"
+           else f"{redis_url}?prefix={unique('c')}")
+    topic, group = unique("t"), unique("g")
+    create_topic(bootstrap, topic, 2)
+    produce_n(bootstrap, topic, 2, 10)
+    for offset in (3, 6):
+        commit(bootstrap, group, {(topic, 0): offset, (topic, 1): offset})
+        r = run_cli(capsys, "history", "record", "-g", group, "--once", "--store", url, "-b", bootstrap)
+        assert r.code == 0, r.err
+    r = run_cli(capsys, "history", "show", group, "--store", url, "-o", "json")
+    assert [(x["partition"], x["committed"], x["lag"]) for x in r.json()] == \
+        [(0, 3, 7), (1, 3, 7), (0, 6, 4), (1, 6, 4)]
+    r = run_cli(capsys, "history", "at", group, "--time", "now", "--store", url, "-o", "json")
+    assert {x["committed"] for x in r.json()} == {6}
+    r = run_cli(capsys, "lag", "status", group, "--store", url, "--window", "2", "-o", "json")
+    assert r.code == 0 and r.json()[0]["status"] == "OK"

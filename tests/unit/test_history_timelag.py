@@ -34,9 +34,11 @@ def test_interpolated_before_the_table_extrapolates_at_the_produce_rate():
 
 
 def test_interpolated_with_too_few_points_is_a_lower_bound_not_nan():
-    """Invariant (kafka-lag-exporter #111/#265): a table with one point or no produce rate
-    yields a finite number (the age of the oldest point), never NaN."""
-    assert interpolated_ms([(10_000, 100)], 50, 25_000) == 15_000
+    """Invariant (kafka-lag-exporter #111/#265): a table without a produce rate yields a finite
+    number (the age of the oldest point), never NaN; a single point says "unknown" (None), and
+    the exported value then falls back to the exact time lag or 0."""
+    assert interpolated_ms([(10_000, 100)], 50, 25_000) is None
+    assert interpolated_ms([(10_000, 100)], 100, 25_000) == 0
     assert interpolated_ms([(10_000, 100), (20_000, 100)], 50, 25_000) == 15_000
     assert interpolated_ms([], 50, 25_000) == 0
 
@@ -66,6 +68,9 @@ def test_interpolated_is_finite_and_non_negative(raw, committed, now):
         if not pts or ts > pts[-1][0]:
             pts.append((ts, last_end))
     v = interpolated_ms(pts, committed, now)
-    assert isinstance(v, int) and v >= 0 and not math.isnan(v)
     if not pts or committed >= pts[-1][1]:
         assert v == 0
+    elif len(pts) == 1:
+        assert v is None
+    else:
+        assert isinstance(v, int) and v >= 0 and not math.isnan(v)

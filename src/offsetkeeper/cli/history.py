@@ -35,6 +35,14 @@ UntilOpt = Annotated[str | None, typer.Option("--until", help="End: ISO-8601 tim
                                               "ago [default: now].", show_default=False)]
 
 
+def render(rows: list[dict], columns: list[str], output: OutputFormat, **kw) -> None:
+    """render_rows, with names escaped for Rich in tables (names are data: `[/]` is a valid
+    group name); JSON and CSV get the raw values."""
+    if output is OutputFormat.table:
+        rows = [{k: escape(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
+    render_rows(rows, columns, output, **kw)
+
+
 def setup_logging() -> None:
     """One line per event on stderr, UTC timestamps (the sampler's log)."""
     logger = logging.getLogger("offsetkeeper.history")
@@ -66,7 +74,7 @@ def sampler_config(group, all_groups, interval, retain, time_lag, window):
     from offsetkeeper.history.store import RetentionPolicy
     from offsetkeeper.history.timeparse import parse_duration_ms
 
-    groups = tuple(dict.fromkeys(v.strip() for raw in group or [] for v in [raw] if v.strip()))
+    groups = tuple(dict.fromkeys(g.strip() for g in group or [] if g.strip()))
     if groups and all_groups:
         raise UsageError("--group and --all-groups are mutually exclusive")
     if not groups and not all_groups:
@@ -140,7 +148,7 @@ def show(
     lo, hi = _range(since, until)
     with open_store(store) as st:
         rows = show_rows(st, group, topic=topic, since=lo, until=hi)
-    render_rows(rows, SHOW_COLUMNS, output)
+    render(rows, SHOW_COLUMNS, output)
 
 
 @app.command("at")
@@ -162,7 +170,7 @@ def at(
     ts = parse_when(when, what="--time")
     with open_store(store) as st:
         res = read.at(st, group, ts)
-    render_rows(res.rows(), read.AT_COLUMNS, output)
+    render(res.rows(), read.AT_COLUMNS, output)
 
 
 @app.command("plot")
@@ -212,7 +220,7 @@ def export(
     if output is OutputFormat.json:
         render_json({"days": list(res.days), "rows": res.rows, "files": list(res.files)})
     else:
-        render_rows([{"day": d} for d in res.days], ["day"], output)
+        render([{"day": d} for d in res.days], ["day"], output)
         stderr_console().print(escape(f"exported {res.rows} samples to {to}"), highlight=False)
 
 
@@ -235,4 +243,4 @@ def report(
     rows = daily_report(spark, source)
     if not rows:
         raise UsageError(f"history report: {source} holds no samples")
-    render_rows(rows, REPORT_COLUMNS, output)
+    render(rows, REPORT_COLUMNS, output)

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from offsetkeeper.cli.common import OutputOpt
-from offsetkeeper.cli.history import StoreOpt
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows
+from offsetkeeper.cli.history import StoreOpt, render
+from offsetkeeper.cli.output import OutputFormat, render_json
 
 app = typer.Typer(help="Consumer lag and status (OK/WARN/ERR, STOP/STALL/REWIND per partition).",
                   no_args_is_help=True)
@@ -47,9 +47,9 @@ def status(
     if output is OutputFormat.json:
         render_json([g.as_dict() for g in result])
     elif partitions:
-        render_rows(read.status_rows(result, partitions=True), read.PARTITION_STATUS_COLUMNS, output)
+        render(read.status_rows(result, partitions=True), read.PARTITION_STATUS_COLUMNS, output)
     else:
-        render_rows(read.status_rows(result), read.STATUS_COLUMNS, output)
+        render(read.status_rows(result), read.STATUS_COLUMNS, output)
     bad = {Status.ERR} | ({Status.WARN} if fail_on is FailOn.warn else set())
     if any(g.status in bad for g in result):
         raise typer.Exit(1)

@@ -104,7 +104,7 @@ class LagCollector(Collector):
 def parse_listen(text: str) -> tuple[str, int]:
     """`HOST:PORT`, `:PORT` or `[IPv6]:PORT` -> (host, port)."""
     host, sep, port = (text or "").strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
         raise UsageError(f"--listen '{text}' is not HOST:PORT (expected e.g. 127.0.0.1:9308)")
     host = host.strip("[]") or "0.0.0.0"
     return host, int(port)

@@ -79,7 +79,7 @@ SAMPLE_FIELDS = tuple(Sample.__dataclass_fields__)
 
 
 def iso(ms: int | None) -> str | None:
-    """Epoch milliseconds as an ISO-8601 UTC string (seconds precision)."""
+    """Epoch milliseconds as an ISO-8601 UTC string (millisecond precision, as stored)."""
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
@@ -66,13 +66,15 @@ class NextRecordTimes:
         if self._consumer is None:
             from confluent_kafka import Consumer
 
-            conf = {**self._conf,
+            # librdkafka logs every failed reconnect at level 3 (many lines a second while a
+            # broker is down); the sampler logs one line per cycle instead.
+            conf = {"log_level": "2", **self._conf,
                     "group.id": "offsetkeeper-history-peek",  # never joins, never commits
                     "enable.auto.commit": "false", "enable.auto.offset.store": "false",
                     "enable.partition.eof": "true", "auto.offset.reset": "earliest",
                     "fetch.wait.max.ms": "50", "queued.min.messages": "1",
                     "queued.max.messages.kbytes": "4096", "fetch.max.bytes": "1048576",
-                    "max.partition.fetch.bytes": "65536", "log_level": "3",
+                    "max.partition.fetch.bytes": "65536",
                     "reconnect.backoff.max.ms": "1000"}
             self._consumer = Consumer(conf)
         return self._consumer
@@ -126,10 +128,14 @@ class NextRecordTimes:
                 out[TopicPartition(t, p)] = hit[1] if hit is not None and hit[0] == off else None
         return out
 
-    def retain(self, tps: Iterable[TopicPartition]) -> None:
-        keep = set(tps)
-        for tp in [t for t in self._cache if t not in keep]:
+    def retain(self, tps: Collection[TopicPartition]) -> None:
+        """Forget partitions not in `tps` (a set or dict: membership is checked directly)."""
+        stale = [t for t in self._cache if t not in tps]
+        for tp in stale:
             del self._cache[tp]
+
+
+_NO_OWNER = ("", "", "")
 
 
 def _owners(info: GroupInfo | None) -> dict[TopicPartition, tuple[str, str, str]]:
@@ -164,9 +170,16 @@ class CycleSampler:
         # Metadata first: a cheap, safe reachability check (group requests sent to an unreachable
         # cluster can abort the process in librdkafka, see KafkaAdmin.ping) and the partitions.
         topics = self.admin.topic_partitions(None)
-        groups = list(self.scope.groups) if not self.scope.all_groups else \
-            [g.group_id for g in self.admin.list_groups()]
-        infos = self.admin.describe_groups_each(groups)
+        # One ListGroups request gives every group's state; only groups that can have members
+        # are described (members and assignments), so idle groups cost no describe at all.
+        listing = {g.group_id: g for g in self.admin.list_groups()}
+        groups = list(self.scope.groups) if not self.scope.all_groups else list(listing)
+        to_describe = [g for g in groups if g not in listing
+                       or listing[g].state not in ("empty", "dead")]
+        infos: dict[str, GroupInfo | Exception] = {
+            g: GroupInfo(g, listing[g].state, group_type=listing[g].group_type)
+            for g in groups if g in listing}
+        infos.update(self.admin.describe_groups_each(to_describe))
         committed = self.admin.committed_offsets_each(groups)   # committed offsets first ...
         errors: dict[str, str] = {}
         by_group: dict[str, dict[TopicPartition, CommittedOffset]] = {}
@@ -183,46 +196,49 @@ class CycleSampler:
         failed = [committed[g] for g in groups if isinstance(committed.get(g), OffsetkeeperError)]
         if groups and len(failed) == len(groups):
             raise failed[0]  # no group answered: an outage, not a per-group problem
-        tps = sorted({tp for offs in by_group.values() for tp in offs})
-        wms = self.admin.watermarks(tps)                        # ... log ends after
+        tps = {tp for offs in by_group.values() for tp in offs}
+        wms = self.admin.watermarks_unordered(tps)              # ... log ends after
         ts = _now()
-        for tp in tps:
-            self.table.add(tp, ts, wms[tp].high)
-        self.table.retain(tps)
-        next_ts: dict[TopicPartition, int | None] = {}
+        table = self.table
+        for tp, wm in wms.items():
+            table.add(tp, ts, wm.high)
+        table.retain(wms)
+        next_ts: dict[tuple[TopicPartition, int], int | None] = {}
         if self.next_times is not None:
-            # One fetch per lagging partition; with several groups on one partition each distinct
-            # committed offset is one lookup (the cache key is the offset).
+            # One fetch per lagging partition and distinct committed offset (several groups on
+            # one partition at the same offset share it; the cache key is the offset).
             wanted: dict[TopicPartition, set[int]] = {}
             for offs in by_group.values():
                 for tp, o in offs.items():
-                    if o.offset < wms[tp].high:
-                        wanted.setdefault(tp, set()).add(max(o.offset, wms[tp].low))
-            single = {tp: min(v) for tp, v in wanted.items() if len(v) == 1}
-            next_ts.update({(tp, o): t for tp, t in self.next_times.timestamps(single).items()
-                            for o in [single[tp]]})
-            multi = [(tp, o) for tp, v in wanted.items() if len(v) > 1 for o in sorted(v)]
-            for tp, o in multi:
-                next_ts[(tp, o)] = self.next_times.timestamps({tp: o})[tp]
-            self.next_times.retain(tps)
+                    wm = wms[tp]
+                    if o.offset < wm.high:
+                        wanted.setdefault(tp, set()).add(max(o.offset, wm.low))
+            rounds = max((len(v) for v in wanted.values()), default=0)
+            for i in range(rounds):  # each round asks for at most one offset per partition
+                ask = {tp: sorted(v)[i] for tp, v in wanted.items() if len(v) > i}
+                for tp, t in self.next_times.timestamps(ask).items():
+                    next_ts[(tp, ask[tp])] = t
+            self.next_times.retain(wms)
+        exact_on = self.next_times is not None
         samples: list[Sample] = []
-        for g, offs in sorted(by_group.items()):
+        for g, offs in by_group.items():
             info = infos.get(g)
             info = info if isinstance(info, GroupInfo) else None
             owners = _owners(info)
             state = info.state if info else "unknown"
             members = len(info.members) if info else 0
-            for tp, o in sorted(offs.items()):
+            for tp, o in offs.items():
                 wm = wms[tp]
-                lag = max(0, wm.high - o.offset)
-                nts = next_ts.get((tp, max(o.offset, wm.low))) if lag else None
-                exact = timelag.exact_ms(ts, o.offset, wm.high, nts) if self.next_times is not None else None
-                member = owners.get(tp, ("", "", ""))
+                committed_ = o.offset
+                if committed_ >= wm.high:
+                    nts, exact, interp = None, (0 if exact_on else None), 0
+                else:
+                    nts = next_ts.get((tp, max(committed_, wm.low)))
+                    exact = timelag.exact_ms(ts, committed_, wm.high, nts) if exact_on else None
+                    interp = table.estimate_ms(tp, committed_, ts)
+                member = owners.get(tp, _NO_OWNER)
                 samples.append(Sample(
-                    ts=ts, group=g, topic=tp.topic, partition=tp.partition, committed=o.offset,
-                    log_start=wm.low, log_end=wm.high, metadata=o.metadata, state=state,
-                    members=members, consumer_id=member[0], client_id=member[1], host=member[2],
-                    next_ts=nts, time_lag_ms=exact,
-                    time_lag_interp_ms=self.table.estimate_ms(tp, o.offset, ts)))
+                    ts, g, tp.topic, tp.partition, committed_, wm.low, wm.high, o.metadata, state,
+                    members, member[0], member[1], member[2], nts, exact, interp))
         return CycleResult(ts=ts, samples=samples, groups=len(by_group),
                            duration_ms=_now() - start, errors=errors)

@@ -31,6 +31,9 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
     `once`, one cycle runs and a failure of the cluster or the store raises (exit 1), for cron.
     """
     store = open_store(store_url)
+    # librdkafka logs each failed reconnect (many lines a second during a broker outage); the
+    # sampler logs one line per cycle instead, unless the user asked for a log level.
+    conn = Connection(conn.bootstrap_servers, {"log_level": "2", **conn.properties}, conn.name)
     server = None
     try:
         with KafkaAdmin(conn) as admin:

@@ -39,7 +39,7 @@ def history_target(when: str, *, store_url: str | None = None, groups: Sequence[
                     f"{iso(ts)}" + (f"; its history starts at {iso(hist[0].ts)}" if hist else ""))
             sample_ts = then[0].ts
             age_s = (ts - sample_ts) / 1000
-            base = f"history sample of {iso(sample_ts)} ({age_s:.0f}s before the time)"
+            base = f"history sample of {iso(sample_ts)} ({age_s:.1f}s before the time)"
             cyc = store.cycles(since=sample_ts, until=sample_ts)
             if cyc and ts - sample_ts > 2 * cyc[0].interval_ms:
                 base += f"; older than two sampling intervals ({cyc[0].interval_ms / 1000:g}s)"

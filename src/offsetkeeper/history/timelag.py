@@ -8,7 +8,7 @@ Two methods (docs/history.md):
   partition, estimate when the log end passed the committed offset, and take `now - that time`.
   Cheap (no fetch), but only as good as the sampling: between points it is linear, before the
   first point it extrapolates at the observed produce rate, and with no usable rate it returns
-  the age of the oldest point (a lower bound).
+  the age of the oldest point (a lower bound); with a single point it is unknown (None).
 
 Both return 0 when the group is caught up, are never negative, and never NaN or infinite
 (kafka-lag-exporter #111, #265 reported NaN when its table had too few points).
@@ -17,7 +17,7 @@ Both return 0 when the group is caught up, are never negative, and never NaN or 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from offsetkeeper.models import TopicPartition
 
@@ -33,17 +33,20 @@ def exact_ms(now: int, committed: int, log_end: int, next_ts: int | None) -> int
     return max(0, now - next_ts)
 
 
-def interpolated_ms(points: Sequence[tuple[int, int]], committed: int, now: int) -> int:
+def interpolated_ms(points: Sequence[tuple[int, int]], committed: int, now: int) -> int | None:
     """Interpolated time lag in ms from `(ts, log_end)` points sorted by time (oldest first).
 
     The record at offset `committed` was appended while the log end moved from <= committed to
     > committed; that moment is interpolated linearly between the two points around it.
+    None only when a lagging partition has a single point (nothing to interpolate from yet).
     """
     if not points:
         return 0
     last_ts, last_end = points[-1]
     if committed >= last_end:
         return 0
+    if len(points) == 1:
+        return None
     # The latest point at which the record at `committed` did not exist yet.
     before = None
     for i in range(len(points) - 1, -1, -1):
@@ -89,12 +92,17 @@ class LogEndTable:
         for ts, end in sorted(points):
             self.add(tp, ts, end)
 
-    def estimate_ms(self, tp: TopicPartition, committed: int, now: int) -> int:
-        return interpolated_ms(list(self._t.get(tp, ())), committed, now)
+    def estimate_ms(self, tp: TopicPartition, committed: int, now: int) -> int | None:
+        d = self._t.get(tp)
+        if not d or committed >= d[-1][1]:
+            return 0
+        return interpolated_ms(d, committed, now)
 
-    def retain(self, tps: Iterable[TopicPartition]) -> None:
-        """Forget partitions no longer sampled (keeps memory flat when groups come and go)."""
-        keep = set(tps)
+    def retain(self, tps: Collection[TopicPartition]) -> None:
+        """Forget partitions not in `tps` (keeps memory flat when groups come and go)."""
+        if len(self._t) <= len(tps) and all(tp in self._t for tp in tps):
+            return  # nothing stale: every known partition was just sampled
+        keep = tps if isinstance(tps, (set, frozenset, dict)) else set(tps)
         for tp in [t for t in self._t if t not in keep]:
             del self._t[tp]
 

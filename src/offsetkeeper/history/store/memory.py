@@ -1,6 +1,8 @@
 """In-process history store (`memory://`): the exporter without a store, and tests.
 
-Keeps at most `max_cycles` cycles per group (default 1000), so memory stays bounded.
+Keeps at most `max_cycles` cycles per group (default 10: the exporter needs only the latest
+cycles; the sampler keeps its own status window), so memory stays bounded; groups that stop
+being sampled are dropped by `prune`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from offsetkeeper.models import TopicPartition
 
 
 class MemoryStore(HistoryStore):
-    def __init__(self, url: str = "memory://", *, max_cycles: int = 1000) -> None:
+    def __init__(self, url: str = "memory://", *, max_cycles: int = 10) -> None:
         self.url = url
         self._lock = threading.Lock()
         self._g: dict[str, deque[tuple[int, tuple[Sample, ...]]]] = defaultdict(
@@ -65,7 +67,10 @@ class MemoryStore(HistoryStore):
                 for g, d in list(self._g.items()):
                     keep = [x for x in d if x[0] >= cut]
                     deleted += sum(len(x[1]) for x in d if x[0] < cut)
-                    self._g[g] = deque(keep, maxlen=d.maxlen)
+                    if keep:
+                        self._g[g] = deque(keep, maxlen=d.maxlen)
+                    else:
+                        del self._g[g]
         return PruneResult(deleted, 0)
 
     def _cycles_of(self, group: str) -> list[tuple[int, tuple[Sample, ...]]]:
