@@ -331,3 +331,32 @@ def test_backups_pages(web, bootstrap, tmp_path):
     assert c.get("/backups/1/nightly-1").status_code == 400
     assert c.get("/backups/0/..%2F..%2Fetc").status_code in (400, 404)
     assert c.get("/backups/0/nightly-1?restore=nope").status_code == 400
+
+
+def test_to_history_target(web, group, topic, bootstrap):
+    """--to-history from the wizard: the offsets the group had at a time, from the store."""
+    from datetime import UTC, datetime
+
+    from offsetkeeper.history.model import Cycle, Sample
+    from offsetkeeper.history.store import open_store
+
+    c, hist = web
+    base = int(datetime.now(UTC).timestamp() * 1000) - 600_000
+    with open_store(hist) as st:
+        for n in range(10):
+            ts = base + n * 60_000
+            st.write([Sample(ts=ts, group=group, topic=topic, partition=p, committed=n,
+                             log_start=0, log_end=10) for p in range(2)],
+                     Cycle(ts, 60_000, 1, 2, 1))
+    assert "kind-to-history" in c.get(f"/c/default/reset?g={group}").text
+    when = datetime.fromtimestamp((base + 4 * 60_000 + 1000) / 1000, UTC)
+    code, html = preview(c, group, topic, "to-history", when.strftime("%Y-%m-%dT%H:%M:%S"))
+    assert code == 200, html
+    assert "history sample of" in html
+    c.post(f"/c/default/plans/{PLAN_RE.search(html).group(1)}/execute", data={"csrf": csrf(c)})
+    assert committed(bootstrap, group, topic, 2) == {0: 4, 1: 4}
+
+
+def test_to_history_hidden_without_store(bootstrap, tmp_path, group):
+    c = client(make_app(bootstrap, tmp_path))
+    assert "kind-to-history" not in c.get(f"/c/default/reset?g={group}").text

@@ -148,7 +148,8 @@ def plan_reset_request(admin, req: ResetRequest) -> tuple[ResetPlan, tuple[str, 
     ctx = TargetContext(admin=admin,
                         snapshot_store=snapshot_store_url(req.options.snapshot_store,
                                                           req.options.config_path),
-                        allow_cluster_mismatch=req.allow_cluster_mismatch)
+                        allow_cluster_mismatch=req.allow_cluster_mismatch,
+                        groups=req.groups, all_groups=req.all_groups)
     resolved = resolve_target(req.target, ctx)
     scope = ResetScope(groups=req.groups, all_groups=req.all_groups, topics=req.topics,
                        all_topics=req.all_topics)

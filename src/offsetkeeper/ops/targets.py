@@ -43,6 +43,7 @@ class TargetKind(StrEnum):
     FROM_SNAPSHOT = "from-snapshot"
     FROM_MAPPING = "from-mapping"
     FROM_GROUP = "from-group"
+    TO_HISTORY = "to-history"
 
     @property
     def flag(self) -> str:
@@ -75,6 +76,9 @@ class TargetContext:
     admin: object
     snapshot_store: str
     allow_cluster_mismatch: bool = False
+    # The reset's scope, for providers that read per group (--to-history).
+    groups: tuple[str, ...] = ()
+    all_groups: bool = False
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,16 @@ def _from_group(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     return ResolvedTarget(FromOffsets(offsets, source=f"group {source}"), spec.label)
 
 
+def _to_history(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
+    """Where the groups were at a time, from the offset history store (option
+    `history_store`; else $OFFSETKEEPER_HISTORY_STORE or the default store)."""
+    from offsetkeeper.history.target import history_target
+
+    target = history_target(spec.value or "", store_url=spec.options.get("history_store"),
+                            groups=ctx.groups, all_groups=ctx.all_groups)
+    return ResolvedTarget(target, spec.label)
+
+
 # Kind -> provider. Other packages register theirs with `register_target`.
 _PROVIDERS: dict[TargetKind | str, Provider] = {
     **{k: _simple for k in (TargetKind.TO_EARLIEST, TargetKind.TO_LATEST, TargetKind.TO_CURRENT,
@@ -179,6 +193,7 @@ _PROVIDERS: dict[TargetKind | str, Provider] = {
     TargetKind.FROM_SNAPSHOT: _from_snapshot,
     TargetKind.FROM_MAPPING: _from_mapping,
     TargetKind.FROM_GROUP: _from_group,
+    TargetKind.TO_HISTORY: _to_history,
 }
 
 
