@@ -128,6 +128,7 @@ PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
     ("offsets: inspect, reset, snapshot, rollback", _part_offsets, False),
     ("history: lag over time, status, plot, reset to a past moment", lambda ctx: __import__("offsetkeeper.history.demo", fromlist=["part"]).part(ctx), False),
     ("backup and restore with an exact offset mapping", _part_backup_restore, True),
+    ("dashboard: groups page and a plan preview over HTTP", lambda ctx: __import__("offsetkeeper.web.demo", fromlist=["part"]).part(ctx), False),
 ]
 
 

@@ -96,6 +96,11 @@ def reset(
     from_group: Annotated[str | None, typer.Option("--from-group", metavar="GROUP",
                                                    help="Copy the committed offsets of another "
                                                    "group.")] = None,
+    to_history: Annotated[str | None, typer.Option("--to-history", help="Where the group was at this "
+                                                   "time (ISO-8601 or a duration ago), from the "
+                                                   "offset history store.")] = None,
+    history_store: Annotated[str | None, typer.Option("--history-store", envvar="OFFSETKEEPER_HISTORY_STORE",
+                                                      help="History store URL for --to-history.")] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (default: dry run).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only print the plan (the default).")] = False,
     export: Annotated[Path | None, typer.Option("--export", help="Write the plan as CSV for --from-file.")] = None,
@@ -131,7 +136,8 @@ def reset(
         TargetKind.TO_DATETIME: to_datetime, TargetKind.BY_DURATION: by_duration,
         TargetKind.FROM_FILE: None if from_file is None else str(from_file),
         TargetKind.FROM_SNAPSHOT: from_snapshot, TargetKind.FROM_MAPPING: from_mapping,
-        TargetKind.FROM_GROUP: from_group})
+        TargetKind.FROM_GROUP: from_group, TargetKind.TO_HISTORY: to_history},
+        {"history_store": history_store} if history_store else None)
     conn = connection(bootstrap, command_config, cluster, config)
     req = ResetRequest(
         target=target, groups=tuple(group or ()), all_groups=all_groups,

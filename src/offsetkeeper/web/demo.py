@@ -1,0 +1,114 @@
+"""The dashboard part of `offsetkeeper demo`: start `offsetkeeper ui`, read the groups page and
+a reset plan preview over HTTP (what a browser gets, as JSON), print them, stop the server."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from rich.markup import escape
+from rich.table import Table
+
+
+def _fail(ctx, message: str) -> None:
+    ctx.run.failures.append(f"dashboard: {message}")
+    ctx.console.print(f"[bold red]{escape(message)}")
+
+
+def part(ctx) -> None:
+    import httpx
+
+    from offsetkeeper.devbroker import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    args = ["ui", "--listen", f"127.0.0.1:{port}", "-b", ctx.prod]
+    history = ctx.work / "history.db"
+    if history.exists():  # recorded by the history part of the demo
+        args += ["--history-store", str(history)]
+    ctx.console.rule("[bold]Start the dashboard (loopback only; no token needed there)")
+    ctx.console.print(f"[green]$ offsetkeeper {' '.join(args)}", highlight=False)
+    proc = subprocess.Popen([sys.executable, "-m", "offsetkeeper.cli.main", *args], env=ctx.env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if http.get("/healthz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    _fail(ctx, f"the dashboard did not start: {(proc.stderr.read() or '')[-300:]}")
+                    return
+                time.sleep(0.2)
+            ctx.console.print(f"dashboard up at {url}/")
+            _groups(ctx, http)
+            _preview(ctx, http)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        ctx.console.print("dashboard stopped")
+
+
+def _groups(ctx, http) -> None:
+    ctx.console.rule("[bold]GET /c/default/groups (the groups page, as JSON)")
+    r = http.get("/c/default/groups", params={"format": "json"})
+    if r.status_code != 200:
+        _fail(ctx, f"groups page answered {r.status_code}")
+        return
+    t = Table("group", "state", "members", "lag", "time lag s", "status", "reason")
+    for g in r.json()["groups"]:
+        t.add_row(escape(g["group"]), g["state"], str(g["members"]),
+                  "-" if g["lag"] is None else str(g["lag"]),
+                  "-" if g["time_lag_s"] is None else f"{g['time_lag_s']:.0f}",
+                  g["status"] or "-", escape(g["reason"] or ""))
+    ctx.console.print(t)
+    html = http.get("/c/default/groups").text
+    rows, sparks = html.count("<tr data-name="), html.count('<svg class="spark"')
+    ctx.console.print(f"the HTML page: {rows} rows, {sparks} sparklines")
+
+
+def _preview(ctx, http) -> None:
+    from offsetkeeper.demo import TOPIC
+
+    ctx.console.rule("[bold]POST /c/default/reset/preview: rewind payments by 10 (plan only)")
+    form = http.get("/c/default/reset", params={"g": "payments"}).text
+    m = re.search(r'name="csrf-token" content="([^"]+)"', form)
+    if not m:
+        _fail(ctx, "the wizard page has no CSRF token")
+        return
+    data = {"groups": "payments", "topics": TOPIC, "kind": "shift-by", "value_shift-by": "-10"}
+    refused = http.post("/c/default/reset/preview", data=data,
+                        headers={"accept": "application/json"})
+    ctx.console.print(f"without the CSRF token: HTTP {refused.status_code} "
+                      f"{escape(refused.text)}", highlight=False)
+    if refused.status_code != 403:
+        _fail(ctx, f"a POST without CSRF token got {refused.status_code}, expected 403")
+    r = http.post("/c/default/reset/preview", data={**data, "csrf": m.group(1)},
+                  headers={"accept": "application/json"})
+    if r.status_code != 200:
+        _fail(ctx, f"plan preview answered {r.status_code}: {r.text[:200]}")
+        return
+    body = r.json()
+    plan = body["plan"]
+    t = Table("group", "topic", "partition", "current", "target", "note",
+              title=f"plan {plan['target']} — nothing changed; the page's button executes it")
+    for g in plan["groups"]:
+        if g["refused"]:
+            t.add_row(escape(g["group"]), "", "", "", "",
+                      f"REFUSED: {escape(g['refused']['message'])}")
+        for p in g["partitions"]:
+            t.add_row(escape(p["group"]), escape(p["topic"]), str(p["partition"]),
+                      str(p["current"]), str(p["target"]), escape(p["note"] or ""))
+    ctx.console.print(t)
+    for n in body["notes"]:
+        ctx.console.print(f"note: {escape(n)}", highlight=False)
