@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from html import escape
 
 from markupsafe import Markup
@@ -39,6 +40,12 @@ def sparkline(values: Sequence[float], *, width: int = 120, height: int = 24,
               label: str = "") -> Markup:
     """A small line of `values` (oldest first) with the last value marked; empty values give an
     empty placeholder of the same size so table rows line up."""
+    return _sparkline(tuple(values), width, height, label)
+
+
+@lru_cache(maxsize=8192)
+def _sparkline(values: tuple[float, ...], width: int, height: int, label: str) -> Markup:
+    # Cached: between sampling cycles the groups page draws the same lines again.
     w, h = width, height
     title = f"<title>{escape(label)}</title>" if label else ""
     if not values:
