@@ -7,6 +7,7 @@ the same run, each the median of --repeat runs:
       cluster reads, history status + sparklines, filter/sort, rendering 1 row per group),
       with every group's history read again (as after a new sampling cycle); also between
       cycles, when the history view's cache (invalidated by each group's last sample) is warm,
+      and after a new cycle once the background warmer of `offsetkeeper ui` has caught up,
   (b) the same page without a history store,
   (c) yardstick: the data gathering of `offsetkeeper groups describe --all-groups` (the CLI's
       ops.list_groups + ops.describe_offsets for the same groups), no history, no HTML,
@@ -77,6 +78,26 @@ def fill_history(url: str, topic: str, groups: list[str], partitions: int, cycle
     return n
 
 
+def write_cycle(url: str, topic: str, groups: list[str], partitions: int, c: int) -> int:
+    """One more sampling cycle of every group (as the sampler writes it); returns its time."""
+    ts = int(time.time() * 1000)
+    with open_store(url) as st:
+        st.write([Sample(ts=ts, group=g, topic=topic, partition=i % partitions, committed=10 + c,
+                         log_start=0, log_end=50 + c + (i + c) % 7, state="empty",
+                         time_lag_ms=1000 * ((i + c) % 7)) for i, g in enumerate(groups)],
+                 Cycle(ts, 60_000, len(groups), len(groups), 10))
+    return ts
+
+
+def wait_warm(view, groups: list[str], ts: int, timeout: float = 120) -> float:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if all(view._cache.get(g, (0,))[0] == ts for g in groups):
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    raise SystemExit("the history warmer did not catch up")
+
+
 def timed(fn, repeat: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeat):
@@ -132,6 +153,19 @@ def main() -> None:
                 return with_hist.get(q)
             page_s, _ = timed(cold, args.repeat)
             page_warm_s, _ = timed(lambda: with_hist.get(q), args.repeat)
+
+            # As `offsetkeeper ui` runs it: the history warmer recomputes the shown groups when
+            # a new cycle lands; time the page once it has caught up, after each new cycle.
+            dash.history.start_warming(every_s=0.2)
+            warmed = []
+            for r in range(args.repeat):
+                ts = write_cycle(hist, topic, groups, args.partitions, args.cycles + r)
+                wait_s = wait_warm(dash.history, groups, ts)
+                t0 = time.perf_counter()
+                with_hist.get(q)
+                warmed.append((time.perf_counter() - t0, wait_s))
+            page_warmed_s = statistics.median(t for t, _ in warmed)
+            warmer_catch_up_s = statistics.median(w for _, w in warmed)
             page_nohist_s, _ = timed(lambda: no_hist.get(q), args.repeat)
 
             from offsetkeeper.ops import describe_offsets, list_groups
@@ -161,13 +195,17 @@ def main() -> None:
         "repeat": args.repeat,
         "groups_page_s": round(page_s, 4),
         "groups_page_between_cycles_s": round(page_warm_s, 4),
+        "groups_page_after_cycle_warmer_s": round(page_warmed_s, 4),
+        "warmer_catch_up_after_cycle_s": round(warmer_catch_up_s, 4),
         "groups_page_no_history_s": round(page_nohist_s, 4),
         "yardstick_cli_describe_all_groups_s": round(cli_s, 4),
         "yardstick_plain_table_render_s": round(plain_s, 4),
         "ratio_page_vs_cli_gather": round(page_s / cli_s, 2),
         "ratio_page_no_history_vs_cli_gather": round(page_nohist_s / cli_s, 2),
+        "ratio_page_after_cycle_warmer_vs_cli_gather": round(page_warmed_s / cli_s, 2),
         "target_page_s": 1.0,
-        "meets_target": page_s < 1.0,
+        "meets_target_cold": page_s < 1.0,
+        "meets_target_with_warmer": page_warmed_s < 1.0,
     }, indent=2))
 
 

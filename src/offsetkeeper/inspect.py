@@ -66,6 +66,13 @@ def describe_offsets(admin: KafkaAdmin, group_ids: list[str]) -> list[OffsetRow]
     Partitions assigned to a member but never committed show current offset and lag as None
     (rendered '-'), as kafka-consumer-groups.sh does.
     """
+    return describe_groups_offsets(admin, group_ids)[1]
+
+
+def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str]
+                            ) -> tuple[list[GroupInfo], list[OffsetRow]]:
+    """`describe_states` and `describe_offsets` from one describe of the groups (the
+    dashboard's groups page reads both for every group)."""
     infos = admin.describe_groups(group_ids)
     committed = admin.committed_offsets_many(group_ids)
     _check_exist(infos, committed)
@@ -89,7 +96,7 @@ def describe_offsets(admin: KafkaAdmin, group_ids: list[str]) -> list[OffsetRow]
             mid, host, cid = owner.get((g, tp), (None, None, None))
             rows.append(OffsetRow(g, tp.topic, tp.partition, cur, wm.low, wm.high,
                                   None if cur is None else max(0, wm.high - cur), mid, host, cid))
-    return rows
+    return [infos[g] for g in group_ids], rows
 
 
 def rows_as_dicts(rows) -> list[dict]:

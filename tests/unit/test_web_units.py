@@ -146,3 +146,31 @@ def test_history_view_status_series_and_cache(tmp_path):
     assert h.groups(["g", "unknown"])["unknown"].status is None
     assert h.groups(["g"])["g"] is h.groups(["g"])["g"]        # cached until a new cycle
     h.close()
+
+
+def test_history_warmer_recomputes_shown_groups(tmp_path):
+    """After a new cycle lands, the warmer refreshes groups a page showed (and only those)."""
+    import time
+
+    url = str(tmp_path / "h.db")
+
+    def cycle(ts, lag):
+        with open_store(url) as s:
+            s.write([Sample(ts=ts, group=g, topic="t", partition=0, committed=5, log_start=0,
+                            log_end=5 + lag) for g in ("shown", "other")],
+                    Cycle(ts, 1000, 2, 2, 1))
+
+    cycle(1000, 1)
+    h = HistoryView(url)
+    try:
+        h.start_warming(every_s=0.05)
+        assert h.groups(["shown"])["shown"].spark == (1,)
+        cycle(2000, 7)
+        deadline = time.monotonic() + 10
+        while h._cache["shown"][0] != 2000:
+            assert time.monotonic() < deadline, "the warmer did not refresh the shown group"
+            time.sleep(0.02)
+        assert h._cache["shown"][1].spark == (1, 7)
+        assert "other" not in h._cache
+    finally:
+        h.close()

@@ -77,9 +77,31 @@ class HistoryView:
         # group -> (its last sample time, its GroupHistory): recomputed only when the store has
         # a newer cycle of the group, so reloading the groups page between cycles is cheap.
         self._cache: dict[str, tuple[int, GroupHistory]] = {}
+        # Groups a page asked for recently: the warmer keeps their entries current.
+        self._wanted: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._warmer: threading.Thread | None = None
 
     def close(self) -> None:
+        self._stop.set()
+        if self._warmer is not None:
+            self._warmer.join(10)
         self._store.close()
+
+    def start_warming(self, every_s: float = 2.0, keep_s: float = 600.0) -> None:
+        """Recompute, in the background, the groups shown in the last `keep_s` seconds as soon
+        as the store has a new cycle of them, so the groups page after a sampling cycle does
+        not pay for reading every group's history."""
+        def loop() -> None:
+            while not self._stop.wait(every_s):
+                cutoff = time.monotonic() - keep_s
+                names = [g for g, t in list(self._wanted.items()) if t >= cutoff]
+                try:
+                    self._refresh(names, remember=False)
+                except (OffsetkeeperError, OSError):  # the page reports store problems
+                    continue
+        self._warmer = threading.Thread(target=loop, name="history-warmer", daemon=True)
+        self._warmer.start()
 
     def _recent(self, group: str, cycles: int) -> list:
         with self._lock:
@@ -108,6 +130,13 @@ class HistoryView:
     def groups(self, names: Sequence[str]) -> dict[str, GroupHistory]:
         """`group()` for many groups (the groups page); one query says which groups have new
         samples, only those are read again."""
+        return self._refresh(names, remember=True)
+
+    def _refresh(self, names: Sequence[str], *, remember: bool) -> dict[str, GroupHistory]:
+        if remember:
+            now = time.monotonic()
+            for g in names:
+                self._wanted[g] = now
         with self._lock:
             last = {g.group: g.last_ts for g in self._store.groups()}
         out = {}

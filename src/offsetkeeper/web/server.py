@@ -50,6 +50,8 @@ def build(opts: ServeOptions):
         allowed_hosts=allowed, tls=opts.tls_cert is not None)
     clusters = Clusters(cfg, bootstrap=opts.bootstrap)
     history = open_history(history_url)
+    if history is not None:
+        history.start_warming()
     return create_app(settings, clusters, history), host, port
 
 

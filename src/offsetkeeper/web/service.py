@@ -78,19 +78,19 @@ class GroupRow:
 
 
 def _describe(admin, ids: list[str]):
-    """ops.describe_states + ops.describe_offsets for `ids`, dropping groups that vanished
+    """States, members and offsets of `ids` (one describe), dropping groups that vanished
     between listing and describing (a live cluster changes under us)."""
-    from offsetkeeper.ops import describe_offsets, describe_states
+    from offsetkeeper.inspect import describe_groups_offsets
 
     ids = list(ids)
     for _ in range(5):
         try:
-            return describe_states(admin, ids), describe_offsets(admin, ids)
+            return describe_groups_offsets(admin, ids)
         except UnknownGroupError as exc:
             if exc.group not in ids:
                 raise
             ids.remove(exc.group)
-    return describe_states(admin, ids), describe_offsets(admin, ids)
+    return describe_groups_offsets(admin, ids)
 
 
 def overview(admin, history: HistoryView | None) -> tuple[list[GroupRow], str | None]:
@@ -143,6 +143,12 @@ def filter_sort(rows: list[GroupRow], *, q: str = "", state: str = "", status: s
     return sorted(out, key=SORT_KEYS.get(sort, SORT_KEYS["group"]), reverse=desc)
 
 
+def _describe_one(admin, group: str):
+    from offsetkeeper.inspect import describe_groups_offsets
+
+    return describe_groups_offsets(admin, [group])
+
+
 @dataclass(frozen=True)
 class GroupView:
     """Everything the group page shows."""
@@ -160,10 +166,7 @@ class GroupView:
 
 def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
     """State, members with assignments, partitions (committed, log start/end, lag, time lag)."""
-    from offsetkeeper.ops import describe_offsets, describe_states
-
-    info = describe_states(admin, [group])[0]
-    rows = describe_offsets(admin, [group])
+    (info,), rows = _describe_one(admin, group)
     h, err = (GroupHistory(), None)
     if history is not None:
         h, err = safe(lambda: history.group(group, partitions=True), GroupHistory())
