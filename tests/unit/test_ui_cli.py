@@ -1,0 +1,31 @@
+"""`offsetkeeper ui` refuses unsafe or malformed settings before serving anything (exit 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli import run_cli
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--listen", "0.0.0.0:8080"], "not a loopback address: configure a token"),
+    (["--listen", "10.0.0.5:80"], "not a loopback address"),
+    (["--listen", "nonsense"], "is not HOST:PORT"),
+    (["--tls-cert", "c.pem"], "--tls-cert and --tls-key go together"),
+])
+def test_ui_refuses_bad_settings(capsys, monkeypatch, args, message):
+    monkeypatch.delenv("OFFSETKEEPER_UI_TOKEN", raising=False)
+    monkeypatch.delenv("OFFSETKEEPER_CONFIG", raising=False)
+    r = run_cli(capsys, "ui", "-b", "127.0.0.1:1", *args)
+    assert r.code == 2 and message in r.err
+
+
+def test_ui_token_from_environment_allows_other_addresses(monkeypatch):
+    """With $OFFSETKEEPER_UI_TOKEN a non-loopback address is accepted (and Host is not pinned)."""
+    from offsetkeeper.web.server import ServeOptions, build
+
+    monkeypatch.setenv("OFFSETKEEPER_UI_TOKEN", "t0ken-xyz")
+    app, host, port = build(ServeOptions(listen="0.0.0.0:9999", bootstrap="127.0.0.1:1"))
+    s = app.state.dash.settings
+    assert (host, port) == ("0.0.0.0", 9999) and s.token == "t0ken-xyz"
+    assert s.allowed_hosts == ("*",) and "t0ken-xyz" not in repr(s)
