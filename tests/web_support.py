@@ -43,3 +43,22 @@ def make_app(bootstrap: str, tmp_path, *, history_url: str | None = None, **sett
           "allowed_hosts": ("127.0.0.1", "localhost"), **settings}
     s = UiSettings(history_store=history_url, **kw)
     return create_app(s, Clusters(ConfigFile(), bootstrap=bootstrap), open_history(history_url))
+
+
+def make_backup(dest: str, bootstrap: str, backup_id: str = "b1", *, restore: bool = True) -> None:
+    """A backup manifest (no data files) and, with `restore`, a completed restore `dr-1` whose
+    mapping took source offsets 10, 12, 15 (compacted: not contiguous) to target 4, 5, 6."""
+    from offsetkeeper.backup.manifest import Manifest, SourceInfo, now_iso, save_manifest
+    from offsetkeeper.models import TopicPartition
+    from offsetkeeper.restore.mapping import mapping_root_for, write_chunk
+    from offsetkeeper.restore.state import RestoreState, RouteState, save_state
+
+    save_manifest(dest, Manifest(backup_id=backup_id, created_at=now_iso(), updated_at=now_iso(),
+                                 source=SourceInfo(bootstrap_servers=bootstrap)))
+    if not restore:
+        return
+    save_state(dest, backup_id, RestoreState(
+        restore_id="dr-1", backup_id=backup_id, target_cluster="dr:9092", fingerprint={},
+        status="completed", routes=[RouteState("orders", 0, "orders", 0, 0, 7)]))
+    write_chunk(mapping_root_for(dest, backup_id, "dr-1"), "dr-1", TopicPartition("orders", 0),
+                TopicPartition("orders", 0), [10, 12, 15], [4, 5, 6], [1, 2, 3])

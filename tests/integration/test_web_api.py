@@ -14,7 +14,7 @@ from offsetkeeper.config import ClusterModel, ConfigFile
 from offsetkeeper.web.app import UiSettings, create_app
 from offsetkeeper.web.service import Clusters
 from tests.kafkatools import LiveConsumer, commit, committed, create_topic, produce_n
-from tests.web_support import csrf_of, fill_history, make_app
+from tests.web_support import csrf_of, fill_history, make_app, make_backup
 
 warnings.filterwarnings("ignore", message=".*httpx.*", category=DeprecationWarning)
 from starlette.testclient import TestClient  # noqa: E402
@@ -95,6 +95,7 @@ def test_pages_and_status_codes(web, group, topic):
     assert c.get("/c/default/snapshots/nosuch").status_code in (400, 404)
     assert c.get("/backups/0/x").status_code == 400          # no destination configured
     assert c.get("/c/default/reset/preview").status_code == 405
+    assert c.get("/api/csrf").json()["csrf"] == csrf(c)
 
 
 def test_security_headers_and_cookie(web):
@@ -331,6 +332,22 @@ def test_backups_pages(web, bootstrap, tmp_path):
     assert c.get("/backups/1/nightly-1").status_code == 400
     assert c.get("/backups/0/..%2F..%2Fetc").status_code in (400, 404)
     assert c.get("/backups/0/nightly-1?restore=nope").status_code == 400
+    assert c.get("/backups/0/nightly-1?restore=..%2Fx").status_code == 400
+
+
+def test_backup_restore_mapping_summary(bootstrap, tmp_path):
+    """A restore of a backup: its status in the list, and the mapping summary read with pyarrow
+    (no Spark): per source partition, first/last source and target offsets."""
+    dest = str(tmp_path / "backups")
+    make_backup(dest, bootstrap)
+    c = client(make_app(bootstrap, tmp_path, backup_destinations=(dest,)))
+    page = c.get("/backups/0/b1").text
+    assert "dr-1" in page and "completed" in page
+    j = c.get("/backups/0/b1", params={"restore": "dr-1", "format": "json"}).json()
+    assert j["mapping"]["status"] == "completed"
+    row = j["mapping"]["rows"][0]
+    assert (row["records"], row["source_first"], row["source_last"], row["target_first"],
+            row["target_last"], row["target_log_end"]) == (3, 10, 15, 4, 6, 7)
 
 
 def test_to_history_target(web, group, topic, bootstrap):

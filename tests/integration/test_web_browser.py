@@ -17,7 +17,7 @@ import pytest
 
 from offsetkeeper.devbroker import free_port
 from tests.kafkatools import LiveConsumer, commit, committed, create_topic, produce_n
-from tests.web_support import fill_history, make_app
+from tests.web_support import fill_history, make_app, make_backup
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -243,19 +243,17 @@ def test_read_only_mode(browser, bootstrap, tmp_path, group, topic):
 
 
 def test_backups_page(browser, bootstrap, tmp_path):
-    from offsetkeeper.backup.manifest import Manifest, SourceInfo, now_iso, save_manifest
-
     dest = tmp_path / "backups"
-    dest.mkdir()
-    save_manifest(str(dest), Manifest(backup_id="nightly-1", created_at=now_iso(),
-                                      updated_at=now_iso(),
-                                      source=SourceInfo(bootstrap_servers=bootstrap)))
+    make_backup(str(dest), bootstrap)
     srv = Server(make_app(bootstrap, tmp_path, backup_destinations=(str(dest),)))
     try:
         d = browser
         d.get(f"{srv.url}/backups")
+        shot(d, "16-backups")
         by(d, ".backups-table a").click()
         assert by(d, "#validation").text == "OK"
-        shot(d, "16-backup")
+        by(d, "#restores-table a").click()
+        assert "10–15" in by(d, "#mapping-table").text
+        shot(d, "17-backup-restore-mapping")
     finally:
         srv.stop()

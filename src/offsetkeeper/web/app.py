@@ -252,6 +252,12 @@ async def healthz(dash: Dashboard, request: Request) -> Response:
 
 
 @_handler
+async def csrf_token(dash: Dashboard, request: Request) -> Response:
+    """The CSRF token of this session (for scripts that POST; a cross-site page cannot read it)."""
+    return JSONResponse({"csrf": dash.sessions.csrf_token(request.state.session_id)})
+
+
+@_handler
 async def login_page(dash: Dashboard, request: Request) -> Response:
     return dash.page(request, "login.html", {"next": _safe_next(request.query_params.get("next"))})
 
@@ -609,6 +615,7 @@ def create_app(settings: UiSettings, clusters: Clusters,
     routes = [
         Route("/", home),
         Route("/healthz", healthz),
+        Route("/api/csrf", csrf_token),
         Route("/login", login_page, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),

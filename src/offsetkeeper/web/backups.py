@@ -68,7 +68,8 @@ def _restores(dest: str, backup_id: str) -> list[RestoreLine]:
     from offsetkeeper.restore.state import list_states
 
     return [RestoreLine(s.restore_id, str(s.status), s.target_cluster, len(s.routes), s.runs,
-                        s.error) for s in list_states(dest, backup_id)]
+                        getattr(s, "error", None))  # `error`: added by the restorehard branch
+            for s in list_states(dest, backup_id)]
 
 
 def backup_detail(dest: str, backup_id: str) -> BackupDetail:
