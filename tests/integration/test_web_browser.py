@@ -174,12 +174,16 @@ def test_active_group_refused(browser, server, bootstrap, group, topic):
     d = browser
     consumer = LiveConsumer(bootstrap, group, [topic])
     try:
+        d.get(f"{server.url}/c/default/group?g={group}")
+        assert f"{topic}:0" in by(d, "#members-table").text        # member and its assignment
+        assert by(d, ".facts .state-stable").text == "stable"
+        shot(d, "10-group-with-member")
         d.get(f"{server.url}/c/default/reset?g={group}")
         by(d, "#kind-to-earliest").click()
         by(d, "#preview-button").click()
         assert "active member" in by(d, "p.refused").text
         assert not all_by(d, "#execute-button")
-        shot(d, "10-refused-active-group")
+        shot(d, "10b-refused-active-group")
     finally:
         consumer.stop()
     assert committed(bootstrap, group, topic, 2) == {0: 5, 1: 5}
