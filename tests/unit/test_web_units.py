@@ -174,3 +174,10 @@ def test_history_warmer_recomputes_shown_groups(tmp_path):
         assert "other" not in h._cache
     finally:
         h.close()
+
+
+def test_backup_destination_passwords_hidden():
+    from offsetkeeper.web.backups import shown
+
+    assert shown("s3://key:s3cret@bucket/backups") == "s3://key:******@bucket/backups"
+    assert shown("/backups") == "/backups"

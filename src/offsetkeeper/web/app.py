@@ -383,7 +383,7 @@ async def reset_form(dash: Dashboard, request: Request) -> Response:
     return dash.page(request, "reset.html", {
         "cluster": cluster, "groups_text": "\n".join(groups_given), "kinds": _target_kinds(dash),
         "snapshots": [s for s in reversed(snaps) if not s.error][:50],
-        "backups": list(enumerate(dash.settings.backup_destinations))})
+        "backups": [(i, bk.shown(d)) for i, d in enumerate(dash.settings.backup_destinations)]})
 
 
 def _safe_call(fn, default):

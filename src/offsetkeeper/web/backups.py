@@ -15,6 +15,12 @@ from typing import Any
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+_CRED = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+
+def shown(url: str) -> str:
+    """A destination as pages show it: a password in the URL replaced."""
+    return _CRED.sub(r"\1******@", url)
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,8 @@ def safe_list(dests: list[str]) -> list[tuple[int, str, list[BackupLine], str | 
     out = []
     for i, d in enumerate(dests):
         try:
-            out.append((i, d, list_destination(d), None))
+            out.append((i, shown(d), list_destination(d), None))
         except (OffsetkeeperError, OSError) as exc:
-            out.append((i, d, [], getattr(exc, "message", None) or str(exc)))
+            msg = getattr(exc, "message", None) or str(exc)
+            out.append((i, shown(d), [], msg.replace(d, shown(d))))
     return out
