@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -16,14 +15,14 @@ from offsetkeeper.cli.common import (
     OutputOpt,
     connection,
 )
-from offsetkeeper.cli.output import OutputFormat, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, printable, render_rows, stderr_console
 from offsetkeeper.cli.reset_render import execute_plan, finish, show_outcome, write_atomic
 from offsetkeeper.errors import UsageError
 from offsetkeeper.inspect import rows_as_dicts, show_offsets
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.reset import sources
 from offsetkeeper.reset.apply import ApplyOptions
-from offsetkeeper.reset.parse import parse_datetime, parse_duration, parse_offset, parse_topic_spec
+from offsetkeeper.reset.parse import duration_start_ms, parse_offset, parse_time, parse_topic_spec
 from offsetkeeper.reset.plan import ResetScope, TopicSpec, build_plan
 from offsetkeeper.reset.render import plan_csv, plan_script
 from offsetkeeper.reset.targets import (
@@ -57,7 +56,7 @@ def show(
     if not topic:
         raise UsageError("no topic given: use --topic TOPIC[:P,...]")
     specs = [parse_topic_spec(t) for t in topic]
-    at_ms = parse_datetime(at) if at else None
+    at_ms = parse_time(at, what="--at") if at else None
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
         rows = rows_as_dicts(show_offsets(admin, specs, at_ms))
     cols = ["topic", "partition", "log_start_offset", "log_end_offset"]
@@ -90,11 +89,9 @@ def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datet
     if shift_by is not None:
         return ShiftBy(shift_by), f"--shift-by {shift_by}"
     if to_datetime is not None:
-        return ToDatetime(parse_datetime(to_datetime), to_datetime), f"--to-datetime {to_datetime}"
+        return ToDatetime(parse_time(to_datetime), to_datetime), f"--to-datetime {to_datetime}"
     if by_duration is not None:
-        delta = parse_duration(by_duration)
-        ts = int((datetime.now(UTC) - delta).timestamp() * 1000)
-        return ToDatetime(ts, by_duration), f"--by-duration {by_duration}"
+        return ToDatetime(duration_start_ms(by_duration), by_duration), f"--by-duration {by_duration}"
     if from_file is not None:
         return sources.from_file(from_file), f"--from-file {from_file}"
     if from_snapshot is not None:
@@ -168,10 +165,11 @@ def reset(
                 stderr_console().print(f"note: {note}", highlight=False)
         plan = build_plan(admin, scope, target, label=label)
         if export:
-            write_atomic(export, plan_csv(plan))
+            write_atomic(export, plan_csv(plan), what="--export")
         if script:
             write_atomic(script, plan_script(plan, bootstrap_servers=conn.bootstrap_servers,
-                                             command_config=str(command_config) if command_config else None))
+                                             command_config=str(command_config) if command_config else None),
+                         what="--script", mode=0o755)
         report = None
         if execute:
             store = sources.snapshot_store_url(snapshot_store, config)
@@ -179,8 +177,10 @@ def reset(
                                 snapshot=not no_snapshot, snapshot_store=store)
             report = execute_plan(admin, plan, opts, output)
     show_outcome(plan, report, output)
-    if export and output is OutputFormat.table:
-        stderr_console().print(f"plan written to {export} (use with --from-file)", highlight=False)
+    for path, use in ((export, "use with --from-file"), (script, "review it, then run it")):
+        if path:  # on stderr, so it never mixes with JSON/CSV on stdout
+            stderr_console().print(f"plan written to {printable(str(path))} ({use})",
+                                   highlight=False, markup=False)
     finish(plan, report)
 
 

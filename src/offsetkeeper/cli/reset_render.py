@@ -14,7 +14,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.errors import StoreError, UsageError
 from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, apply_plan
+from offsetkeeper.reset.parse import show
 from offsetkeeper.reset.plan import ResetPlan
 from offsetkeeper.storage import write_text_atomic
 
@@ -111,9 +113,25 @@ def execute_plan(admin, plan: ResetPlan, opts: ApplyOptions, fmt: OutputFormat) 
         return apply_plan(admin, plan, opts)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file via temp file + rename so a crash never leaves half a file."""
-    write_text_atomic(str(path.expanduser()), text)
+def write_atomic(path: Path, text: str, *, what: str = "--export", mode: int | None = None) -> Path:
+    """Write a file the user named via temp file + rename, so a crash never leaves half a file.
+
+    The directory must exist (as for shell redirection): a typo in it is bad input, exit 2,
+    and nothing is written. A write that fails (read-only, full disk) leaves no temporary file
+    behind and is reported as one line naming the option and the file.
+    """
+    p = path.expanduser()
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        why = "is not a directory" if parent.exists() else "does not exist"
+        raise UsageError(f"{what} {show(str(path))}: directory {show(str(parent))} {why}")
+    if p.is_dir():
+        raise UsageError(f"{what} {show(str(path))} is a directory; give a file name")
+    try:
+        write_text_atomic(str(p.absolute()), text, mode=mode, what=f"{what} file")
+    except StoreError as exc:
+        raise UsageError(exc.message) from None
+    return p
 
 
 def finish(plan: ResetPlan, report: ApplyReport | None) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
-from offsetkeeper.reset.parse import parse_offsets_csv
+from offsetkeeper.reset.parse import decode_utf8, parse_offsets_csv
 from offsetkeeper.reset.targets import FromOffsets
 
 
@@ -14,10 +14,10 @@ def from_file(path: str | Path) -> FromOffsets:
     """Offsets from a --from-file CSV (both forms; see parse_offsets_csv)."""
     p = Path(path).expanduser()
     try:
-        text = p.read_text()
+        data = p.read_bytes()
     except OSError as exc:
-        raise UsageError(f"--from-file {p} cannot be read: {exc.strerror}") from None
-    return parse_offsets_csv(text, source=str(p))
+        raise UsageError(f"--from-file {p} cannot be read: {exc.strerror or exc}") from None
+    return parse_offsets_csv(decode_utf8(data, source=str(p)), source=str(p))
 
 
 def snapshot_store_url(cli_value: str | None, config_path) -> str:
