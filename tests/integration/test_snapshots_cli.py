@@ -70,7 +70,7 @@ def test_all_groups_snapshot_includes_the_group(admin, topic_group):
 
 def test_create_show_list_verify_diff_delete(cli, bootstrap, topic_group):
     topic, group = topic_group
-    code, out, err = cli("create", "-g", group, "-d", "before change", "-o", "json")
+    code, out, err = cli("create", "-g", group, "--description", "before change", "-o", "json")
     assert code == 0, err
     created = json.loads(out)
     sid = created["id"]
@@ -156,7 +156,7 @@ def test_create_all_groups_and_a_group_without_offsets(cli, unique, topic_group)
     assert group in cli.store.load(sid).groups
 
     empty = unique("never-committed")
-    code, out, err = cli("create", "-g", f"{group},{empty}")
+    code, out, err = cli("create", "-g", group, "-g", empty)
     assert code == 0, err
     assert "saved: 2 groups, 2 partitions" in out
     assert f"group {empty} has no committed offsets" in err

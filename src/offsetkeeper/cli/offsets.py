@@ -14,8 +14,9 @@ from offsetkeeper.cli.common import (
     ConfigOpt,
     OutputOpt,
     connection,
+    group_ids,
 )
-from offsetkeeper.cli.output import OutputFormat, printable, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, render_rows, say
 from offsetkeeper.cli.reset_render import execute_plan, finish, show_outcome, write_atomic
 from offsetkeeper.errors import UsageError
 from offsetkeeper.inspect import rows_as_dicts, show_offsets
@@ -153,7 +154,7 @@ def reset(
         shift_by=shift_by, to_datetime=to_datetime, by_duration=by_duration, from_file=from_file,
         from_snapshot=from_snapshot, from_mapping=from_mapping, snapshot_store=snapshot_store,
         allow_cluster_mismatch=allow_cluster_mismatch, config=config)
-    scope = ResetScope(groups=tuple(group or ()), all_groups=all_groups,
+    scope = ResetScope(groups=tuple(group_ids(group)), all_groups=all_groups,
                        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
                        all_topics=all_topics)
     conn = connection(bootstrap, command_config, cluster, config)
@@ -162,7 +163,7 @@ def reset(
             note = sources.check_snapshot_cluster(admin, from_snapshot, snapshot_store, config,
                                                   allow=allow_cluster_mismatch)
             if note:
-                stderr_console().print(f"note: {note}", highlight=False)
+                say(note, prefix="note:")
         plan = build_plan(admin, scope, target, label=label)
         if export:
             write_atomic(export, plan_csv(plan), what="--export")
@@ -179,8 +180,7 @@ def reset(
     show_outcome(plan, report, output)
     for path, use in ((export, "use with --from-file"), (script, "review it, then run it")):
         if path:  # on stderr, so it never mixes with JSON/CSV on stdout
-            stderr_console().print(f"plan written to {printable(str(path))} ({use})",
-                                   highlight=False, markup=False)
+            say(f"plan written to {path} ({use})")
     finish(plan, report)
 
 
@@ -202,10 +202,10 @@ def delete(
         raise UsageError("offsets delete needs --group GROUP and --topic TOPIC[:P,...]")
     specs = [TopicSpec(*parse_topic_spec(t)) for t in topic]
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        result = delete_offsets(admin, list(group), specs, execute=execute)
+        result = delete_offsets(admin, group_ids(group), specs, execute=execute)
     render_rows(result.rows, ["group", "topic", "partition", "current", "result"], output,
                 title=None if execute else "Dry run — nothing deleted; add --execute")
     for msg in result.errors:
-        stderr_console().print(f"[bold red]error:[/] {msg}", highlight=False)
+        say(msg, style="bold red", prefix="error:")
     if result.errors:
         raise typer.Exit(1)

@@ -10,10 +10,16 @@ import os
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import (
+    OutputFormat,
+    render_json,
+    render_rows,
+    safe,
+    say,
+    stderr_console,
+)
 from offsetkeeper.errors import StoreError, UsageError
 from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, apply_plan
 from offsetkeeper.reset.parse import show
@@ -52,18 +58,18 @@ def print_problems(plan: ResetPlan, report: ApplyReport | None = None) -> None:
     err = stderr_console()
     reported = set()
     for g in plan.refused:
-        err.print(f"[bold red]refused:[/] {escape(g.refused or '')}", highlight=False)
+        err.print(f"[bold red]refused:[/] {safe(g.refused or '')}", highlight=False)
         reported.add(g.group)
     for p in plan.partitions():
         if p.error:
-            err.print(f"[bold red]error:[/] group {escape(p.group)} {escape(str(p.tp))}: {escape(p.error)}",
+            err.print(f"[bold red]error:[/] group {safe(p.group)} {safe(str(p.tp))}: {safe(p.error)}",
                       highlight=False)
             reported.add(p.group)
     for r in report.results if report else ():
         if r.status in ("failed", "refused") and r.group not in reported:
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(r.partition_errors.items()))
-            err.print(f"[bold red]{r.status}:[/] group {escape(r.group)}: {escape(r.error or '')}"
-                      + (f" ({escape(detail)})" if detail else ""), highlight=False)
+            err.print(f"[bold red]{r.status}:[/] group {safe(r.group)}: {safe(r.error or '')}"
+                      + (f" ({safe(detail)})" if detail else ""), highlight=False)
 
 
 def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
@@ -84,14 +90,17 @@ def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
             f"{s['partitions_changed']} partitions changed in {s['elapsed_s']}s "
             f"({s['offsets_per_s']} offsets/s; latency p50 {s['latency_p50_ms']} ms, "
             f"p99 {s['latency_p99_ms']} ms, max {s['latency_max_ms']} ms)", highlight=False)
-        if report.snapshot_id:
-            out.print(f"snapshot taken before the change: {report.snapshot_id} "
-                      f"(undo: offsetkeeper snapshots rollback {report.snapshot_id} --execute)",
-                      highlight=False)
 
 
 def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat) -> None:
-    """Print the plan (and the execution report when executed) and any problems on stderr."""
+    """Print the plan (and the execution report when executed) and any problems on stderr.
+
+    The undo snapshot id comes first, before anything that could fail to render: whoever
+    changed offsets must always learn how to undo it.
+    """
+    if report is not None and report.snapshot_id:
+        say(f"snapshot taken before the change: {report.snapshot_id} "
+            f"(undo: offsetkeeper snapshots rollback {report.snapshot_id} --execute)")
     if fmt is OutputFormat.json and report is not None:
         render_json({"plan": plan.to_dict(), "report": report.to_dict()})
     else:
