@@ -95,7 +95,7 @@ def print_table(table: Table, console: Console | None = None) -> None:
     console = console or stdout_console()
     natural = Measurement.get(console, console.options.update(max_width=1_000_000), table).maximum
     # A console exactly as wide as the table: Rich then neither folds nor drops a column.
-    wide = Console(file=console.file, width=max(natural, 1), highlight=False, soft_wrap=True,
+    wide = Console(file=console.file, width=max(natural, 1), height=25, highlight=False, soft_wrap=True,
                    force_terminal=console.is_terminal, color_system=console.color_system and "auto",
                    no_color=console.no_color)
     wide.print(table, crop=False)
