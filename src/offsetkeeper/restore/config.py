@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,22 +66,13 @@ class RestoreOptions:
 # -- parsing of flag values ------------------------------------------------------------------
 
 def parse_time_ms(text: str | int | datetime | None, *, flag: str) -> int | None:
-    """Epoch milliseconds, or ISO-8601 (UTC when no zone, millisecond precision)."""
+    """Epoch milliseconds, or ISO-8601 (UTC when no zone): the one time parser of
+    `offsetkeeper.reset.parse.parse_time`, shared with --to-datetime and --at."""
     if text is None or text == "":
         return None
-    if isinstance(text, datetime):  # YAML parses unquoted timestamps itself
-        text = text.isoformat()
-    if isinstance(text, int) or re.fullmatch(r"-?\d+", str(text).strip()):
-        return int(text)
-    s = str(text).strip().replace("Z", "+00:00").replace("z", "+00:00")
-    try:
-        dt = datetime.fromisoformat(s)
-    except ValueError:
-        raise UsageError(f"{flag} '{text}' is not a time (expected ISO-8601 like "
-                         "2024-05-01T09:40:00.250Z or epoch milliseconds)") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000 + (0.5 if dt.timestamp() >= 0 else -0.5))
+    from offsetkeeper.reset.parse import parse_time
+
+    return parse_time(text, what=flag)
 
 
 def parse_rename(pairs: list[str] | None) -> dict[str, str]:
