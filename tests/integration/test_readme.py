@@ -161,3 +161,82 @@ def test_readme_config_example_loads(tmp_path, monkeypatch):
     p.write_text(block.group(1))
     cfg = load_config_file(p)
     assert cfg.default_cluster == "prod" and set(cfg.clusters) == {"prod", "dr"}
+
+
+# -- backup / restore / three-phase (Spark) ---------------------------------------------------
+
+def _watermark_total(bootstrap: str, topic: str, partitions: int) -> int:
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CkTP
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "readme-check"})
+    try:
+        return sum(c.get_watermark_offsets(CkTP(topic, p), timeout=10)[1] for p in range(partitions))
+    finally:
+        c.close()
+
+
+SPARK_EXPECTATIONS = [
+    Expect("backup run -b", lambda r, b: True),
+    Expect("backup run -f backup.yaml", lambda r, b: True),
+    Expect("backups list", lambda r, b: "nightly" in r.out),
+    Expect("backups describe nightly", lambda r, b: "orders" in r.out),
+    Expect("backups validate nightly", lambda r, b: True),
+    Expect("restore run", lambda r, b: _watermark_total(b, "orders", 2) >= 120),
+    Expect("mapping show", lambda r, b: True),
+    Expect("--from-mapping", lambda r, b: committed(b, "payments", "orders", 2) == {0: 50, 1: 55}),
+    Expect("restore three-phase", lambda r, b: True),
+]
+
+
+# README lines whose outcome is wrong today because of an open item of issue 8 (owned
+# elsewhere). When the fix lands the check passes and the entry must go.
+KNOWN_DEFECTS = {
+    "--from-mapping": "issue 8 item 6: --from-mapping ... --all-groups on a fresh DR cluster "
+                      "commits nothing (SUCCESS: 0/0 groups)",
+}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_readme_backup_restore_commands_run_as_written(capsys, tmp_path, monkeypatch, spark):
+    """Invariant: the README's backup, restore, mapping and three-phase commands run as written
+    (addresses, the backup directory and the Spark master substituted) and a restored DR
+    cluster gets the records and the translated `payments` offsets."""
+    prod_dir, dr_dir = tmp_path / "prod", tmp_path / "dr"
+    prod = devbroker.start(devbroker.free_port(), prod_dir).bootstrap
+    dr = devbroker.start(devbroker.free_port(), dr_dir).bootstrap
+    try:
+        create_topic(prod, "orders", partitions=2, config={"retention.ms": "-1"})
+        produce(prod, "orders", ((p, b"k", f"v{i}".encode(), None, T0 + i * MINUTE)
+                                 for p in range(2) for i in range(60)))
+        commit(prod, "payments", {("orders", 0): 50, ("orders", 1): 55})
+        backups = tmp_path / "backups"
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "none.yaml").write_text("{}\n")
+        monkeypatch.setenv("OFFSETKEEPER_CONFIG", str(tmp_path / "none.yaml"))
+        monkeypatch.setenv("OFFSETKEEPER_SNAPSHOT_STORE", str(tmp_path / "snapshots"))
+        (tmp_path / "backup.yaml").write_text(
+            f"source: {{bootstrap_servers: '{prod}'}}\ntopics: {{include: [orders]}}\n"
+            f"destination: '{backups}'\nbackup_id: nightly\n")
+        subst = {"localhost:9092": prod, "dr-kafka:9092": dr, "/backups": str(backups),
+                 "spark://host:7077": "local[2]"}
+        commands = readme_commands(SPARK_SECTIONS)
+        known: list[str] = []
+        assert len(commands) >= 8, commands
+        for section, line in commands:
+            e = next((x for x in SPARK_EXPECTATIONS if x.pattern in line), None)
+            assert e is not None, f"README command without an expectation in this test: {line}"
+            text = line
+            for a, b in subst.items():
+                text = text.replace(a, b)
+            r = run_cli(capsys, *shlex.split(text, comments=True)[1:])
+            assert r.code == e.code, f"[{section}] {text}\nexit {r.code}\n{r.out}\n{r.err}"
+            if not e.check(r, dr):
+                assert e.pattern in KNOWN_DEFECTS, f"[{section}] {text}\n{r.out}\n{r.err}"
+                known.append(KNOWN_DEFECTS[e.pattern])
+        if known:  # every other README line passed; these wait for their fix
+            pytest.xfail("; ".join(known))
+    finally:
+        devbroker.stop(prod_dir)
+        devbroker.stop(dr_dir)
