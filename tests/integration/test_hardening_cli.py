@@ -398,3 +398,47 @@ def test_one_meaning_per_flag(capsys, bootstrap, topic, unique, tmp_path):
     r = run_cli(capsys, "snapshots", "rollback", "--help")
     assert "[default: 100;" in r.out.replace("\n", " ").replace("  ", " ") or "default: 100" in r.out
 
+
+
+@pytest.fixture
+def small_mounts(tmp_path):
+    """A full and a read-only filesystem (tmpfs; needs root — skipped otherwise)."""
+    full, ro = tmp_path / "full", tmp_path / "ro"
+    full.mkdir()
+    ro.mkdir()
+    mounted = []
+    try:
+        for d, opts in ((full, "size=64k"), (ro, "ro,size=64k")):
+            res = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)],
+                                 capture_output=True)
+            if res.returncode != 0:
+                pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
+            mounted.append(d)
+        try:
+            with open(full / "filler", "wb", buffering=0) as f:
+                while True:
+                    f.write(b"x" * 4096)
+        except OSError:
+            pass  # the filesystem is full now
+        yield full, ro
+    finally:
+        for d in mounted:
+            subprocess.run(["umount", str(d)], capture_output=True)
+
+
+def test_export_into_full_or_read_only_directory_leaves_nothing(capsys, bootstrap, topic, unique,
+                                                                small_mounts):
+    """Invariant: --export/--script into a full or read-only directory is one line (exit 2),
+    nothing is executed, and no .tmp file is left behind."""
+    full, ro = small_mounts
+    g = unique("g")
+    commit(bootstrap, g, {(topic, 0): 1, (topic, 1): 1})
+    for flag, target in (("--export", full / "p.csv"), ("--script", ro / "r.sh"),
+                         ("--export", ro / "p.csv"), ("--script", full / "r.sh")):
+        r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "-g", g, "-t", topic,
+                    "--to-earliest", flag, target, "--execute")
+        assert r.code == 2, (flag, target, r.err)
+        assert flag in r.err and len(r.err.strip().splitlines()) == 1, r.err
+        assert "Traceback" not in r.err
+    assert sorted(os.listdir(full)) == ["filler"] and os.listdir(ro) == []
+    assert committed(bootstrap, g, topic, 2) == {0: 1, 1: 1}

@@ -255,3 +255,12 @@ def test_script_into_bad_directory_is_refused_and_leaves_nothing(tmp_path, where
     with pytest.raises(UsageError, match="--script .*(does not exist|is not a directory)"):
         write_atomic(Path(tmp_path / where), "x", what="--script")
     assert sorted(os.listdir(tmp_path)) == ["file"]
+
+
+@pytest.mark.parametrize("value", ["ord:0_1=2", "ord:٠=1", "ord:0=1_0"])
+def test_partition_map_is_ascii_digits(value):
+    """Invariant: --partition-map numbers are ASCII digits only (`ord:0_1`, Arabic-Indic)."""
+    from offsetkeeper.restore.config import parse_partition_map
+
+    with pytest.raises(UsageError, match="--partition-map"):
+        parse_partition_map([value])

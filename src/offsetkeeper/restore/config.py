@@ -90,7 +90,7 @@ def parse_partition_map(pairs: list[str] | None) -> dict[str | None, dict[int, i
     """`[TOPIC:]SRC=DST` pairs (no topic = every topic)."""
     out: dict[str | None, dict[int, int]] = {}
     for p in pairs or []:
-        m = re.fullmatch(r"(?:(.+):)?(\d+)=(\d+)", p.strip())
+        m = re.fullmatch(r"(?:(.+):)?([0-9]+)=([0-9]+)", p.strip())
         if not m:
             raise UsageError(f"--partition-map '{p}' is not [TOPIC:]SOURCE_PARTITION=TARGET_PARTITION")
         out.setdefault(m.group(1), {})[int(m.group(2))] = int(m.group(3))
@@ -101,7 +101,7 @@ def parse_source_partitions(values: list[str] | None) -> dict[str | None, tuple[
     """`[TOPIC:]0,1,2` values (no topic = every topic)."""
     out: dict[str | None, tuple[int, ...]] = {}
     for v in values or []:
-        m = re.fullmatch(r"(?:(.+):)?(\d+(?:,\d+)*)", v.strip())
+        m = re.fullmatch(r"(?:(.+):)?([0-9]+(?:,[0-9]+)*)", v.strip())
         if not m:
             raise UsageError(f"--source-partitions '{v}' is not [TOPIC:]P[,P...]")
         key = m.group(1)
