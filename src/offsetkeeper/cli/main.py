@@ -173,6 +173,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         say("interrupted")
         sys.exit(130)
+    except BrokenPipeError:
+        # `offsetkeeper groups list | head -1`: the reader left; that is not an error to report.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
     except SystemExit:
         raise
     except Exception as exc:

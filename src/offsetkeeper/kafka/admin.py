@@ -82,6 +82,8 @@ class KafkaAdmin:
             client.list_topics(timeout=wait)
         except KafkaException as exc:
             client.poll(0)
+            if error_name(exc) not in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", ""):
+                raise translate(exc, action=f"connect to {self.conn.bootstrap_servers}") from exc
             raise KafkaOperationError(
                 f"cannot reach the cluster at {self.conn.bootstrap_servers}: no broker answered "
                 f"within {wait:g} s; check --bootstrap-server, the network and the security "
