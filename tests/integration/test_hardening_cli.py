@@ -248,6 +248,9 @@ def test_unreachable_broker_is_one_line_naming_the_address(capsys):
                            "127.0.0.1:1"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "%3|" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "offsetkeeper.cli.main", "--verbose", "groups",
+                           "list", "-b", "127.0.0.1:1"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "offsetkeeper.librdkafka" in proc.stderr  # only with --verbose
 
 
 # -- item 17 ----------------------------------------------------------------------------------

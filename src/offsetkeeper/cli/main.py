@@ -143,15 +143,14 @@ def _configure_logging(verbose: bool) -> None:
     """librdkafka's log lines go to the `offsetkeeper.librdkafka` logger: on stderr only with
     --verbose (never mixed into output otherwise)."""
     root = logging.getLogger("offsetkeeper")
-    if verbose:
-        if not root.handlers:
-            handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-            root.addHandler(handler)
-        root.setLevel(logging.DEBUG)
-    else:
-        root.addHandler(logging.NullHandler())
-        root.propagate = False
+    for h in [h for h in root.handlers if getattr(h, "_offsetkeeper", False)]:
+        root.removeHandler(h)
+    handler: logging.Handler = logging.StreamHandler(sys.stderr) if verbose else logging.NullHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler._offsetkeeper = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    root.propagate = False
 
 
 def _verbose(argv: list[str] | None) -> bool:
