@@ -101,3 +101,21 @@ def test_time_columns_iso_in_tables_and_both_in_json(table, capsys):
     assert json.loads(capsys.readouterr().out) == [
         {"id": "a", "created_ms": 1795167600250, "created_ms_iso": "2026-11-20T09:40:00.250Z"}]
     assert iso_ms(None) is None
+
+
+def test_undo_snapshot_id_is_printed_before_anything_that_can_fail(capsys, monkeypatch):
+    """Invariant: after an --execute the undo snapshot id reaches the user first, even if
+    rendering the plan or report then fails."""
+    from offsetkeeper.cli import reset_render
+    from offsetkeeper.reset.apply import ApplyReport
+    from offsetkeeper.reset.plan import ResetPlan
+
+    def broken(*a, **k):
+        raise RuntimeError("rendering failed")
+
+    monkeypatch.setattr(reset_render, "render_rows", broken)
+    report = ApplyReport(results=(), elapsed_s=0.0, snapshot_id="snap-20261122T000000.000Z-abcd")
+    with pytest.raises(RuntimeError):
+        reset_render.show_outcome(ResetPlan(target="x", groups=()), report, OutputFormat.table)
+    err = capsys.readouterr().err
+    assert "undo: offsetkeeper snapshots rollback snap-20261122T000000.000Z-abcd --execute" in err
