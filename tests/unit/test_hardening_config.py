@@ -141,3 +141,13 @@ def test_non_utf8_properties_file(tmp_path):
 
     with pytest.raises(ConfigError, match="line 2: not UTF-8"):
         load_properties_file(write(tmp_path, b"a=b\nc=\xe9\n", "p.properties"))
+
+
+@pytest.mark.parametrize("key", ["sasl.password", "ssl.keystore.password", "sasl.jaas.config",
+                                 "sasl.oauthbearer.client.secret", "sasl.oauthbearer.config",
+                                 "ssl.key.pem", "ssl.keystore.key"])
+def test_secret_keys_are_recognised(key):
+    """Invariant: every librdkafka/Java property that can carry a secret is masked."""
+    from offsetkeeper.redact import is_secret_key
+
+    assert is_secret_key(key)
