@@ -347,6 +347,13 @@ def test_latest_is_per_cluster_and_rollback_latest_twice_keeps_the_first(
         assert committed(bootstrap, g, topic, 2) == {0: 4, 1: 6}
     kinds = sorted(s.origin for s in SnapshotStore(str(store)).list())
     assert kinds == ["before-reset", "before-rollback", "manual"]
+    # --from-snapshot latest follows the same rule (the DR snapshot is newer but not ours).
+    r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "--from-snapshot", "latest",
+                "--snapshot-store", store, "-o", "json")
+    assert r.code == 0, r.err
+    planned = {(p["topic"], p["partition"]): p["target"]
+               for grp in json.loads(r.out)["groups"] for p in grp["partitions"]}
+    assert planned == {(topic, 0): 4, (topic, 1): 6}
 
 
 def test_rollback_refuses_a_snapshot_without_cluster_id_and_warns_on_other_servers(

@@ -160,8 +160,8 @@ def reset(
     conn = connection(bootstrap, command_config, cluster, config)
     with KafkaAdmin(conn) as admin:
         if from_snapshot is not None:
-            note = sources.check_snapshot_cluster(admin, from_snapshot, snapshot_store, config,
-                                                  allow=allow_cluster_mismatch)
+            target, note = sources.snapshot_target(admin, from_snapshot, snapshot_store, config,
+                                                   allow=allow_cluster_mismatch)
             if note:
                 say(note, prefix="note:")
         plan = build_plan(admin, scope, target, label=label)

@@ -40,6 +40,19 @@ def from_snapshot(snapshot_id: str, *, store: str | None = None, config=None) ->
     return rollback_target(_load_snapshot(snapshot_id, store, config))
 
 
+def snapshot_target(admin, ref: str, store: str | None, config, *,
+                    allow: bool) -> tuple[FromOffsets, str | None]:
+    """The rollback target of a snapshot for the cluster `admin` talks to: `latest` means the
+    newest snapshot of that cluster (never an automatic pre-rollback one); a snapshot of
+    another cluster is refused unless `allow`. Returns the target and a note for the user."""
+    from offsetkeeper.snapshots.rollback import check_cluster, rollback_target
+    from offsetkeeper.snapshots.store import SnapshotStore
+
+    snap = SnapshotStore(snapshot_store_url(store, config)).load(
+        ref, cluster=(admin.cluster_id(), admin.conn.bootstrap_servers))
+    return rollback_target(snap), check_cluster(admin, snap, allow=allow)
+
+
 def check_snapshot_cluster(admin, snapshot_id: str, store: str | None, config, *, allow: bool) -> str | None:
     """Refuse to roll a snapshot of one cluster onto another unless explicitly allowed; returns
     a note for the user when it is allowed."""
