@@ -102,7 +102,7 @@ def create(
     st = _store(store, config)
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
         snap = snapshot_and_save(admin, None if all_groups else groups, st,
-                                 description=description)
+                                 description=description, must_exist=True)
     for g, gs in sorted(snap.groups.items()):
         if not gs.offsets:
             _note(f"group {g} has no committed offsets (state {gs.state}); recorded as empty")
