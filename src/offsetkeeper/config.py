@@ -239,7 +239,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         parts = []
         while True:
             trailing = len(line) - len(line.rstrip("\\"))
-            if trailing % 2 == 1 and i <= len(natural):
+            if trailing % 2 == 1:
                 parts.append(line[:-1])
                 if i == len(natural):
                     break
@@ -291,7 +291,9 @@ def parse_properties(text: str, *, source: str = "properties") -> dict[str, str]
         where = f"{source} line {lineno}"
         key = _unescape(raw_key, where=where)
         if not has_sep or not key:
-            # Never echo the text: a stray line is often half of a secret.
+            # Java would read a lone word as a key with an empty value; for client properties
+            # that is always a mistake (often the second half of a broken secret), so refuse
+            # it — and never echo the text.
             raise ConfigError(f"{where}: expected key=value (the line has no key and value; "
                               "its text is not shown in case it is a secret)")
         props[key] = _unescape(rest, where=f"{where} (value of {key})")
