@@ -23,6 +23,7 @@ from rich.console import Console
 
 from offsetkeeper import devbroker
 from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.snapshots import demo as snapshots_demo
 
 TOPIC = "orders"
 PARTITIONS = 3
@@ -128,6 +129,7 @@ PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
     ("offsets: inspect, reset, snapshot, rollback", _part_offsets, False),
     ("history: lag over time, status, plot, reset to a past moment", lambda ctx: __import__("offsetkeeper.history.demo", fromlist=["part"]).part(ctx), False),
     ("backup and restore with an exact offset mapping", _part_backup_restore, True),
+    ("plans as files, rollback twice", snapshots_demo.part, False),
     ("dashboard: groups page and a plan preview over HTTP", lambda ctx: __import__("offsetkeeper.web.demo", fromlist=["part"]).part(ctx), False),
 ]
 

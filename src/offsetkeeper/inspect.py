@@ -23,6 +23,16 @@ class OffsetRow:
     host: str | None
     client_id: str | None
 
+    @property
+    def note(self) -> str | None:
+        """Why a number looks odd: a commit beyond the log end gives a negative lag (shown,
+        as kafka-consumer-groups.sh shows it, never hidden as 0)."""
+        if self.lag is not None and self.lag < 0:
+            return (f"committed offset {self.current_offset} is beyond the log end "
+                    f"{self.log_end_offset} (lag {self.lag}): the log was truncated or the topic "
+                    "recreated; the consumer will reset by its auto.offset.reset")
+        return None
+
 
 def list_groups(admin: KafkaAdmin, states: set[str] | None = None) -> list[GroupListing]:
     """Groups, optionally only those in the given states (lower-case, e.g. {'stable','empty'})."""
@@ -95,7 +105,7 @@ def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str]
             cur = c.offset if c else None
             mid, host, cid = owner.get((g, tp), (None, None, None))
             rows.append(OffsetRow(g, tp.topic, tp.partition, cur, wm.low, wm.high,
-                                  None if cur is None else max(0, wm.high - cur), mid, host, cid))
+                                  None if cur is None else wm.high - cur, mid, host, cid))
     return [infos[g] for g in group_ids], rows
 
 

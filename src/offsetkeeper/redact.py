@@ -6,7 +6,8 @@ import re
 from collections.abc import Mapping
 
 MASK = "******"
-_SECRET_KEY = re.compile(r"(password|secret|jaas|private|credential|token|\.key$|key\.pem)", re.I)
+_SECRET_KEY = re.compile(
+    r"(password|secret|jaas|private|credential|token|\.key$|key\.pem|oauthbearer\.config)", re.I)
 
 
 def is_secret_key(key: str) -> bool:

@@ -174,16 +174,18 @@ def test_script(capsys, bootstrap, topic, group, tmp_path):
     r = reset(capsys, bootstrap, "-g", group, "-t", f"{topic}:1", "--to-offset", "2", "--script", script)
     assert r.code == 0
     text = script.read_text()
-    assert f"--group {group} --topic {topic}:1 --reset-offsets --to-offset 2 --execute" in text
+    assert f"--group {group} --reset-offsets --from-file \"$PLAN_FILE\" --execute" in text
+    assert f"\n{topic},1,2\n" in text
     assert text.startswith("#!/usr/bin/env bash")
+    assert f"plan written to {script}" in r.err
 
 
 @pytest.mark.parametrize("args,message", [
     (["-t", "{topic}", "--to-earliest", "--to-latest"], "conflicting reset targets"),
     (["-t", "{topic}"], "missing reset target"),
-    (["-t", "{topic}", "--to-offset", "-3"], "is negative"),
-    (["-t", "{topic}", "--to-offset", "x"], "not a number"),
-    (["-t", "{topic}", "--to-datetime", "noon"], "not an ISO-8601 datetime"),
+    (["-t", "{topic}", "--to-offset", "-3"], "not a non-negative integer"),
+    (["-t", "{topic}", "--to-offset", "x"], "not a non-negative integer"),
+    (["-t", "{topic}", "--to-datetime", "noon"], "--to-datetime 'noon' is not a time"),
     (["-t", "{topic}", "--by-duration", "1 hour"], "not an ISO-8601 duration"),
     (["-t", "no-such-topic-xyz", "--to-earliest"], "unknown topic 'no-such-topic-xyz'"),
     (["-t", "{topic}:7", "--to-earliest"], "has no partition 7"),

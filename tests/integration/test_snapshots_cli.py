@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kafkatools import commit, create_topic, produce_n
+from kafkatools import LiveConsumer, commit, create_topic, produce_n
 from offsetkeeper.models import CommittedOffset, TopicPartition
 from offsetkeeper.snapshots.capture import take_snapshot
 from offsetkeeper.snapshots.compare import verify
@@ -70,7 +70,7 @@ def test_all_groups_snapshot_includes_the_group(admin, topic_group):
 
 def test_create_show_list_verify_diff_delete(cli, bootstrap, topic_group):
     topic, group = topic_group
-    code, out, err = cli("create", "-g", group, "-d", "before change", "-o", "json")
+    code, out, err = cli("create", "-g", group, "--description", "before change", "-o", "json")
     assert code == 0, err
     created = json.loads(out)
     sid = created["id"]
@@ -148,15 +148,28 @@ def test_create_usage_errors(cli):
     assert code == 2
 
 
-def test_create_all_groups_and_a_group_without_offsets(cli, unique, topic_group):
-    _, group = topic_group
+def test_create_all_groups_and_a_group_without_offsets(cli, unique, topic_group, bootstrap):
+    topic, group = topic_group
     code, out, err = cli("create", "--all-groups", "-o", "json")
     assert code == 0, err
     sid = json.loads(out)["id"]
     assert group in cli.store.load(sid).groups
 
-    empty = unique("never-committed")
-    code, out, err = cli("create", "-g", f"{group},{empty}")
+    empty = unique("never-committed")  # a live group that has not committed yet
+    consumer = LiveConsumer(bootstrap, empty, [topic])
+    try:
+        code, out, err = cli("create", "-g", group, "-g", empty)
+    finally:
+        consumer.stop()
     assert code == 0, err
     assert "saved: 2 groups, 2 partitions" in out
     assert f"group {empty} has no committed offsets" in err
+
+
+def test_create_of_a_group_that_does_not_exist_is_an_error(cli, unique):
+    """Invariant: `snapshots create -g nosuch` is exit 2 and saves nothing (a typo is not an
+    empty snapshot)."""
+    nosuch = unique("nosuch")
+    code, _, err = cli("create", "-g", nosuch)
+    assert code == 2 and f"consumer group '{nosuch}' does not exist" in err
+    assert cli.store.ids() == []

@@ -50,8 +50,9 @@ def test_unknown_cluster_and_missing_env(tmp_path, monkeypatch):
     cfg = load_config_file(write(tmp_path, "clusters:\n  a:\n    bootstrap_servers: x:1\n"))
     with pytest.raises(ConfigError, match="unknown cluster 'b' \\(known: a\\)"):
         resolve_connection(config=cfg, cluster="b")
+    lazy = load_config_file(write(tmp_path, "clusters:\n  a:\n    bootstrap_servers: ${NOPE_VAR}\n"))
     with pytest.raises(ConfigError, match="NOPE_VAR is not set"):
-        load_config_file(write(tmp_path, "clusters:\n  a:\n    bootstrap_servers: ${NOPE_VAR}\n"))
+        resolve_connection(config=lazy, cluster="a")
 
 
 def test_missing_explicit_config_and_bad_yaml(tmp_path):

@@ -114,4 +114,8 @@ def test_cluster_check():
     assert "c1" in e.value.message and "c2" in e.value.message
     note = cluster_mismatch(s, "c2", allow_mismatch=True)
     assert "c1" in note and "c2" in note
-    assert "cannot tell" in cluster_mismatch(snap({"g": {A: 1}}, cluster=""), "c2")
+    # A missing cluster id skips nothing any more: refused unless allowed (issue 8, item 21).
+    with pytest.raises(UsageError, match="cannot tell"):
+        cluster_mismatch(snap({"g": {A: 1}}, cluster=""), "c2")
+    assert "cannot tell" in cluster_mismatch(snap({"g": {A: 1}}, cluster=""), "c2",
+                                             allow_mismatch=True)

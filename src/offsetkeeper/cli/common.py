@@ -42,6 +42,17 @@ OutputOpt = Annotated[
 ]
 
 
+def group_ids(values: list[str] | None, *, option: str = "--group") -> list[str]:
+    """Group ids as given (never split on commas: Kafka allows them), duplicates dropped;
+    an empty id is bad input."""
+    from offsetkeeper.errors import UsageError
+
+    ids = list(dict.fromkeys(values or []))
+    if "" in ids:
+        raise UsageError(f"{option} '' is empty (expected a consumer group id)")
+    return ids
+
+
 def connection(
     bootstrap: str | None, command_config: Path | None, cluster: str | None, config: Path | None
 ) -> Connection:

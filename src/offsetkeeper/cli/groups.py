@@ -13,8 +13,9 @@ from offsetkeeper.cli.common import (
     ConfigOpt,
     OutputOpt,
     connection,
+    group_ids,
 )
-from offsetkeeper.cli.output import OutputFormat, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, render_rows, say
 from offsetkeeper.errors import UsageError
 from offsetkeeper.inspect import (
     describe_offsets,
@@ -74,11 +75,11 @@ def describe(
     if views > 1:
         raise UsageError("choose one of --offsets, --members, --state")
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        ids = resolve_group_ids(admin, list(groups or []), all_groups)
+        ids = resolve_group_ids(admin, group_ids(groups, option="GROUP"), all_groups)
         if members or state:
             infos = describe_states(admin, ids)
         else:
-            rows = rows_as_dicts(describe_offsets(admin, ids))
+            offset_rows = describe_offsets(admin, ids)
     if members:
         rows = [{"group": i.group_id, "consumer_id": m.member_id, "host": m.host,
                  "client_id": m.client_id, "group_instance_id": m.group_instance_id,
@@ -89,14 +90,17 @@ def describe(
                            "partitions", "assignment"], output)
         for i in infos:
             if not i.members and output is OutputFormat.table:
-                stderr_console().print(f"group {i.group_id} has no active members (state {i.state})",
-                                       highlight=False)
+                say(f"group {i.group_id} has no active members (state {i.state})")
     elif state:
         rows = [{"group": i.group_id, "coordinator": i.coordinator, "assignment_strategy": i.assignor,
                  "state": i.state, "members": len(i.members)} for i in infos]
         render_rows(rows, ["group", "coordinator", "assignment_strategy", "state", "members"], output)
     else:
-        render_rows(rows, OFFSET_COLUMNS, output)
+        render_rows(rows_as_dicts(offset_rows), OFFSET_COLUMNS, output)
+        for r in offset_rows:
+            if r.note:
+                say(f"group {r.group} {r.topic}:{r.partition}: {r.note}", style="yellow",
+                    prefix="note:")
 
 
 @app.command("delete")
@@ -124,7 +128,7 @@ def delete(
     from offsetkeeper.ops import DeleteRequest, ExecuteOptions
     from offsetkeeper.ops import delete as ops_delete
 
-    req = DeleteRequest(groups=tuple(dict.fromkeys(groups)), whole_groups=True, execute=execute,
+    req = DeleteRequest(groups=tuple(group_ids(groups, option="GROUP")), whole_groups=True, execute=execute,
                         options=ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store,
                                                config_path=config,
                                                allow_unknown_state=allow_unknown_state))

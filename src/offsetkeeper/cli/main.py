@@ -1,13 +1,24 @@
-"""The `offsetkeeper` command: a thin layer that parses options, calls the library, renders."""
+"""The `offsetkeeper` command: a thin layer that parses options, calls the library, renders.
+
+Errors: an `OffsetkeeperError` is one line on stderr and its exit code (2 bad input, 1 failed
+operation); anything else is caught too and reported as one line with exit 1 — a Python
+traceback reaches the user only with `--verbose`, which also shows librdkafka's own log lines.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import re
 import sys
+import traceback
+import types
+import typing
+from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from offsetkeeper.cli.output import stderr_console
+from offsetkeeper.cli.output import say
 from offsetkeeper.errors import OffsetkeeperError
 
 app = typer.Typer(
@@ -18,6 +29,23 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
 )
+
+VERBOSE_ENV = "OFFSETKEEPER_VERBOSE"
+_state = {"verbose": False}
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", help="Show debug logs (including librdkafka's) and a traceback on errors.")] = False,
+) -> None:
+    """See, move, back up and restore Kafka consumer offsets — safely.
+
+    Example: offsetkeeper --verbose groups list -b localhost:9092
+    """
+    if verbose:
+        _state["verbose"] = True
+        _configure_logging(True)
 
 
 def _register() -> None:
@@ -47,16 +75,125 @@ def _register() -> None:
 _register()
 
 
+# -- one manner for every command ---------------------------------------------------------------
+
+# Words shown for option values whose declaration names none (instead of `<str>`, `<int range>`).
+_WORDS = {
+    "bootstrap": "HOST:PORT[,...]", "cluster": "NAME", "store": "PATH|URL",
+    "snapshot_store": "PATH|URL", "group": "GROUP", "groups": "GROUP", "topic": "TOPIC",
+    "description": "TEXT", "master": "URL", "conf": "KEY=VALUE", "output": "table|json|csv",
+}
+_ASCII_INT = re.compile(r"[-+]?[0-9]+")
+
+
+def _base_annotation(param: Any) -> Any:
+    """int for `int`, `int | None` and `list[int]`; the annotation itself otherwise."""
+    ann = param.type_descriptor.annotation
+    for _ in range(2):
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        if typing.get_origin(ann) in (list, tuple, typing.Union, types.UnionType) and len(args) == 1:
+            ann = args[0]
+    return ann
+
+
+def _word(param: Any) -> str:
+    desc = param.type_descriptor
+    if desc.is_choice and desc.choices is not None:
+        return "|".join(str(getattr(c, "value", c)) for c in desc.choices)
+    if param.name in _WORDS:
+        return _WORDS[param.name]
+    if _base_annotation(param) in (int, float):
+        return "N"
+    if desc.is_path:
+        return "PATH"
+    return (param.name or "value").upper().replace("_", "-")
+
+
+class _AsciiInts:
+    """Runtime coercion of an integer parameter that accepts ASCII digits only (Typer's
+    pydantic coercion takes `1_000` and ` 5`)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        from typer._click.exceptions import BadParameter
+
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(v, str) and not _ASCII_INT.fullmatch(v):
+                raise BadParameter(f"{v!r} is not an integer (ASCII digits only)",
+                                   ctx=ctx, param=param)
+        return self.inner.coerce(value, param=param, ctx=ctx)
+
+
+def _harden(cmd: Any) -> None:
+    for param in cmd.params:
+        if not hasattr(param, "type_descriptor"):
+            continue
+        if _base_annotation(param) is int and not isinstance(param.get_runtime_param(), _AsciiInts):
+            param._runtime_param = _AsciiInts(param.get_runtime_param())
+        if param.metavar is None and not getattr(param, "is_flag", False):
+            param.metavar = _word(param)
+        if param.param_type_name == "argument":
+            # An argument's name already is its word; Typer would add `<list[str]>` after it.
+            param.display_type_rich = lambda ctx: None
+    for sub in getattr(cmd, "commands", {}).values():
+        _harden(sub)
+
+
+def command() -> Any:
+    """The click command tree of the app, with word metavars and strict integer parsing."""
+    cmd = typer.main.get_command(app)
+    _harden(cmd)
+    return cmd
+
+
+def _configure_logging(verbose: bool) -> None:
+    """librdkafka's log lines go to the `offsetkeeper.librdkafka` logger: on stderr only with
+    --verbose (never mixed into output otherwise)."""
+    root = logging.getLogger("offsetkeeper")
+    for h in [h for h in root.handlers if getattr(h, "_offsetkeeper", False)]:
+        root.removeHandler(h)
+    handler: logging.Handler = logging.StreamHandler(sys.stderr) if verbose else logging.NullHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler._offsetkeeper = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    root.propagate = False
+
+
+def _verbose(argv: list[str] | None) -> bool:
+    args = sys.argv[1:] if argv is None else argv
+    return _state["verbose"] or "--verbose" in args or os.environ.get(VERBOSE_ENV) == "1"
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turn library errors into one line on stderr and an exit code."""
+    """Entry point: run the app, turn every error into one line on stderr and an exit code."""
+    _state["verbose"] = False
+    _configure_logging(_verbose(argv))
     try:
-        app(args=argv, prog_name="offsetkeeper")
+        command()(args=argv, prog_name="offsetkeeper")
     except OffsetkeeperError as exc:
-        stderr_console().print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+        if _verbose(argv):
+            traceback.print_exc()
+        say(exc.message, style="bold red", prefix="error:")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        stderr_console().print("interrupted")
+        say("interrupted")
         sys.exit(130)
+    except BrokenPipeError:
+        # `offsetkeeper groups list | head -1`: the reader left; that is not an error to report.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
+    except SystemExit:
+        raise
+    except Exception as exc:
+        if _verbose(argv):
+            traceback.print_exc()
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        say(f"unexpected {type(exc).__name__}{': ' + detail if detail else ''} "
+            "(run again with --verbose for the traceback)", style="bold red", prefix="error:")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

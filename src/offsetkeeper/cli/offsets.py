@@ -14,6 +14,7 @@ from offsetkeeper.cli.common import (
     ConfigOpt,
     OutputOpt,
     connection,
+    group_ids,
 )
 from offsetkeeper.cli.output import OutputFormat, render_rows
 from offsetkeeper.cli.progress import progress_bar
@@ -30,7 +31,7 @@ from offsetkeeper.ops import (
     target_from_flags,
 )
 from offsetkeeper.ops import delete as ops_delete
-from offsetkeeper.reset.parse import parse_datetime, parse_topic_spec
+from offsetkeeper.reset.parse import parse_time, parse_topic_spec
 from offsetkeeper.reset.plan import TopicSpec
 
 app = typer.Typer(help="Show log offsets; reset or delete committed offsets (dry run by default).",
@@ -63,7 +64,7 @@ def show(
     if not topic:
         raise UsageError("no topic given: use --topic TOPIC[:P,...]")
     specs = [parse_topic_spec(t) for t in topic]
-    at_ms = parse_datetime(at) if at else None
+    at_ms = parse_time(at, what="--at") if at else None
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
         rows = rows_as_dicts(show_offsets(admin, specs, at_ms))
     cols = ["topic", "partition", "log_start_offset", "log_end_offset"]
@@ -140,7 +141,7 @@ def reset(
         {"history_store": history_store} if history_store else None)
     conn = connection(bootstrap, command_config, cluster, config)
     req = ResetRequest(
-        target=target, groups=tuple(group or ()), all_groups=all_groups,
+        target=target, groups=tuple(group_ids(group)), all_groups=all_groups,
         topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()), all_topics=all_topics,
         execute=execute, create_groups=create_groups,
         allow_cluster_mismatch=allow_cluster_mismatch, export_csv=export, script=script,
@@ -175,7 +176,7 @@ def delete(
     if not group or not topic:
         raise UsageError("offsets delete needs --group GROUP and --topic TOPIC[:P,...]")
     req = DeleteRequest(
-        groups=tuple(group), topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic),
+        groups=tuple(group_ids(group)), topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic),
         execute=execute,
         options=ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store,
                                config_path=config, allow_unknown_state=allow_unknown_state))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -14,7 +13,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from offsetkeeper.cli.output import OutputFormat, stderr_console
+from offsetkeeper.cli.output import OutputFormat, safe, stderr_console
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 
 
@@ -32,8 +31,8 @@ def progress_bar(output: OutputFormat = OutputFormat.table) -> Iterator[Progress
 
         def on_event(ev: ProgressEvent) -> None:
             if ev.task not in tasks:
-                tasks[ev.task] = progress.add_task(escape(ev.task), total=ev.total, unit=ev.unit)
-            desc = escape(f"{ev.task}: {ev.message}" if ev.message else ev.task)
+                tasks[ev.task] = progress.add_task(safe(ev.task), total=ev.total, unit=ev.unit)
+            desc = safe(f"{ev.task}: {ev.message}" if ev.message else ev.task)
             progress.update(tasks[ev.task], completed=ev.done, total=ev.total, description=desc,
                             unit=ev.unit)
 

@@ -7,9 +7,15 @@ plans and reports the same way (the operations layer runs the one executor).
 from __future__ import annotations
 
 import typer
-from rich.markup import escape
 
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import (
+    OutputFormat,
+    render_json,
+    render_rows,
+    safe,
+    say,
+    stderr_console,
+)
 from offsetkeeper.reset.apply import ApplyReport, GroupStatus, ReportStatus
 from offsetkeeper.reset.plan import PlanKind, ResetPlan
 
@@ -46,18 +52,18 @@ def print_problems(plan: ResetPlan, report: ApplyReport | None = None) -> None:
     err = stderr_console()
     reported = set()
     for g in plan.refused:
-        err.print(f"[bold red]refused:[/] {escape(str(g.refused))}", highlight=False)
+        err.print(f"[bold red]refused:[/] {safe(str(g.refused))}", highlight=False)
         reported.add(g.group)
     for p in plan.partitions():
         if p.error:
-            err.print(f"[bold red]error:[/] group {escape(p.group)} {escape(str(p.tp))}: {escape(p.error)}",
+            err.print(f"[bold red]error:[/] group {safe(p.group)} {safe(str(p.tp))}: {safe(p.error)}",
                       highlight=False)
             reported.add(p.group)
     for r in report.results if report else ():
         if r.status in (GroupStatus.FAILED, GroupStatus.REFUSED) and r.group not in reported:
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(r.partition_errors.items()))
-            err.print(f"[bold red]{r.status}:[/] group {escape(r.group)}: {escape(r.error or '')}"
-                      + (f" ({escape(detail)})" if detail else ""), highlight=False)
+            err.print(f"[bold red]{r.status}:[/] group {safe(r.group)}: {safe(r.error or '')}"
+                      + (f" ({safe(detail)})" if detail else ""), highlight=False)
 
 
 def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
@@ -78,10 +84,6 @@ def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
             f"{s['partitions_changed']} partitions changed in {s['elapsed_s']}s "
             f"({s['offsets_per_s']} offsets/s; latency p50 {s['latency_p50_ms']} ms, "
             f"p99 {s['latency_p99_ms']} ms, max {s['latency_max_ms']} ms)", highlight=False)
-        if report.snapshot_id:
-            out.print(f"snapshot taken before the change: {report.snapshot_id} "
-                      f"(undo: offsetkeeper snapshots rollback {report.snapshot_id} --execute)",
-                      highlight=False)
 
 
 def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
@@ -91,11 +93,11 @@ def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
     The undo snapshot id is printed first: it must reach the user even if rendering a table
     fails later.
     """
-    err = stderr_console()
-    if report is not None and report.snapshot_id and fmt is not OutputFormat.table:
-        err.print(f"snapshot taken before the change: {escape(report.snapshot_id)}", highlight=False)
+    if report is not None and report.snapshot_id:
+        say(f"snapshot taken before the change: {report.snapshot_id} "
+            f"(undo: offsetkeeper snapshots rollback {report.snapshot_id} --execute)")
     for note in notes:
-        err.print(f"note: {escape(note)}", highlight=False)
+        say(note, prefix="note:")
     if fmt is OutputFormat.json and report is not None:
         render_json({"plan": plan.to_dict(), "report": report.to_dict()})
     else:
@@ -108,9 +110,8 @@ def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
 def render_outcome(outcome, fmt: OutputFormat) -> None:
     """Print an `ops.Outcome` (plan, report, notes, files written) and exit 1 unless it is ok."""
     show_outcome(outcome.plan, outcome.report, fmt, outcome.notes)
-    if fmt is OutputFormat.table:
-        for path in outcome.files:
-            stderr_console().print(f"written: {escape(path)}", highlight=False)
+    for path in outcome.files:  # on stderr, so it never mixes with JSON/CSV on stdout
+        say(f"plan written to {path}")
     if not outcome.ok:
         raise typer.Exit(1)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from offsetkeeper.cli.common import (
     BootstrapOpt,
@@ -15,18 +15,20 @@ from offsetkeeper.cli.common import (
     ConfigOpt,
     OutputOpt,
     connection,
+    group_ids,
 )
 from offsetkeeper.cli.output import (
     OutputFormat,
+    printable,
     render_json,
     render_rows,
-    stderr_console,
+    say,
     stdout_console,
 )
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
 from offsetkeeper.snapshots.compare import DIFF_COLUMNS, OffsetDiff
-from offsetkeeper.snapshots.model import Snapshot
+from offsetkeeper.snapshots.model import Snapshot, same_cluster
 from offsetkeeper.snapshots.store import SnapshotStore, resolve_store_url
 
 app = typer.Typer(help="Offset snapshots: create, list, show, diff, verify, rollback, delete.",
@@ -38,10 +40,12 @@ StoreOpt = Annotated[
                  "[default: $OFFSETKEEPER_SNAPSHOT_STORE, config snapshots.store, "
                  "else ~/.local/share/offsetkeeper/snapshots].", show_default=False),
 ]
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Snapshot id (or 'latest' for the "
-                                      "newest).", show_default=False)]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Snapshot id, or 'latest': the newest "
+                                      "snapshot of the cluster the command talks to that is not "
+                                      "an automatic pre-rollback snapshot.", show_default=False)]
 
-LIST_COLUMNS = ["id", "created_at", "cluster_id", "groups", "partitions", "description"]
+LIST_COLUMNS = ["id", "created_at", "cluster_id", "bootstrap_servers", "origin", "groups",
+                "partitions", "description"]
 SHOW_COLUMNS = ["group", "state", "topic", "partition", "offset", "metadata",
                 "log_start", "log_end", "lag"]
 
@@ -51,21 +55,17 @@ def _store(store: str | None, config: Path | None) -> SnapshotStore:
 
 
 def _note(text: str) -> None:
-    stderr_console().print(f"[yellow]note:[/] {escape(text)}", highlight=False)
+    say(text, style="yellow", prefix="note:")
 
 
 def _say(text: str, fmt: OutputFormat) -> None:
     """A sentence for people: shown with table output, left out of JSON and CSV."""
     if fmt is OutputFormat.table:
-        stdout_console().print(escape(text), highlight=False)
+        stdout_console().print(Text(printable(text)))
 
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _split(values: list[str] | None) -> list[str]:
-    return [v.strip() for raw in values or [] for v in raw.split(",") if v.strip()]
 
 
 def _render_diffs(diffs: list[OffsetDiff], fmt: OutputFormat, title: str) -> None:
@@ -76,10 +76,10 @@ def _render_diffs(diffs: list[OffsetDiff], fmt: OutputFormat, title: str) -> Non
 @app.command("create")
 def create(
     group: Annotated[list[str] | None, typer.Option(
-        "--group", "-g", help="Group to include (repeat, or comma-separate).",
-        show_default=False)] = None,
+        "--group", "-g", help="Group to include (repeatable; a comma is part of the name, "
+        "as Kafka allows).", show_default=False)] = None,
     all_groups: Annotated[bool, typer.Option("--all-groups", help="Include every group.")] = False,
-    description: Annotated[str, typer.Option("--description", "-d",
+    description: Annotated[str, typer.Option("--description",
                                              help="Free text stored with the snapshot.")] = "",
     store: StoreOpt = None,
     bootstrap: BootstrapOpt = None,
@@ -91,9 +91,9 @@ def create(
     """Save the committed offsets (with metadata) of groups, the log start/end of their
     partitions, the cluster id and the time. Changes nothing on the cluster.
 
-    Example: offsetkeeper snapshots create -g payments -g billing -d "before migration"
+    Example: offsetkeeper snapshots create -g payments -g billing --description "before migration"
     """
-    groups = _split(group)
+    groups = group_ids(group)
     if bool(groups) == all_groups:
         raise UsageError("give either --group G (one or more) or --all-groups")
     from offsetkeeper.kafka.admin import KafkaAdmin
@@ -102,7 +102,7 @@ def create(
     st = _store(store, config)
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
         snap = snapshot_and_save(admin, None if all_groups else groups, st,
-                                 description=description)
+                                 description=description, must_exist=True)
     for g, gs in sorted(snap.groups.items()):
         if not gs.offsets:
             _note(f"group {g} has no committed offsets (state {gs.state}); recorded as empty")
@@ -174,30 +174,35 @@ def diff_cmd(
     from offsetkeeper.snapshots.compare import diff
 
     st = _store(store, config)
-    a = st.load(snapshot_id)
     if other:
+        a = st.load(snapshot_id)
         b = st.load(other)
         if a.cluster_id != b.cluster_id:
             _note(f"the snapshots were taken on different clusters "
                   f"({a.cluster_id or '?'} and {b.cluster_id or '?'})")
         diffs, against = diff(a, b), b.id
     else:
-        diffs, against = _live_diffs(a, bootstrap, command_config, cluster, config), "live"
+        a, diffs = _live_diffs(st, snapshot_id, bootstrap, command_config, cluster, config)
+        against = "live"
     _render_diffs(diffs, output, f"{a.id} -> {against}")
     if not diffs:
         _say(f"no differences between {a.id} and {against}", output)
 
 
-def _live_diffs(snap: Snapshot, bootstrap, command_config, cluster, config) -> list[OffsetDiff]:
+def _live_diffs(st: SnapshotStore, ref: str, bootstrap, command_config, cluster,
+                config) -> tuple[Snapshot, list[OffsetDiff]]:
+    """Load `ref` (``latest`` among this cluster's snapshots) and compare it with the cluster."""
     from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.snapshots.compare import verify
 
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
         live_id = admin.cluster_id()
-        if snap.cluster_id and live_id and snap.cluster_id != live_id:
-            _note(f"snapshot {snap.id} was taken on cluster {snap.cluster_id}; "
-                  f"this is cluster {live_id}")
-        return verify(admin, snap)
+        snap = st.load(ref, cluster=(live_id, admin.conn.bootstrap_servers))
+        if not same_cluster(snap, live_id, admin.conn.bootstrap_servers):
+            _note(f"snapshot {snap.id} was taken on cluster {snap.cluster_id or '?'} "
+                  f"({snap.bootstrap_servers}); this is cluster {live_id or '?'} "
+                  f"({admin.conn.bootstrap_servers})")
+        return snap, verify(admin, snap)
 
 
 @app.command("verify")
@@ -215,13 +220,12 @@ def verify_cmd(
 
     Example: offsetkeeper snapshots verify latest
     """
-    snap = _store(store, config).load(snapshot_id)
-    diffs = _live_diffs(snap, bootstrap, command_config, cluster, config)
+    snap, diffs = _live_diffs(_store(store, config), snapshot_id, bootstrap, command_config,
+                              cluster, config)
     _render_diffs(diffs, output, f"{snap.id} -> live")
     if diffs:
-        stderr_console().print(
-            f"[bold red]error:[/] {len(diffs)} partition offset(s) differ from snapshot "
-            f"{escape(snap.id)}", highlight=False)
+        say(f"{len(diffs)} partition offset(s) differ from snapshot {snap.id}",
+            style="bold red", prefix="error:")
         raise typer.Exit(1)
     _say(f"ok: the committed offsets of {_n(len(snap.groups), 'group')} "
          f"({_n(snap.partition_count(), 'partition')}) match snapshot {snap.id}", output)
@@ -240,7 +244,7 @@ def delete(
     """
     st = _store(store, config)
     for sid in snapshot_ids:
-        stdout_console().print(f"deleted {escape(st.delete(sid))}", highlight=False)
+        _say(f"deleted {st.delete(sid)}", OutputFormat.table)
 
 
 @app.command("rollback")
@@ -253,7 +257,8 @@ def rollback(
     no_snapshot: Annotated[bool, typer.Option(
         "--no-snapshot", help="Do not snapshot the groups before --execute.")] = False,
     max_concurrent: Annotated[int, typer.Option("--max-concurrent", min=1, max=1000,
-                                                help="Groups committed at once.")] = 100,
+                                                help="Groups in flight at once (as offsets "
+                                                "reset).")] = 100,
     retries: Annotated[int, typer.Option("--retries", min=0, max=50,
                                          help="Retries per group for retriable errors.")] = 5,
     store: StoreOpt = None,

@@ -7,6 +7,7 @@ rest of the library deals in `offsetkeeper.models` and `offsetkeeper.errors` onl
 from __future__ import annotations
 
 import concurrent.futures as cf
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,8 +22,8 @@ from confluent_kafka.admin import (
 )
 
 from offsetkeeper.config import Connection
-from offsetkeeper.errors import OffsetkeeperError, UnknownTopicError
-from offsetkeeper.kafka.errors import translate
+from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
+from offsetkeeper.kafka.errors import error_name, translate
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -34,6 +35,8 @@ from offsetkeeper.models import (
 
 DEFAULT_TIMEOUT = 15.0
 OFFSET_DELETE_API = 47
+PROBE_TIMEOUT = 10.0
+LIBRDKAFKA_LOG = logging.getLogger("offsetkeeper.librdkafka")
 
 
 def _state_name(state: Any) -> str:
@@ -54,6 +57,7 @@ class KafkaAdmin:
         self._admin: AdminClient | None = None
         self._retired: list[AdminClient] = []
         self._api_versions: dict[str, dict[int, tuple[int, int]]] | None = None
+        self._probed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -65,8 +69,27 @@ class KafkaAdmin:
             conf.setdefault("log_level", "3")
             # Come back quickly after a broker restart (librdkafka's default backs off to 10 s).
             conf.setdefault("reconnect.backoff.max.ms", "1000")
+            # librdkafka's own log lines go to Python logging (shown only with --verbose).
+            conf.setdefault("logger", LIBRDKAFKA_LOG)
             self._admin = AdminClient(conf)
+            if not self._probed:
+                self._probed = True
+                self._probe(self._admin)
         return self._admin
+
+    def _probe(self, client: AdminClient) -> None:
+        """Fail fast, in one line naming the address, when no broker answers at all."""
+        wait = min(self.timeout, PROBE_TIMEOUT)
+        try:
+            client.list_topics(timeout=wait)
+        except KafkaException as exc:
+            client.poll(0)
+            if error_name(exc) not in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", ""):
+                raise translate(exc, action=f"connect to {self.conn.bootstrap_servers}") from exc
+            raise KafkaOperationError(
+                f"cannot reach the cluster at {self.conn.bootstrap_servers}: no broker answered "
+                f"within {wait:g} s; check --bootstrap-server, the network and the security "
+                "settings", code=error_name(exc) or "_TRANSPORT", retriable=True) from exc
 
     def close(self) -> None:
         self._admin = None  # AdminClient has no close(); dropping it frees librdkafka's handle
@@ -93,6 +116,8 @@ class KafkaAdmin:
         try:
             return future.result(timeout=self.timeout)
         except (KafkaException, cf.TimeoutError, TimeoutError) as exc:
+            if self._admin is not None:
+                self._admin.poll(0)  # hand librdkafka's queued log lines to Python logging
             raise translate(exc if not isinstance(exc, cf.TimeoutError) else TimeoutError(),
                             action=action, **ctx) from exc
 

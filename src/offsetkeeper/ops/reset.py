@@ -127,19 +127,39 @@ def execute_plan(admin, plan: ResetPlan, opts: ExecuteOptions, *, description: s
     return apply_plan(admin, plan, apply_options(opts, description=description, progress=progress))
 
 
+def write_user_file(path: Path, text: str, *, what: str, mode: int | None = None) -> str:
+    """Write a file the user named (temp file + rename): the directory must exist, as for shell
+    redirection — a typo in it is bad input (exit 2) and nothing is written; a failed write
+    (read-only, full disk) leaves no temporary file and is reported naming the option."""
+    from offsetkeeper.errors import StoreError
+    from offsetkeeper.reset.parse import show
+    from offsetkeeper.storage import write_text_atomic
+
+    p = Path(path).expanduser()
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        why = "is not a directory" if parent.exists() else "does not exist"
+        raise UsageError(f"{what} {show(str(path))}: directory {show(str(parent))} {why}")
+    if p.is_dir():
+        raise UsageError(f"{what} {show(str(path))} is a directory; give a file name")
+    try:
+        return write_text_atomic(str(p.absolute()), text, mode=mode, what=f"{what} file")
+    except StoreError as exc:
+        raise UsageError(exc.message) from None
+
+
 def _write_files(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
     from offsetkeeper.reset.render import plan_csv, plan_script
-    from offsetkeeper.storage import write_text_atomic
 
     written = []
     if req.export_csv is not None:
-        written.append(write_text_atomic(str(Path(req.export_csv).expanduser()), plan_csv(plan),
-                                         what="--export file"))
+        written.append(write_user_file(req.export_csv, plan_csv(plan), what="--export")
+                       + " (use with --from-file)")
     if req.script is not None:
         text = plan_script(plan, bootstrap_servers=req.script_bootstrap,
                            command_config=req.script_command_config)
-        written.append(write_text_atomic(str(Path(req.script).expanduser()), text, mode=0o755,
-                                         what="--script file"))
+        written.append(write_user_file(req.script, text, what="--script", mode=0o755)
+                       + " (review it, then run it)")
     return tuple(written)
 
 
@@ -188,13 +208,16 @@ def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> 
 
 def rollback(admin, req: RollbackRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Put the snapshot's groups back to its offsets (a reset from the snapshot)."""
+    from offsetkeeper.snapshots.model import ROLLBACK_PREFIX
     from offsetkeeper.snapshots.rollback import plan_rollback
     from offsetkeeper.snapshots.store import SnapshotStore
 
     store = SnapshotStore(snapshot_store_url(req.options.snapshot_store, req.options.config_path))
-    snap = store.load(req.snapshot_id)
+    # `latest` means the newest snapshot of this cluster that is not itself a pre-rollback one,
+    # so running the same rollback twice never undoes the first.
+    snap = store.load(req.snapshot_id, cluster=(admin.cluster_id(), admin.conn.bootstrap_servers))
     plan, note = plan_rollback(admin, snap, allow_cluster_mismatch=req.allow_cluster_mismatch)
     opts = replace(req.options, snapshot_store=store.url)
-    report = execute_plan(admin, plan, opts, description=f"before rollback to {snap.id}",
+    report = execute_plan(admin, plan, opts, description=f"{ROLLBACK_PREFIX}{snap.id}",
                           progress=progress) if req.execute else None
     return Outcome(plan, report, (note,) if note else ())

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
 from offsetkeeper.errors import UsageError
-from offsetkeeper.reset.parse import parse_datetime, parse_duration, parse_offset
+from offsetkeeper.reset.parse import duration_start_ms, parse_int, parse_offset, parse_time
 from offsetkeeper.reset.targets import (
     FromOffsets,
     ResetTarget,
@@ -105,36 +104,31 @@ def _simple(spec: TargetSpec, _ctx: TargetContext) -> ResolvedTarget:
         n = parse_offset(v, what="--to-offset")
         return ResolvedTarget(ToOffset(n), f"--to-offset {n}")
     if k is TargetKind.SHIFT_BY:
-        negative = v.strip().startswith("-")
-        n = parse_offset(v.strip().lstrip("+-"), what="--shift-by")
-        return ResolvedTarget(ShiftBy(-n if negative else n), spec.label)
+        return ResolvedTarget(ShiftBy(parse_int(v, what="--shift-by", signed=True, minimum=None)),
+                              spec.label)
     if k is TargetKind.TO_DATETIME:
-        return ResolvedTarget(ToDatetime(parse_datetime(v), v), spec.label)
-    delta = parse_duration(v)
-    ts = int((datetime.now(UTC) - delta).timestamp() * 1000)
-    return ResolvedTarget(ToDatetime(ts, v), spec.label)
+        return ResolvedTarget(ToDatetime(parse_time(v, what="--to-datetime"), v), spec.label)
+    return ResolvedTarget(ToDatetime(duration_start_ms(v, what="--by-duration"), v), spec.label)
 
 
 def _from_file(spec: TargetSpec, _ctx: TargetContext) -> ResolvedTarget:
-    from offsetkeeper.reset.parse import parse_offsets_csv
+    from offsetkeeper.reset.parse import decode_utf8, parse_offsets_csv
 
     p = Path(spec.value or "").expanduser()
     try:
         data = p.read_bytes()
     except OSError as exc:
-        raise UsageError(f"--from-file {p} cannot be read: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"--from-file {p} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    return ResolvedTarget(parse_offsets_csv(text, source=str(p)), spec.label)
+        raise UsageError(f"--from-file {p} cannot be read: {exc.strerror or exc}") from None
+    return ResolvedTarget(parse_offsets_csv(decode_utf8(data, source=str(p)), source=str(p)),
+                          spec.label)
 
 
 def _from_snapshot(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     from offsetkeeper.snapshots.rollback import check_cluster, rollback_target
     from offsetkeeper.snapshots.store import SnapshotStore
 
-    snap = SnapshotStore(ctx.snapshot_store).load(spec.value or "")
+    snap = SnapshotStore(ctx.snapshot_store).load(
+        spec.value or "", cluster=(ctx.admin.cluster_id(), ctx.admin.conn.bootstrap_servers))
     note = check_cluster(ctx.admin, snap, allow=ctx.allow_cluster_mismatch)
     return ResolvedTarget(rollback_target(snap), f"--from-snapshot {snap.id}",
                           (note,) if note else ())

@@ -1,15 +1,25 @@
-"""Plans as files: CSV usable by --from-file, and an equivalent kafka-consumer-groups.sh script."""
+"""Plans as files: CSV usable by --from-file, and an equivalent kafka-consumer-groups.sh script.
+
+The script is meant to be reviewed and run elsewhere, so every byte of it is safe to hand to a
+shell whatever the group, topic or file names hold: names are quoted with `shlex.quote`, text
+in comments has its control characters escaped (a newline in a name can never start a new
+command), and each group's offsets travel as CSV in a quoted here-document (no expansion) to
+one `kafka-consumer-groups.sh --reset-offsets --from-file` call per group — one JVM per group
+instead of one per partition.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 from datetime import UTC, datetime
 
+from offsetkeeper.reset.parse import csv_line
 from offsetkeeper.reset.plan import ResetPlan
 
 
 def plan_csv(plan: ResetPlan) -> str:
-    """The planned offsets as --from-file CSV (no header).
+    """The planned offsets as --from-file CSV (no header, RFC 4180 quoting).
 
     One group: `topic,partition,offset`; several: `group,topic,partition,offset`. Refused groups
     and partitions with errors are left out, so the file holds only what would be committed.
@@ -20,8 +30,31 @@ def plan_csv(plan: ResetPlan) -> str:
     for g in groups:
         for tp, offset in sorted(g.offsets.items()):
             row = [tp.topic, str(tp.partition), str(offset)]
-            lines.append(",".join(([g.group] if several else []) + row))
+            lines.append(csv_line(([g.group] if several else []) + row))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def comment_text(text: str) -> str:
+    """Text safe inside a one-line shell comment: every non-printable character escaped."""
+    out = []
+    for ch in str(text):
+        if ch.isprintable() and ch != "\\":
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii") if ch != "\\" else "\\\\")
+    return "".join(out)
+
+
+def _delimiter(body: str) -> str:
+    """A here-document delimiter that no line of `body` equals."""
+    lines = set(body.splitlines())
+    salt = 0
+    while True:
+        tag = hashlib.sha256(f"{salt}:{body}".encode()).hexdigest()[:12]
+        delim = f"OFFSETKEEPER_CSV_{tag}"
+        if delim not in lines:
+            return delim
+        salt += 1
 
 
 def plan_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str | None = None) -> str:
@@ -29,21 +62,38 @@ def plan_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str 
     now = datetime.now(UTC).isoformat(timespec="seconds")
     out = [
         "#!/usr/bin/env bash",
-        f"# offsetkeeper reset plan ({plan.target}), generated {now}",
+        f"# offsetkeeper reset plan ({comment_text(plan.target)}), generated {now}",
         "# Stop the consumers of these groups before running this script.",
+        "# One kafka-consumer-groups.sh --from-file call per group; the offsets are the CSV",
+        "# in the quoted here-document before each call.",
         "set -euo pipefail",
         f"BOOTSTRAP={shlex.quote(bootstrap_servers)}",
+        'PLAN_FILE="$(mktemp)"',
+        "trap 'rm -f \"$PLAN_FILE\"' EXIT",
         "",
     ]
     cc = f" --command-config {shlex.quote(command_config)}" if command_config else ""
     for g in plan.groups:
         if g.refused:
-            out.append(f"# SKIPPED {g.group}: {g.refused}")
+            out.append(f"# SKIPPED group {comment_text(g.group)}: {comment_text(g.refused)}")
             continue
-        for tp, offset in sorted(g.offsets.items()):
-            out.append(
-                f'kafka-consumer-groups.sh --bootstrap-server "$BOOTSTRAP"{cc} '
-                f"--group {shlex.quote(g.group)} --topic {shlex.quote(f'{tp.topic}:{tp.partition}')} "
-                f"--reset-offsets --to-offset {offset} --execute"
-            )
+        offsets = sorted(g.offsets.items())
+        if not offsets:
+            out.append(f"# SKIPPED group {comment_text(g.group)}: nothing to commit")
+            continue
+        if "\x00" in g.group or any("\x00" in tp.topic for tp, _ in offsets):
+            # A shell word cannot hold a NUL byte: such a name cannot be passed on.
+            out.append(f"# SKIPPED group {comment_text(g.group)}: a name holds a NUL byte, "
+                       "which no shell can pass to a command")
+            continue
+        body = "\n".join(csv_line([tp.topic, str(tp.partition), str(o)]) for tp, o in offsets)
+        delim = _delimiter(body)
+        out.append(f"# group {comment_text(g.group)}: {len(offsets)} partition(s)")
+        out.append(f"cat > \"$PLAN_FILE\" <<'{delim}'")
+        out.append(body)
+        out.append(delim)
+        out.append(
+            f'kafka-consumer-groups.sh --bootstrap-server "$BOOTSTRAP"{cc} '
+            f"--group {shlex.quote(g.group)} --reset-offsets --from-file \"$PLAN_FILE\" --execute")
+        out.append("")
     return "\n".join(out) + "\n"

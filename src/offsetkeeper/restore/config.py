@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,22 +66,13 @@ class RestoreOptions:
 # -- parsing of flag values ------------------------------------------------------------------
 
 def parse_time_ms(text: str | int | datetime | None, *, flag: str) -> int | None:
-    """Epoch milliseconds, or ISO-8601 (UTC when no zone, millisecond precision)."""
+    """Epoch milliseconds, or ISO-8601 (UTC when no zone): the one time parser of
+    `offsetkeeper.reset.parse.parse_time`, shared with --to-datetime and --at."""
     if text is None or text == "":
         return None
-    if isinstance(text, datetime):  # YAML parses unquoted timestamps itself
-        text = text.isoformat()
-    if isinstance(text, int) or re.fullmatch(r"-?\d+", str(text).strip()):
-        return int(text)
-    s = str(text).strip().replace("Z", "+00:00").replace("z", "+00:00")
-    try:
-        dt = datetime.fromisoformat(s)
-    except ValueError:
-        raise UsageError(f"{flag} '{text}' is not a time (expected ISO-8601 like "
-                         "2024-05-01T09:40:00.250Z or epoch milliseconds)") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000 + (0.5 if dt.timestamp() >= 0 else -0.5))
+    from offsetkeeper.reset.parse import parse_time
+
+    return parse_time(text, what=flag)
 
 
 def parse_rename(pairs: list[str] | None) -> dict[str, str]:
@@ -99,7 +90,7 @@ def parse_partition_map(pairs: list[str] | None) -> dict[str | None, dict[int, i
     """`[TOPIC:]SRC=DST` pairs (no topic = every topic)."""
     out: dict[str | None, dict[int, int]] = {}
     for p in pairs or []:
-        m = re.fullmatch(r"(?:(.+):)?(\d+)=(\d+)", p.strip())
+        m = re.fullmatch(r"(?:(.+):)?([0-9]+)=([0-9]+)", p.strip())
         if not m:
             raise UsageError(f"--partition-map '{p}' is not [TOPIC:]SOURCE_PARTITION=TARGET_PARTITION")
         out.setdefault(m.group(1), {})[int(m.group(2))] = int(m.group(3))
@@ -110,7 +101,7 @@ def parse_source_partitions(values: list[str] | None) -> dict[str | None, tuple[
     """`[TOPIC:]0,1,2` values (no topic = every topic)."""
     out: dict[str | None, tuple[int, ...]] = {}
     for v in values or []:
-        m = re.fullmatch(r"(?:(.+):)?(\d+(?:,\d+)*)", v.strip())
+        m = re.fullmatch(r"(?:(.+):)?([0-9]+(?:,[0-9]+)*)", v.strip())
         if not m:
             raise UsageError(f"--source-partitions '{v}' is not [TOPIC:]P[,P...]")
         key = m.group(1)

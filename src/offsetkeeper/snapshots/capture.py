@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from offsetkeeper.errors import UnknownGroupError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot, format_time, new_snapshot_id
@@ -32,16 +33,23 @@ def live_groups(admin: KafkaAdmin, groups: Iterable[str]) -> dict[str, GroupSnap
 
 
 def take_snapshot(
-    admin: KafkaAdmin, groups: list[str] | None, *, description: str = ""
+    admin: KafkaAdmin, groups: list[str] | None, *, description: str = "",
+    must_exist: bool = False,
 ) -> Snapshot:
     """Read the committed offsets of `groups` (None = every group of the cluster), the log
     start/end of every partition of the topics they have offsets for, and the cluster id.
 
-    Groups without committed offsets are recorded with an empty offset map.
+    Groups without committed offsets are recorded with an empty offset map; with `must_exist`
+    a named group the cluster does not know (dead, no offsets) is an UnknownGroupError (a
+    typo must not be saved as an empty snapshot).
     """
     when = datetime.now(UTC)
     ids = _group_ids(admin, groups)
     state = live_groups(admin, ids)
+    if must_exist and groups is not None:
+        for g, gs in state.items():
+            if gs.state in ("dead", "unknown") and not gs.offsets:
+                raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
     topics = sorted({tp.topic for gs in state.values() for tp in gs.offsets})
     existing = admin.topic_partitions(None) if topics else {}
     tps = {TopicPartition(t, p) for t in topics for p in existing.get(t, [])}
@@ -64,9 +72,10 @@ def snapshot_and_save(
     store: SnapshotStore | str | None = None,
     *,
     description: str = "",
+    must_exist: bool = False,
 ) -> Snapshot:
     """`take_snapshot` then save it to `store` (a SnapshotStore, a URL, or None = default)."""
-    snap = take_snapshot(admin, groups, description=description)
+    snap = take_snapshot(admin, groups, description=description, must_exist=must_exist)
     (store if isinstance(store, SnapshotStore) else SnapshotStore(store)).save(snap)
     return snap
 

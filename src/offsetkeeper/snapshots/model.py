@@ -20,11 +20,33 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from offsetkeeper.models import CommittedOffset, TopicPartition, Watermarks
 
 SCHEMA_VERSION = 1
+
+# Descriptions of the snapshots offsetkeeper takes by itself right before it changes offsets.
+ROLLBACK_PREFIX = "before rollback to "
+RESET_PREFIX = "before reset "
+
+
+class SnapshotOrigin(StrEnum):
+    """Why a snapshot exists. `latest` never picks BEFORE_ROLLBACK: running
+    `snapshots rollback latest --execute` twice must not undo the first rollback."""
+
+    MANUAL = "manual"              # snapshots create
+    BEFORE_RESET = "before-reset"  # automatic, before offsets reset --execute
+    BEFORE_ROLLBACK = "before-rollback"  # automatic, before snapshots rollback --execute
+
+    @classmethod
+    def from_description(cls, description: str) -> SnapshotOrigin:
+        if description.startswith(ROLLBACK_PREFIX):
+            return cls.BEFORE_ROLLBACK
+        if description.startswith(RESET_PREFIX):
+            return cls.BEFORE_RESET
+        return cls.MANUAL
 
 # snap-YYYYMMDDTHHMMSS.mmmZ-xxxx: sorts by creation time as plain text.
 ID_PATTERN = re.compile(r"^snap-\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{4}$")
@@ -75,11 +97,31 @@ class SnapshotSummary:
     groups: int
     partitions: int
     error: str | None = None
+    bootstrap_servers: str = ""
+    origin: str = ""
 
     def as_row(self) -> dict[str, Any]:
         return {"id": self.id, "created_at": self.created_at, "cluster_id": self.cluster_id,
+                "bootstrap_servers": self.bootstrap_servers, "origin": self.origin,
                 "groups": self.groups, "partitions": self.partitions,
                 "description": self.description, "error": self.error}
+
+
+def servers(bootstrap_servers: str) -> set[str]:
+    """The host:port entries of a bootstrap list, normalised (case, blanks, order)."""
+    return {s.strip().lower() for s in bootstrap_servers.split(",") if s.strip()}
+
+
+def same_cluster(snapshot: Snapshot, cluster_id: str, bootstrap_servers: str) -> bool:
+    """Whether a snapshot was taken on the cluster a command talks to.
+
+    Cluster ids decide when both are known and differ. Because some brokers (the development
+    broker among them) give every instance the same id, the bootstrap lists must also share a
+    host:port — or the snapshot's must be unknown."""
+    if snapshot.cluster_id and cluster_id and snapshot.cluster_id != cluster_id:
+        return False
+    taken = servers(snapshot.bootstrap_servers)
+    return not taken or bool(taken & servers(bootstrap_servers))
 
 
 @dataclass(frozen=True)
@@ -93,6 +135,16 @@ class Snapshot:
     description: str
     groups: dict[str, GroupSnapshot] = field(default_factory=dict)
     partitions: dict[TopicPartition, Watermarks] = field(default_factory=dict)
+    origin: SnapshotOrigin | None = None  # None: derived from the description
+
+    def __post_init__(self) -> None:
+        if self.origin is None:
+            object.__setattr__(self, "origin", SnapshotOrigin.from_description(self.description))
+
+    @property
+    def kind(self) -> SnapshotOrigin:
+        """Why the snapshot was taken (stored, or derived from the description)."""
+        return self.origin or SnapshotOrigin.from_description(self.description)
 
     # -- views ---------------------------------------------------------------------------------
     def offsets(self) -> dict[str, dict[TopicPartition, int]]:
@@ -106,7 +158,8 @@ class Snapshot:
 
     def summary(self) -> SnapshotSummary:
         return SnapshotSummary(self.id, self.created_at, self.cluster_id, self.description,
-                               len(self.groups), self.partition_count())
+                               len(self.groups), self.partition_count(),
+                               bootstrap_servers=self.bootstrap_servers, origin=self.kind.value)
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per group and partition, sorted, with the watermarks and the lag then."""
@@ -122,7 +175,7 @@ class Snapshot:
                     "group": g, "state": gs.state, "topic": tp.topic, "partition": tp.partition,
                     "offset": c.offset, "metadata": c.metadata,
                     "log_start": wm.low if wm else None, "log_end": wm.high if wm else None,
-                    "lag": max(wm.high - c.offset, 0) if wm else None,
+                    "lag": wm.high - c.offset if wm else None,  # negative: beyond log end
                 })
         return rows
 
@@ -135,6 +188,7 @@ class Snapshot:
             "cluster_id": self.cluster_id,
             "bootstrap_servers": self.bootstrap_servers,
             "description": self.description,
+            "origin": self.kind.value,
             "groups": {
                 g: {"state": gs.state,
                     "offsets": [{"topic": tp.topic, "partition": tp.partition,
@@ -177,7 +231,14 @@ class Snapshot:
             partitions = {TopicPartition(_str(p, "topic"), _int(p, "partition")):
                           Watermarks(_int(p, "log_start"), _int(p, "log_end"))
                           for p in _list(doc, "partitions")}
+            origin_text = _str(doc, "origin", "")
+            try:
+                origin = SnapshotOrigin(origin_text) if origin_text else None
+            except ValueError:
+                raise SnapshotFormatError(f"'origin' {origin_text!r} is not one of "
+                                          f"{', '.join(o.value for o in SnapshotOrigin)}") from None
             return cls(
+                origin=origin,
                 id=_str(doc, "id"),
                 created_at=_str(doc, "created_at"),
                 cluster_id=_str(doc, "cluster_id", ""),

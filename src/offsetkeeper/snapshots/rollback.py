@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from offsetkeeper.errors import UsageError
 from offsetkeeper.reset.targets import FromOffsets
-from offsetkeeper.snapshots.model import Snapshot
+from offsetkeeper.snapshots.model import Snapshot, servers
 
 if TYPE_CHECKING:
     from offsetkeeper.kafka.admin import KafkaAdmin
@@ -30,31 +30,38 @@ def rollback_groups(snapshot: Snapshot) -> tuple[str, ...]:
 
 
 def cluster_mismatch(
-    snapshot: Snapshot, live_cluster_id: str, *, allow_mismatch: bool = False
+    snapshot: Snapshot, live_cluster_id: str, live_bootstrap: str = "", *,
+    allow_mismatch: bool = False,
 ) -> str | None:
     """Refuse to apply a snapshot to a cluster other than the one it was taken on (pure).
 
-    Returns None when the ids match, a note to show the user when they differ but
-    `allow_mismatch` is set (or an id is unknown), and raises UsageError otherwise.
+    - cluster ids differ, or either is unknown: UsageError, unless `allow_mismatch` (then a note);
+    - same id but the bootstrap servers share no host:port: a warning note (some brokers give
+      every cluster the same id, so the id alone cannot prove it is the same cluster);
+    - otherwise None.
     """
     taken, live = snapshot.cluster_id, live_cluster_id
-    if taken and live and taken == live:
-        return None
-    if not taken or not live:
-        return (f"cannot tell whether snapshot {snapshot.id} was taken on this cluster "
-                f"(cluster id of the snapshot: {taken or 'unknown'}, "
-                f"of this cluster: {live or 'unknown'})")
-    if not allow_mismatch:
-        raise UsageError(
-            f"snapshot {snapshot.id} was taken on cluster {taken} but this is cluster {live}; "
-            "pass --allow-cluster-mismatch to apply it to a different cluster")
-    return (f"snapshot {snapshot.id} was taken on cluster {taken}; applying it to cluster "
-            f"{live} because --allow-cluster-mismatch was given")
+    if not taken or not live or taken != live:
+        if not taken or not live:
+            problem = (f"cannot tell whether snapshot {snapshot.id} was taken on this cluster "
+                       f"(cluster id of the snapshot: {taken or 'unknown'}, "
+                       f"of this cluster: {live or 'unknown'})")
+        else:
+            problem = f"snapshot {snapshot.id} was taken on cluster {taken} but this is cluster {live}"
+        if not allow_mismatch:
+            raise UsageError(f"{problem}; pass --allow-cluster-mismatch to apply it anyway")
+        return f"{problem}; applying it because --allow-cluster-mismatch was given"
+    taken_servers = servers(snapshot.bootstrap_servers)
+    if live_bootstrap and taken_servers and not taken_servers & servers(live_bootstrap):
+        return (f"warning: snapshot {snapshot.id} was taken through {snapshot.bootstrap_servers}, "
+                f"this command talks to {live_bootstrap} (same cluster id {live})")
+    return None
 
 
 def check_cluster(admin: KafkaAdmin, snapshot: Snapshot, *, allow: bool = False) -> str | None:
-    """`cluster_mismatch` against the cluster `admin` talks to (reads its cluster id)."""
-    return cluster_mismatch(snapshot, admin.cluster_id(), allow_mismatch=allow)
+    """`cluster_mismatch` against the cluster `admin` talks to (its id and bootstrap servers)."""
+    return cluster_mismatch(snapshot, admin.cluster_id(), admin.conn.bootstrap_servers,
+                            allow_mismatch=allow)
 
 
 def plan_rollback(

@@ -16,7 +16,14 @@ import platformdirs
 
 from offsetkeeper.config import ConfigFile
 from offsetkeeper.errors import StoreError, UsageError
-from offsetkeeper.snapshots.model import SAFE_ID, Snapshot, SnapshotFormatError, SnapshotSummary
+from offsetkeeper.snapshots.model import (
+    SAFE_ID,
+    Snapshot,
+    SnapshotFormatError,
+    SnapshotOrigin,
+    SnapshotSummary,
+    same_cluster,
+)
 from offsetkeeper.storage import write_bytes_atomic
 
 STORE_ENV = "OFFSETKEEPER_SNAPSHOT_STORE"
@@ -92,18 +99,36 @@ class SnapshotStore:
                            what=f"snapshot {snapshot.id} to")
         return snapshot.id
 
-    def resolve(self, ref: str) -> str:
-        """An id as given, or the newest snapshot's id for ``latest``."""
-        if ref == LATEST:
-            ids = self.ids()
-            if not ids:
-                raise StoreError(f"the snapshot store {self.url} holds no snapshots")
-            return ids[0]
-        return check_id(ref)
+    def resolve(self, ref: str, *, cluster: tuple[str, str] | None = None) -> str:
+        """An id as given, or for ``latest`` the newest snapshot that is not an automatic
+        pre-rollback snapshot and — when `cluster` (cluster id, bootstrap servers) is given —
+        was taken on that cluster (see `model.same_cluster`)."""
+        if ref != LATEST:
+            return check_id(ref)
+        ids = self.ids()
+        if not ids:
+            raise StoreError(f"the snapshot store {self.url} holds no snapshots")
+        for sid in ids:
+            try:
+                snap = self._read(sid)
+            except StoreError:
+                continue  # a corrupt file is listed by `snapshots list`, never picked as latest
+            if snap.kind is SnapshotOrigin.BEFORE_ROLLBACK:
+                continue
+            if cluster is not None and not same_cluster(snap, *cluster):
+                continue
+            return sid
+        where = f" of the cluster at {cluster[1]}" if cluster else ""
+        raise StoreError(f"the snapshot store {self.url} holds no snapshot{where} to use as "
+                         "'latest' (automatic pre-rollback snapshots are never 'latest'; "
+                         "give the id)")
 
-    def load(self, snapshot_id: str) -> Snapshot:
-        """Read a snapshot; StoreError (naming the id and file) when missing or corrupt."""
-        snapshot_id = self.resolve(snapshot_id)
+    def load(self, snapshot_id: str, *, cluster: tuple[str, str] | None = None) -> Snapshot:
+        """Read a snapshot (``latest``: see `resolve`); StoreError (naming the id and file)
+        when missing or corrupt."""
+        return self._read(self.resolve(snapshot_id, cluster=cluster))
+
+    def _read(self, snapshot_id: str) -> Snapshot:
         path = self.path(snapshot_id)
         shown = self.display(path)
         try:
@@ -140,7 +165,7 @@ class SnapshotStore:
         out = []
         for sid in self.ids():
             try:
-                out.append(self.load(sid).summary())
+                out.append(self._read(sid).summary())
             except StoreError as exc:
                 out.append(SnapshotSummary(sid, "", "", "", 0, 0, error=exc.message))
         return out

@@ -107,7 +107,8 @@ def overview(admin, history: HistoryView | None) -> tuple[list[GroupRow], str | 
     for r in rows:
         parts[r.group] += 1
         if r.lag is not None:
-            lag[r.group] += r.lag
+            # A negative lag (committed past the log end) is shown per partition, not netted.
+            lag[r.group] += max(0, r.lag)
     hist: dict[str, GroupHistory] = {}
     err = None
     if history is not None:
@@ -183,7 +184,7 @@ def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
                 "group_instance_id": m.group_instance_id,
                 "assignment": [str(tp) for tp in m.assignment]} for m in info.members]
     return GroupView(group, info.state, info.coordinator, info.assignor, members, parts,
-                     sum(p["lag"] or 0 for p in parts), h, err)
+                     sum(max(0, p["lag"] or 0) for p in parts), h, err)
 
 
 @dataclass
