@@ -112,7 +112,7 @@ class Sampler:
         since = int(time.time() * 1000) - DEFAULT_POINTS * self.config.interval_ms
         with contextlib.suppress(StoreUnavailable):
             for tp, pts in self.store.log_end_points(since).items():
-                self.cycler.table.seed(tp, pts[-DEFAULT_POINTS:])
+                self.cycler.table.seed((tp.topic, tp.partition), pts[-DEFAULT_POINTS:])
 
     def run_once(self) -> CycleOutcome:
         """Sample once and write (or buffer) the result. Never raises for outages."""
