@@ -85,6 +85,7 @@ class Sampler:
         self._lock = threading.Lock()
         self._recent: dict[str, deque[tuple[Sample, ...]]] = {}
         self._seeded = False
+        self.last_cycle_ms: int | None = None  # duration of the latest successful cycle
 
     # -- state for readers (exporter) --------------------------------------------------------
     def recent(self) -> dict[str, list[Sample]]:
@@ -125,6 +126,7 @@ class Sampler:
         except OffsetkeeperError as exc:
             return self._cluster_failed(started, exc)
         self._remember(result)
+        self.last_cycle_ms = result.duration_ms
         if self._gap_start is not None:
             self._pending_gaps.append(Gap(self._gap_start, result.ts, self._gap_reason))
             self._gap_start = None
