@@ -79,6 +79,7 @@ class Sampler:
         self._pending_gaps: list[Gap] = []
         self._gap_start: int | None = None
         self._gap_reason = ""
+        self._failures = 0
         self._last_prune = 0
         self.cycles = 0
         # The latest cycles per group, for the exporter and status (read from other threads).
@@ -150,10 +151,14 @@ class Sampler:
     def _cluster_failed(self, started: int, exc: OffsetkeeperError) -> CycleOutcome:
         if self._gap_start is None:
             self._gap_start, self._gap_reason = started, f"cluster unreachable: {exc}"
-        # A fresh client for the next cycle: after a broker restart the old one can keep timing
-        # out (see KafkaAdmin.reconnect); the peek consumer is recreated as well.
-        self.admin.reconnect()
-        self.cycler.close()
+            self._failures = 0
+        self._failures += 1
+        # A fresh client: after a broker restart the old one can keep timing out (see
+        # KafkaAdmin.reconnect), but retired clients live until close(), so during a long outage
+        # only failures 1, 2, 4, 8, ... replace it (a day at 1 s: 17 clients, not 86,400).
+        if self._failures & (self._failures - 1) == 0:
+            self.admin.reconnect()
+            self.cycler.close()
         stored, _ = self._flush()  # earlier cycles may still be waiting for the store
         msg = (f"cycle {self.cycles} failed: {exc}; no samples since {iso(self._gap_start)}, "
                f"retrying in {self.config.interval_ms / 1000:g}s")
