@@ -151,11 +151,14 @@ class RedisStore(HistoryStore):
     # -- reading -----------------------------------------------------------------------------
     def groups(self) -> list[GroupSummary]:
         def go():
-            out = []
-            for member, last in self.r.zrange(self._k("groups"), 0, -1, withscores=True):
-                g = member.decode()
-                first = self.r.zrange(self._k("g", g), 0, 0, withscores=True)
-                out.append(GroupSummary(g, int(first[0][1]) if first else int(last), int(last)))
+            listed = [(m.decode(), int(last)) for m, last in
+                      self.r.zrange(self._k("groups"), 0, -1, withscores=True)]
+            pipe = self.r.pipeline(transaction=False)
+            for g, _ in listed:
+                pipe.zrange(self._k("g", g), 0, 0, withscores=True)
+            firsts = pipe.execute() if listed else []
+            out = [GroupSummary(g, int(first[0][1]) if first else last, last)
+                   for (g, last), first in zip(listed, firsts, strict=True)]
             return sorted(out, key=lambda x: (-x.last_ts, x.group))
         return self._call(go)
 
