@@ -91,7 +91,7 @@ class RedisStore(HistoryStore):
         if v > SCHEMA_VERSION:
             raise StoreUnavailable(f"history store {self.display_url} has schema version {v}; "
                                    f"this offsetkeeper knows up to {SCHEMA_VERSION}")
-        # Versions 1 and 2 have the same layout in Redis (gaps were a SQL addition).
+        # Versions 1-3 have the same layout in Redis (gaps and the group index were SQL additions).
         self.r.hset(self._k("meta"), "schema_version", SCHEMA_VERSION)
 
     def check(self) -> None:
