@@ -190,6 +190,7 @@ def test_exporter_is_scraped_over_http(bootstrap, unique, tmp_path):
     assert _line(text, "kafka_partition_latest_offset", f'topic="{topic}",partition="1"') == 10.0
     assert _line(text, "kafka_partition_earliest_offset", f'topic="{topic}",partition="1"') == 0.0
     assert "NaN" not in text
+    assert _line(text, "kafka_consumergroup_poll_time_ms", 'cluster_name="prod"') >= 0
     # a group that stopped (no member, log end moving away): partition STOP, group ERR
     assert _line(text, "kafka_consumergroup_partition_status", lbl) == 3.0
 

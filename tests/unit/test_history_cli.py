@@ -45,6 +45,8 @@ def test_names_with_markup_and_newlines_render(capsys, db):
 def test_stopped_group_is_err_and_exit_1(capsys, db):
     r = run_cli(capsys, "lag", "status", NAME, "--window", "3", "--store", db, "-o", "json")
     assert r.code == 1 and r.json()[0]["partitions"][0]["status"] == "STOP"
+    # samples from months ago: the verdict says they are stale
+    assert "is the sampler running?" in r.json()[0]["reason"]
     r = run_cli(capsys, "lag", "status", NAME, "--window", "3", "--allowed-lag", "100", "--store", db)
     assert r.code == 0
 

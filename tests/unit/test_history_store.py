@@ -74,6 +74,7 @@ def check_prune(store):
     # < 5 s deleted; 5..14.999 s thinned to the last of each 5 s bucket; >= 15 s untouched
     assert kept == [9_000, 14_000, 15_000, 16_000, 17_000, 18_000, 19_000]
     assert res.deleted == 5 and res.downsampled == 8
+    assert [(g.group, g.first_ts, g.last_ts) for g in store.groups()] == [("g", 9_000, 19_000)]
 
 
 def test_sqlite_contract(tmp_path):
@@ -104,6 +105,7 @@ def test_sqlite_migrates_a_version_1_file(tmp_path):
     with open_store(str(path)) as s:
         assert s.schema_version() == SCHEMA_VERSION
         assert s.latest("g")[0].committed == 7
+        assert [(g.group, g.first_ts, g.last_ts) for g in s.groups()] == [("g", 5, 5)]  # migration 3
         s.write_gap(Gap(1, 2, "x"))  # the table added by migration 2 exists
         assert s.gaps() == [Gap(1, 2, "x")]
 

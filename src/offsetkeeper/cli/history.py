@@ -81,11 +81,13 @@ def sampler_config(group, all_groups, interval, retain, time_lag, window):
         raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
     if window < 2:
         raise UsageError(f"--window {window} is too small (expected at least 2 samples)")
-    retain_ms = parse_duration_ms(retain, what="--retain") if retain.lower() != "forever" else None
+    # 'forever' keeps every sample at full resolution (no deletion, no thinning).
+    retention = None if retain.strip().lower() == "forever" else \
+        RetentionPolicy(retain_ms=parse_duration_ms(retain, what="--retain"))
     return SamplerConfig(
         scope=SampleScope(groups=groups, all_groups=all_groups),
         interval_ms=parse_duration_ms(interval, what="--interval"), time_lag=time_lag,
-        retention=RetentionPolicy(retain_ms=retain_ms), window=window)
+        retention=retention, window=window)
 
 
 @app.command("record")
@@ -97,9 +99,9 @@ def record(
     store: StoreOpt = None,
     once: Annotated[bool, typer.Option("--once", help="One cycle, then exit (for cron); exit 1 "
                                        "when the cluster or the store fails.")] = False,
-    retain: Annotated[str, typer.Option("--retain", help="Delete samples older than this "
-                                        "('forever' keeps all); older than 1 day are thinned to "
-                                        "one per 5 minutes.")] = "30d",
+    retain: Annotated[str, typer.Option("--retain", help="Delete samples older than this; "
+                                        "older than 1 day are thinned to one per 5 minutes "
+                                        "('forever': keep every sample).")] = "30d",
     time_lag: Annotated[bool, typer.Option("--time-lag/--no-time-lag", help="Fetch the next record's "
                                            "timestamp of each lagging partition (exact time lag).")] = True,
     exporter: Annotated[str | None, typer.Option("--exporter", metavar="HOST:PORT", show_default=False,

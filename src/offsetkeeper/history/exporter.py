@@ -9,6 +9,7 @@
     kafka_consumergroup_group_topic_sum_lag{cluster_name,group,topic}
     kafka_partition_latest_offset{cluster_name,topic,partition}
     kafka_partition_earliest_offset{cluster_name,topic,partition}
+    kafka_consumergroup_poll_time_ms{cluster_name}     duration of the latest sampling cycle
   plus the Burrow-style status (offsetkeeper's addition):
     kafka_consumergroup_group_status{cluster_name,group}            0 OK, 1 WARN, 2 ERR
     kafka_consumergroup_partition_status{cluster_name,group,topic,partition}
@@ -37,8 +38,10 @@ class LagCollector(Collector):
     """Builds the metric families from `source()`: group -> its recent samples (latest cycle last)."""
 
     def __init__(self, source: Callable[[], Mapping[str, Sequence[Sample]]], *, cluster_name: str,
-                 window: int = DEFAULT_WINDOW, allowed_lag: int = 0) -> None:
+                 window: int = DEFAULT_WINDOW, allowed_lag: int = 0,
+                 poll_time_ms: Callable[[], int | None] | None = None) -> None:
         self.source = source
+        self.poll_time_ms = poll_time_ms
         self.cluster = cluster_name
         self.window = window
         self.allowed_lag = allowed_lag
@@ -99,6 +102,12 @@ class LagCollector(Collector):
                 pstatus.add_metric([c, group, p.topic, str(p.partition)], p.status.code)
         yield from (offset, lag, lag_s, max_lag, max_lag_s, sum_lag, topic_sum, latest, earliest,
                     gstatus, pstatus)
+        took = self.poll_time_ms() if self.poll_time_ms is not None else None
+        if took is not None:
+            poll = GaugeMetricFamily("kafka_consumergroup_poll_time_ms",
+                                     "Time of the latest sampling cycle", labels=["cluster_name"])
+            poll.add_metric([c], took)
+            yield poll
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from offsetkeeper.errors import UnknownGroupError, UsageError
 from offsetkeeper.history.model import Sample, iso
 from offsetkeeper.history.status import DEFAULT_WINDOW, GroupStatus, evaluate_status
 from offsetkeeper.history.store.base import HistoryStore
+from offsetkeeper.history.timeparse import now_ms
 
 SHOW_COLUMNS = ["time", "topic", "partition", "committed", "log_end", "lag", "time_lag_s",
                 "time_lag_interp_s", "rate"]
@@ -99,12 +100,27 @@ def status(store: HistoryStore, groups: Sequence[str] = (), *, all_groups: bool 
                          f"history store {store.display_url} has no samples yet "
                          "(record some with: offsetkeeper history record --all-groups)")
     out = []
+    now = now_ms()
     for g in names:
         samples = store.recent(g, window)
         if not samples:
             _known(store, g)
-        out.append(evaluate_status(samples, window=window, allowed_lag=allowed_lag, group=g))
+        st = evaluate_status(samples, window=window, allowed_lag=allowed_lag, group=g)
+        out.append(_flag_stale(store, st, now))
     return out
+
+
+def _flag_stale(store: HistoryStore, st: GroupStatus, now: int) -> GroupStatus:
+    """Say so in the reason when the newest sample is older than three sampling intervals (or
+    10 minutes when the interval is unknown): the verdict is then about the past."""
+    last = st.last_sample or now
+    cyc = store.cycles(since=last, until=last)
+    limit = 3 * cyc[0].interval_ms if cyc else 600_000
+    if now - last <= limit:
+        return st
+    age = (now - last) / 1000
+    text = f"{age / 3600:.1f}h" if age >= 3600 else f"{age / 60:.0f}m" if age >= 60 else f"{age:.0f}s"
+    return replace(st, reason=f"{st.reason} (latest sample {text} old: is the sampler running?)")
 
 
 def status_rows(statuses: Sequence[GroupStatus], *, partitions: bool = False) -> list[dict]:

@@ -19,6 +19,8 @@ from offsetkeeper.history.model import Sample
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition
 
+Key = tuple[str, int]  # (topic, partition)
+
 
 @dataclass(frozen=True)
 class SampleScope:
@@ -59,7 +61,7 @@ class NextRecordTimes:
         self._conf = dict(client_config)
         self.timeout_s = timeout_s
         self._consumer = None
-        self._cache: dict[TopicPartition, tuple[int, int | None]] = {}
+        self._cache: dict[Key, tuple[int, int | None]] = {}
         self.fetched = 0  # partitions fetched (for benchmarks and tests)
 
     def _client(self):
@@ -85,19 +87,20 @@ class NextRecordTimes:
             with contextlib.suppress(Exception):
                 c.close()
 
-    def timestamps(self, wanted: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
-        """Timestamp (ms) of the first record at or after each offset; None when none was read."""
+    def timestamps(self, wanted: Mapping[Key, int]) -> dict[Key, int | None]:
+        """Timestamp (ms) of the first record at or after each offset, per (topic, partition);
+        None when none was read."""
         from confluent_kafka import KafkaError
         from confluent_kafka import TopicPartition as CkTP
 
-        out: dict[TopicPartition, int | None] = {}
-        todo: dict[tuple[str, int], int] = {}
+        out: dict[Key, int | None] = {}
+        todo: dict[Key, int] = {}
         for tp, off in wanted.items():
             hit = self._cache.get(tp)
             if hit is not None and hit[0] == off:
                 out[tp] = hit[1]
             else:
-                todo[(tp.topic, tp.partition)] = off
+                todo[tp] = off
         if todo:
             c = self._client()
             self.fetched += len(todo)
@@ -114,21 +117,21 @@ class NextRecordTimes:
                         if err is not None:
                             if err.code() == KafkaError._PARTITION_EOF:
                                 off = remaining.pop(key)
-                                self._cache[TopicPartition(*key)] = (off, None)
+                                self._cache[key] = (off, None)
                             continue
                         ts_type, ts = m.timestamp()
                         off = remaining.pop(key)
                         value = ts if ts_type != 0 and ts >= 0 else None
-                        self._cache[TopicPartition(*key)] = (off, value)
+                        self._cache[key] = (off, value)
                         c.incremental_unassign([CkTP(*key)])
             finally:
                 c.unassign()
-            for (t, p), off in todo.items():
-                hit = self._cache.get(TopicPartition(t, p))
-                out[TopicPartition(t, p)] = hit[1] if hit is not None and hit[0] == off else None
+            for key, off in todo.items():
+                hit = self._cache.get(key)
+                out[key] = hit[1] if hit is not None and hit[0] == off else None
         return out
 
-    def retain(self, tps: Collection[TopicPartition]) -> None:
+    def retain(self, tps: Collection[Key]) -> None:
         """Forget partitions not in `tps` (a set or dict: membership is checked directly)."""
         stale = [t for t in self._cache if t not in tps]
         for tp in stale:
@@ -138,10 +141,11 @@ class NextRecordTimes:
 _NO_OWNER = ("", "", "")
 
 
-def _owners(info: GroupInfo | None) -> dict[TopicPartition, tuple[str, str, str]]:
+def _owners(info: GroupInfo | None) -> dict[Key, tuple[str, str, str]]:
     if info is None:
         return {}
-    return {tp: (m.member_id, m.client_id, m.host) for m in info.members for tp in m.assignment}
+    return {(tp.topic, tp.partition): (m.member_id, m.client_id, m.host)
+            for m in info.members for tp in m.assignment}
 
 
 class CycleSampler:
@@ -182,13 +186,17 @@ class CycleSampler:
         infos.update(self.admin.describe_groups_each(to_describe))
         committed = self.admin.committed_offsets_each(groups)   # committed offsets first ...
         errors: dict[str, str] = {}
-        by_group: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        known = {t: frozenset(ps) for t, ps in topics.items()}
+        # (topic, partition) tuples in the hot loops: hashing them is much cheaper than hashing
+        # TopicPartition dataclasses, which matters at thousands of partitions per second.
+        by_group: dict[str, list[tuple[Key, CommittedOffset]]] = {}
         for g in groups:
             c = committed.get(g)
             if isinstance(c, Exception):
                 errors[g] = str(c)
                 continue
-            live = {tp: o for tp, o in (c or {}).items() if tp.partition in topics.get(tp.topic, ())}
+            live = [((tp.topic, tp.partition), o) for tp, o in (c or {}).items()
+                    if tp.partition in known.get(tp.topic, ())]
             if not live and not self.scope.all_groups:
                 errors[g] = str(UnknownGroupError(f"group '{g}' has no committed offsets", group=g))
             if live:
@@ -196,49 +204,50 @@ class CycleSampler:
         failed = [committed[g] for g in groups if isinstance(committed.get(g), OffsetkeeperError)]
         if groups and len(failed) == len(groups):
             raise failed[0]  # no group answered: an outage, not a per-group problem
-        tps = {tp for offs in by_group.values() for tp in offs}
-        wms = self.admin.watermarks_unordered(tps)              # ... log ends after
+        keys = {k for rows in by_group.values() for k, _ in rows}
+        wms = {(tp.topic, tp.partition): wm for tp, wm in            # ... log ends after
+               self.admin.watermarks_unordered([TopicPartition(*k) for k in keys]).items()}
         ts = _now()
         table = self.table
-        for tp, wm in wms.items():
-            table.add(tp, ts, wm.high)
+        for k, wm in wms.items():
+            table.add(k, ts, wm.high)
         table.retain(wms)
-        next_ts: dict[tuple[TopicPartition, int], int | None] = {}
+        next_ts: dict[tuple[Key, int], int | None] = {}
         if self.next_times is not None:
             # One fetch per lagging partition and distinct committed offset (several groups on
             # one partition at the same offset share it; the cache key is the offset).
-            wanted: dict[TopicPartition, set[int]] = {}
-            for offs in by_group.values():
-                for tp, o in offs.items():
-                    wm = wms[tp]
+            wanted: dict[Key, set[int]] = {}
+            for rows in by_group.values():
+                for k, o in rows:
+                    wm = wms[k]
                     if o.offset < wm.high:
-                        wanted.setdefault(tp, set()).add(max(o.offset, wm.low))
+                        wanted.setdefault(k, set()).add(max(o.offset, wm.low))
             rounds = max((len(v) for v in wanted.values()), default=0)
             for i in range(rounds):  # each round asks for at most one offset per partition
-                ask = {tp: sorted(v)[i] for tp, v in wanted.items() if len(v) > i}
-                for tp, t in self.next_times.timestamps(ask).items():
-                    next_ts[(tp, ask[tp])] = t
+                ask = {k: sorted(v)[i] for k, v in wanted.items() if len(v) > i}
+                for k, t in self.next_times.timestamps(ask).items():
+                    next_ts[(k, ask[k])] = t
             self.next_times.retain(wms)
         exact_on = self.next_times is not None
         samples: list[Sample] = []
-        for g, offs in by_group.items():
+        for g, rows in by_group.items():
             info = infos.get(g)
             info = info if isinstance(info, GroupInfo) else None
             owners = _owners(info)
             state = info.state if info else "unknown"
             members = len(info.members) if info else 0
-            for tp, o in offs.items():
-                wm = wms[tp]
+            for k, o in rows:
+                wm = wms[k]
                 committed_ = o.offset
                 if committed_ >= wm.high:
                     nts, exact, interp = None, (0 if exact_on else None), 0
                 else:
-                    nts = next_ts.get((tp, max(committed_, wm.low)))
+                    nts = next_ts.get((k, max(committed_, wm.low)))
                     exact = timelag.exact_ms(ts, committed_, wm.high, nts) if exact_on else None
-                    interp = table.estimate_ms(tp, committed_, ts)
-                member = owners.get(tp, _NO_OWNER)
+                    interp = table.estimate_ms(k, committed_, ts)
+                member = owners.get(k, _NO_OWNER) if owners else _NO_OWNER
                 samples.append(Sample(
-                    ts, g, tp.topic, tp.partition, committed_, wm.low, wm.high, o.metadata, state,
+                    ts, g, k[0], k[1], committed_, wm.low, wm.high, o.metadata, state,
                     members, member[0], member[1], member[2], nts, exact, interp))
         return CycleResult(ts=ts, samples=samples, groups=len(by_group),
                            duration_ms=_now() - start, errors=errors)

@@ -79,12 +79,14 @@ class Sampler:
         self._pending_gaps: list[Gap] = []
         self._gap_start: int | None = None
         self._gap_reason = ""
+        self._failures = 0
         self._last_prune = 0
         self.cycles = 0
         # The latest cycles per group, for the exporter and status (read from other threads).
         self._lock = threading.Lock()
         self._recent: dict[str, deque[tuple[Sample, ...]]] = {}
         self._seeded = False
+        self.last_cycle_ms: int | None = None  # duration of the latest successful cycle
 
     # -- state for readers (exporter) --------------------------------------------------------
     def recent(self) -> dict[str, list[Sample]]:
@@ -112,7 +114,7 @@ class Sampler:
         since = int(time.time() * 1000) - DEFAULT_POINTS * self.config.interval_ms
         with contextlib.suppress(StoreUnavailable):
             for tp, pts in self.store.log_end_points(since).items():
-                self.cycler.table.seed(tp, pts[-DEFAULT_POINTS:])
+                self.cycler.table.seed((tp.topic, tp.partition), pts[-DEFAULT_POINTS:])
 
     def run_once(self) -> CycleOutcome:
         """Sample once and write (or buffer) the result. Never raises for outages."""
@@ -125,6 +127,7 @@ class Sampler:
         except OffsetkeeperError as exc:
             return self._cluster_failed(started, exc)
         self._remember(result)
+        self.last_cycle_ms = result.duration_ms
         if self._gap_start is not None:
             self._pending_gaps.append(Gap(self._gap_start, result.ts, self._gap_reason))
             self._gap_start = None
@@ -148,10 +151,14 @@ class Sampler:
     def _cluster_failed(self, started: int, exc: OffsetkeeperError) -> CycleOutcome:
         if self._gap_start is None:
             self._gap_start, self._gap_reason = started, f"cluster unreachable: {exc}"
-        # A fresh client for the next cycle: after a broker restart the old one can keep timing
-        # out (see KafkaAdmin.reconnect); the peek consumer is recreated as well.
-        self.admin.reconnect()
-        self.cycler.close()
+            self._failures = 0
+        self._failures += 1
+        # A fresh client: after a broker restart the old one can keep timing out (see
+        # KafkaAdmin.reconnect), but retired clients live until close(), so during a long outage
+        # only failures 1, 2, 4, 8, ... replace it (a day at 1 s: 17 clients, not 86,400).
+        if self._failures & (self._failures - 1) == 0:
+            self.admin.reconnect()
+            self.cycler.close()
         stored, _ = self._flush()  # earlier cycles may still be waiting for the store
         msg = (f"cycle {self.cycles} failed: {exc}; no samples since {iso(self._gap_start)}, "
                f"retrying in {self.config.interval_ms / 1000:g}s")

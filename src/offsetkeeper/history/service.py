@@ -42,7 +42,8 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
                 from offsetkeeper.history.exporter import LagCollector, MetricsServer
 
                 collector = LagCollector(sampler.recent, cluster_name=conn.name or conn.bootstrap_servers,
-                                         window=config.window, allowed_lag=allowed_lag)
+                                         window=config.window, allowed_lag=allowed_lag,
+                                         poll_time_ms=lambda: sampler.last_cycle_ms)
                 server = MetricsServer(collector, listen)
             if on_ready is not None:
                 on_ready(server)

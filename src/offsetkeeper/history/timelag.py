@@ -17,9 +17,7 @@ Both return 0 when the group is caught up, are never negative, and never NaN or 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Iterable, Sequence
-
-from offsetkeeper.models import TopicPartition
+from collections.abc import Collection, Hashable, Iterable, Sequence
 
 DEFAULT_POINTS = 60  # kafka-lag-exporter keeps 60 points per partition
 
@@ -69,13 +67,16 @@ def interpolated_ms(points: Sequence[tuple[int, int]], committed: int, now: int)
 
 
 class LogEndTable:
-    """Recent `(ts, log end)` points per partition, at most `points` each (bounded memory)."""
+    """Recent `(ts, log end)` points per partition, at most `points` each (bounded memory).
+
+    Keys are any hashable partition id (the sampler uses `(topic, partition)` tuples).
+    """
 
     def __init__(self, points: int = DEFAULT_POINTS) -> None:
         self.points = points
-        self._t: dict[TopicPartition, deque[tuple[int, int]]] = {}
+        self._t: dict[Hashable, deque[tuple[int, int]]] = {}
 
-    def add(self, tp: TopicPartition, ts: int, log_end: int) -> None:
+    def add(self, tp: Hashable, ts: int, log_end: int) -> None:
         d = self._t.get(tp)
         if d is None:
             d = self._t[tp] = deque(maxlen=self.points)
@@ -88,17 +89,17 @@ class LogEndTable:
             return
         d.append((ts, log_end))
 
-    def seed(self, tp: TopicPartition, points: Iterable[tuple[int, int]]) -> None:
+    def seed(self, tp: Hashable, points: Iterable[tuple[int, int]]) -> None:
         for ts, end in sorted(points):
             self.add(tp, ts, end)
 
-    def estimate_ms(self, tp: TopicPartition, committed: int, now: int) -> int | None:
+    def estimate_ms(self, tp: Hashable, committed: int, now: int) -> int | None:
         d = self._t.get(tp)
         if not d or committed >= d[-1][1]:
             return 0
         return interpolated_ms(d, committed, now)
 
-    def retain(self, tps: Collection[TopicPartition]) -> None:
+    def retain(self, tps: Collection[Hashable]) -> None:
         """Forget partitions not in `tps` (keeps memory flat when groups come and go)."""
         if len(self._t) <= len(tps) and all(tp in self._t for tp in tps):
             return  # nothing stale: every known partition was just sampled

@@ -27,7 +27,7 @@ from offsetkeeper.errors import StoreError
 from offsetkeeper.history.model import Cycle, Gap, Sample
 from offsetkeeper.models import TopicPartition
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class StoreUnavailable(StoreError):

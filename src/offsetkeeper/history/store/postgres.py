@@ -13,6 +13,8 @@ class PostgresStore(SqlStore):
     P = "%s"
     INSERT_IGNORE = "INSERT INTO"
     ON_CONFLICT = " ON CONFLICT DO NOTHING"
+    GREATEST = "GREATEST"
+    LEAST = "LEAST"
     UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
     MISSING_TABLE = (psycopg.errors.UndefinedTable,)
 

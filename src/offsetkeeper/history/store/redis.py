@@ -91,7 +91,7 @@ class RedisStore(HistoryStore):
         if v > SCHEMA_VERSION:
             raise StoreUnavailable(f"history store {self.display_url} has schema version {v}; "
                                    f"this offsetkeeper knows up to {SCHEMA_VERSION}")
-        # Versions 1 and 2 have the same layout in Redis (gaps were a SQL addition).
+        # Versions 1-3 have the same layout in Redis (gaps and the group index were SQL additions).
         self.r.hset(self._k("meta"), "schema_version", SCHEMA_VERSION)
 
     def check(self) -> None:
@@ -151,11 +151,14 @@ class RedisStore(HistoryStore):
     # -- reading -----------------------------------------------------------------------------
     def groups(self) -> list[GroupSummary]:
         def go():
-            out = []
-            for member, last in self.r.zrange(self._k("groups"), 0, -1, withscores=True):
-                g = member.decode()
-                first = self.r.zrange(self._k("g", g), 0, 0, withscores=True)
-                out.append(GroupSummary(g, int(first[0][1]) if first else int(last), int(last)))
+            listed = [(m.decode(), int(last)) for m, last in
+                      self.r.zrange(self._k("groups"), 0, -1, withscores=True)]
+            pipe = self.r.pipeline(transaction=False)
+            for g, _ in listed:
+                pipe.zrange(self._k("g", g), 0, 0, withscores=True)
+            firsts = pipe.execute() if listed else []
+            out = [GroupSummary(g, int(first[0][1]) if first else last, last)
+                   for (g, last), first in zip(listed, firsts, strict=True)]
             return sorted(out, key=lambda x: (-x.last_ts, x.group))
         return self._call(go)
 

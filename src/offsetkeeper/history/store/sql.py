@@ -1,6 +1,6 @@
 """The SQL schema and queries shared by the SQLite and PostgreSQL stores.
 
-Schema (version 2):
+Schema (version 3):
 
     schema_version(version)                      one row
     samples(ts, grp, topic, part, committed, log_start, log_end, metadata, state, members,
@@ -8,6 +8,7 @@ Schema (version 2):
             PRIMARY KEY (grp, topic, part, ts); INDEX (grp, ts); INDEX (ts)
     cycles(ts PRIMARY KEY, interval_ms, groups, partitions, duration_ms)
     gaps(start_ts PRIMARY KEY, end_ts, reason)                    (added by migration 2)
+    group_index(grp PRIMARY KEY, first_ts, last_ts)               (added by migration 3)
 
 Migrations are applied in order inside one transaction each; the version row says how far a
 database got, so an old file is upgraded when a newer offsetkeeper opens it.
@@ -58,6 +59,13 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX IF NOT EXISTS samples_grp_ts ON samples (grp, ts)",
         "CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts)",
     ],
+    # 3: one row per group, so listing groups never scans the samples (dashboards list often)
+    [
+        """CREATE TABLE IF NOT EXISTS group_index (
+            grp TEXT PRIMARY KEY, first_ts BIGINT NOT NULL, last_ts BIGINT NOT NULL)""",
+        "INSERT INTO group_index (grp, first_ts, last_ts) "
+        "SELECT grp, MIN(ts), MAX(ts) FROM samples GROUP BY grp",
+    ],
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -81,6 +89,8 @@ class SqlStore(HistoryStore):
     P = "?"                      # parameter placeholder
     INSERT_IGNORE = "INSERT OR IGNORE INTO"
     ON_CONFLICT = ""
+    GREATEST = "MAX"  # two-argument max(): SQLite's MAX, PostgreSQL's GREATEST
+    LEAST = "MIN"
     UNAVAILABLE: tuple[type[BaseException], ...] = ()
 
     def __init__(self, url: str) -> None:
@@ -179,9 +189,20 @@ class SqlStore(HistoryStore):
         rows = [_sample_row(s) for s in samples]
         marks = ", ".join([self.P] * len(COLUMNS))
 
+        spans: dict[str, tuple[int, int]] = {}
+        for s in samples:
+            lo, hi = spans.get(s.group, (s.ts, s.ts))
+            spans[s.group] = (min(lo, s.ts), max(hi, s.ts))
+
         def go(cur):
             if rows:
                 cur.executemany(f"{self.INSERT_IGNORE} samples ({_COLS}) VALUES ({marks}){self.ON_CONFLICT}", rows)
+                cur.executemany(self._q(
+                    "INSERT INTO group_index (grp, first_ts, last_ts) VALUES (?, ?, ?) "
+                    f"ON CONFLICT (grp) DO UPDATE SET "
+                    f"first_ts = {self.LEAST}(group_index.first_ts, excluded.first_ts), "
+                    f"last_ts = {self.GREATEST}(group_index.last_ts, excluded.last_ts)"),
+                    [(g, lo, hi) for g, (lo, hi) in spans.items()])
             if cycle is not None:
                 cur.execute(self._q(f"{self.INSERT_IGNORE} cycles (ts, interval_ms, groups, partitions, "
                                     f"duration_ms) VALUES (?, ?, ?, ?, ?){self.ON_CONFLICT}"),
@@ -216,6 +237,11 @@ class SqlStore(HistoryStore):
                     "DELETE FROM cycles WHERE ts < ? AND EXISTS (SELECT 1 FROM cycles c2 "
                     "WHERE c2.ts > cycles.ts AND c2.ts < ? AND c2.ts / ? = cycles.ts / ?)"),
                     (cut, cut, b, b))
+            if deleted or down:
+                cur.execute("DELETE FROM group_index WHERE NOT EXISTS "
+                            "(SELECT 1 FROM samples WHERE samples.grp = group_index.grp)")
+                cur.execute("UPDATE group_index SET first_ts = "
+                            "(SELECT MIN(ts) FROM samples WHERE samples.grp = group_index.grp)")
             return PruneResult(deleted, down)
         return self._run(go)
 
@@ -228,7 +254,7 @@ class SqlStore(HistoryStore):
 
     def groups(self) -> list[GroupSummary]:
         def go(cur):
-            cur.execute("SELECT grp, MIN(ts), MAX(ts) FROM samples GROUP BY grp")
+            cur.execute("SELECT grp, first_ts, last_ts FROM group_index")
             return sorted((GroupSummary(r[0], r[1], r[2]) for r in cur.fetchall()),
                           key=lambda g: (-g.last_ts, g.group))
         return self._run(go)
