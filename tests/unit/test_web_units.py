@@ -149,29 +149,33 @@ def test_history_view_status_series_and_cache(tmp_path):
 
 
 def test_history_warmer_recomputes_shown_groups(tmp_path):
-    """After a new cycle lands, the warmer refreshes groups a page showed (and only those)."""
+    """The warmer reads every stored group at start, then refreshes groups a page showed (or
+    that were there at start) when a new cycle lands — not groups nobody asked for."""
     import time
 
     url = str(tmp_path / "h.db")
 
-    def cycle(ts, lag):
+    def cycle(ts, lag, groups):
         with open_store(url) as s:
             s.write([Sample(ts=ts, group=g, topic="t", partition=0, committed=5, log_start=0,
-                            log_end=5 + lag) for g in ("shown", "other")],
-                    Cycle(ts, 1000, 2, 2, 1))
+                            log_end=5 + lag) for g in groups], Cycle(ts, 1000, 2, 2, 1))
 
-    cycle(1000, 1)
+    def wait(group, ts):
+        deadline = time.monotonic() + 10
+        while h._cache.get(group, (0,))[0] != ts:
+            assert time.monotonic() < deadline, f"the warmer did not refresh {group}"
+            time.sleep(0.02)
+
+    cycle(1000, 1, ["shown"])
     h = HistoryView(url)
     try:
         h.start_warming(every_s=0.05)
+        wait("shown", 1000)                                   # pre-warmed at start
         assert h.groups(["shown"])["shown"].spark == (1,)
-        cycle(2000, 7)
-        deadline = time.monotonic() + 10
-        while h._cache["shown"][0] != 2000:
-            assert time.monotonic() < deadline, "the warmer did not refresh the shown group"
-            time.sleep(0.02)
+        cycle(2000, 7, ["shown", "late"])
+        wait("shown", 2000)
         assert h._cache["shown"][1].spark == (1, 7)
-        assert "other" not in h._cache
+        assert "late" not in h._cache
     finally:
         h.close()
 

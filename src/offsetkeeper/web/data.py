@@ -8,6 +8,7 @@ and the per-partition status with reasons.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import defaultdict
@@ -18,6 +19,7 @@ from offsetkeeper.errors import OffsetkeeperError
 
 # Samples the groups page uses per group: the status window plus a longer sparkline.
 SPARK_CYCLES = 20
+PREWARM_MAX = 5000   # groups read at start, newest first
 RANGES_MS = {"1h": 3600_000, "24h": 86_400_000, "7d": 7 * 86_400_000}
 
 
@@ -91,8 +93,12 @@ class HistoryView:
     def start_warming(self, every_s: float = 2.0, keep_s: float = 600.0) -> None:
         """Recompute, in the background, the groups shown in the last `keep_s` seconds as soon
         as the store has a new cycle of them, so the groups page after a sampling cycle does
-        not pay for reading every group's history."""
+        not pay for reading every group's history. At start, every group in the store (up to
+        PREWARM_MAX) counts as shown."""
         def loop() -> None:
+            # At start: every group the store knows, so the first page load is warm too.
+            with contextlib.suppress(OffsetkeeperError, OSError):
+                self._refresh(self.known_groups()[:PREWARM_MAX], remember=True)
             while not self._stop.wait(every_s):
                 cutoff = time.monotonic() - keep_s
                 names = [g for g, t in list(self._wanted.items()) if t >= cutoff]
