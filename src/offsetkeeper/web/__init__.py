@@ -2,7 +2,11 @@
 preview, snapshots, backups. Built on the operations layer (`offsetkeeper.ops`): it can do
 nothing the command line cannot, and nothing unsafely.
 
-    app.py        Starlette app: routes, guards (auth, CSRF, read-only), rendering
+    app.py        create_app: routes and middleware
+    core.py       settings, application state, guards (auth, CSRF, read-only), rendering
+    pages.py      read-only pages: groups, group, snapshots, backups, login
+    wizard.py     the reset wizard, execution of previewed plans, rollback
+    server.py     `offsetkeeper ui`: settings from flags/config/environment, uvicorn
     service.py    page data from ops (groups, group) and previewed plans awaiting confirmation
     data.py       the ONE adapter to the history store
     backups.py    backups, restores, mappings, quick validation (read-only, no Spark)

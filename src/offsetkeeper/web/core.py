@@ -1,0 +1,236 @@
+"""What every dashboard handler shares: settings, the application state (`Dashboard`), the
+guards (session, authentication, CSRF, read-only, security headers) and error rendering.
+
+Every page is also JSON (`?format=json` or `Accept: application/json`). Every state-changing
+request is a POST carrying the CSRF token; with `read_only` those are refused (403) and the
+pages show no buttons for them. See docs/dashboard.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.templating import Jinja2Templates
+
+from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
+from offsetkeeper.web import security as sec
+from offsetkeeper.web.data import HistoryView
+from offsetkeeper.web.service import (
+    Clusters,
+    PlanBook,
+)
+from offsetkeeper.web.svg import sparkline
+
+log = logging.getLogger("offsetkeeper.web")
+HERE = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class UiSettings:
+    """How the dashboard runs. `token` is a secret: never rendered, logged or returned."""
+
+    read_only: bool = False
+    token: str | None = field(default=None, repr=False)
+    history_store: str | None = None
+    backup_destinations: tuple[str, ...] = ()
+    snapshot_store: str | None = None
+    config_path: Path | None = None
+    allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]", "::1")
+    tls: bool = False
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def _wants_json(request: Request) -> bool:
+    return (request.query_params.get("format") == "json"
+            or request.headers.get("accept", "").startswith("application/json"))
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "__dataclass_fields__"):
+        return _jsonable(asdict(obj))
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    return obj
+
+
+def _fmt_s(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if v < 60:
+        return f"{v:.0f}s"
+    if v < 3600:
+        return f"{v / 60:.1f}m"
+    if v < 86400:
+        return f"{v / 3600:.1f}h"
+    return f"{v / 86400:.1f}d"
+
+
+class Dashboard:
+    """The application state: settings, clusters, history, previewed plans, sessions."""
+
+    def __init__(self, settings: UiSettings, clusters: Clusters,
+                 history: HistoryView | None) -> None:
+        self.settings, self.clusters, self.history = settings, clusters, history
+        self.plans = PlanBook()
+        self.sessions = sec.Sessions()
+        env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
+                          autoescape=select_autoescape(default=True, default_for_string=True))
+        env.filters["dur"] = _fmt_s
+        env.filters["q"] = lambda s: quote(str(s), safe="")
+        env.globals["sparkline"] = sparkline
+        self.templates = Jinja2Templates(env=env)
+
+    # -- rendering -------------------------------------------------------------------------
+    def page(self, request: Request, name: str, ctx: dict, *, status: int = 200,
+             data: Any = None) -> Response:
+        if _wants_json(request):
+            return JSONResponse(_jsonable(data if data is not None else {}), status_code=status)
+        cluster = ctx.get("cluster") or self.clusters.default
+        base = {"request": request, "read_only": self.settings.read_only,
+                "csrf": self.sessions.csrf_token(request.state.session_id),
+                "clusters": self.clusters.names, "cluster": cluster,
+                "has_history": self.history is not None, "auth": bool(self.settings.token)}
+        return self.templates.TemplateResponse(request, name, {**base, **ctx}, status_code=status)
+
+    def error(self, request: Request, status: int, message: str) -> Response:
+        if _wants_json(request) or (request.method == "POST" and \
+                request.headers.get("accept", "").startswith("application/json")):
+            return JSONResponse({"error": message}, status_code=status)
+        return self.page(request, "error.html", {"message": message, "status": status},
+                         status=status)
+
+    # -- guards ----------------------------------------------------------------------------
+    async def form(self, request: Request, *, mutation: bool = True) -> dict:
+        """The POSTed form after the CSRF check (and, for mutations, the read-only check)."""
+        if mutation and self.settings.read_only:
+            raise HttpError(403, "the dashboard runs read-only (--read-only): nothing can be "
+                                 "changed from it")
+        form = await request.form()
+        token = request.headers.get(sec.CSRF_HEADER) or form.get(sec.CSRF_FIELD)
+        if not self.sessions.csrf_ok(request.state.session_id, token if isinstance(token, str)
+                                     else None):
+            raise HttpError(403, "missing or invalid CSRF token: reload the page and try again")
+        return form
+
+    def admin(self, cluster: str):
+        if cluster not in self.clusters.names:
+            raise HttpError(404, f"cluster '{cluster}' is not configured")
+        return self.clusters.admin(cluster)
+
+    def exec_options(self, **kw):
+        from offsetkeeper.ops import ExecuteOptions
+
+        return ExecuteOptions(snapshot_store=self.settings.snapshot_store,
+                              config_path=self.settings.config_path, **kw)
+
+
+# -- middleware ----------------------------------------------------------------------------------
+
+class Guard(BaseHTTPMiddleware):
+    """Session cookie, authentication, security headers."""
+
+    def __init__(self, app, dash: Dashboard) -> None:
+        super().__init__(app)
+        self.dash = dash
+
+    async def dispatch(self, request: Request, call_next) -> Response:
+        dash = self.dash
+        sid = request.cookies.get(sec.SESSION_COOKIE)
+        fresh = not sid or len(sid) > 64
+        if fresh:
+            sid = sec.Sessions.new_id()
+        request.state.session_id = sid
+        path = request.url.path
+        token = dash.settings.token
+        if token and not (path.startswith("/static/") or path in ("/login", "/healthz")):
+            given = sec.token_from_header(request.headers.get("authorization"),
+                                          tls=dash.settings.tls or request.url.scheme == "https")
+            ok = (given is not None and sec.same(given, token)) or dash.sessions.authed(sid)
+            if not ok:
+                if request.method == "GET" and not _wants_json(request):
+                    resp: Response = RedirectResponse(
+                        "/login?" + urlencode({"next": path + ("?" + request.url.query
+                                                               if request.url.query else "")}),
+                        status_code=303)
+                else:
+                    resp = JSONResponse({"error": "authentication required"}, status_code=401,
+                                        headers={"WWW-Authenticate": 'Bearer realm="offsetkeeper"'})
+                return self._finish(resp, sid, fresh)
+        try:
+            resp = await call_next(request)
+        except Exception:  # pragma: no cover - last resort; handlers catch what they expect
+            log.exception("request failed: %s %s", request.method, path)
+            resp = JSONResponse({"error": "internal error"}, status_code=500)
+        return self._finish(resp, sid, fresh)
+
+    def _finish(self, resp: Response, sid: str, fresh: bool) -> Response:
+        h = resp.headers
+        h["Content-Security-Policy"] = ("default-src 'self'; script-src 'self'; style-src 'self'; "
+                                        "img-src 'self' data:; object-src 'none'; "
+                                        "base-uri 'none'; form-action 'self'; "
+                                        "frame-ancestors 'none'")
+        h["X-Content-Type-Options"] = "nosniff"
+        h["X-Frame-Options"] = "DENY"
+        h["Referrer-Policy"] = "no-referrer"
+        h["Cache-Control"] = "no-store"
+        if fresh:
+            resp.set_cookie(sec.SESSION_COOKIE, sid, httponly=True, samesite="strict",
+                            secure=self.dash.settings.tls, path="/")
+        return resp
+
+
+def handler(fn):
+    """Turn expected errors into pages with the right status (never a traceback)."""
+    async def wrapped(request: Request) -> Response:
+        dash: Dashboard = request.app.state.dash
+        try:
+            return await fn(dash, request)
+        except HttpError as exc:
+            return dash.error(request, exc.status, exc.message)
+        except UnknownGroupError as exc:
+            return dash.error(request, 404, exc.message)
+        except OffsetkeeperError as exc:
+            return dash.error(request, _status_of(exc), exc.message)
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
+def _status_of(exc: OffsetkeeperError) -> int:
+    from offsetkeeper.errors import KafkaOperationError, StoreError
+
+    if exc.exit_code == 2:
+        return 400
+    if isinstance(exc, StoreError):
+        return 404 if " not found" in exc.message else 500
+    if isinstance(exc, KafkaOperationError):
+        return 502
+    return 500
+
+
+async def in_thread(fn, *args, **kw):
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(fn, *args, **kw)
+
+
+
+def safe_call(fn, default):
+    try:
+        return fn(), None
+    except (OffsetkeeperError, OSError) as exc:
+        return default, str(exc)

@@ -1,0 +1,198 @@
+"""Read-only pages: groups, a group with its history, snapshots and their diff, backups, login."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from offsetkeeper.web import backups as bk
+from offsetkeeper.web import security as sec
+from offsetkeeper.web.core import Dashboard, HttpError, handler, in_thread
+from offsetkeeper.web.data import RANGES_MS
+from offsetkeeper.web.service import filter_sort, group_view, overview
+from offsetkeeper.web.svg import time_chart
+
+
+@handler
+async def home(dash: Dashboard, request: Request) -> Response:
+    return RedirectResponse(f"/c/{quote(dash.clusters.default, safe='')}/groups", status_code=303)
+
+
+@handler
+async def healthz(dash: Dashboard, request: Request) -> Response:
+    return JSONResponse({"ok": True, "read_only": dash.settings.read_only})
+
+
+@handler
+async def csrf_token(dash: Dashboard, request: Request) -> Response:
+    """The CSRF token of this session (for scripts that POST; a cross-site page cannot read it)."""
+    return JSONResponse({"csrf": dash.sessions.csrf_token(request.state.session_id)})
+
+
+@handler
+async def login_page(dash: Dashboard, request: Request) -> Response:
+    return dash.page(request, "login.html", {"next": _safe_next(request.query_params.get("next"))})
+
+
+def _safe_next(nxt: str | None) -> str:
+    # Only local paths: "/x", never "//host" or "http://host" (no open redirect).
+    if not nxt or not nxt.startswith("/") or nxt.startswith("//") or "\\" in nxt:
+        return "/"
+    return nxt
+
+
+@handler
+async def login(dash: Dashboard, request: Request) -> Response:
+    form = await dash.form(request, mutation=False)
+    token = form.get("token")
+    if not dash.settings.token:
+        return RedirectResponse("/", status_code=303)
+    if not isinstance(token, str) or not sec.same(token, dash.settings.token):
+        return dash.page(request, "login.html", {"next": _safe_next(form.get("next")),
+                                                 "failed": True}, status=401)
+    # A new session id at login (no session fixation); the old one is forgotten.
+    sid = sec.Sessions.new_id()
+    dash.sessions.login(sid)
+    resp = RedirectResponse(_safe_next(form.get("next")), status_code=303)
+    resp.set_cookie(sec.SESSION_COOKIE, sid, httponly=True, samesite="strict",
+                    secure=dash.settings.tls, path="/")
+    return resp
+
+
+@handler
+async def logout(dash: Dashboard, request: Request) -> Response:
+    await dash.form(request, mutation=False)
+    dash.sessions.logout(request.state.session_id)
+    resp = RedirectResponse("/login", status_code=303)
+    resp.delete_cookie(sec.SESSION_COOKIE, path="/")
+    return resp
+
+
+def groups_data(dash: Dashboard, cluster: str, params) -> dict:
+    """The groups page's data (also used by the benchmark)."""
+    admin = dash.admin(cluster)
+    rows, herr = overview(admin, dash.history)
+    sort = params.get("sort", "group")
+    desc = params.get("dir", "asc") == "desc"
+    shown = filter_sort(rows, q=params.get("q", ""), state=params.get("state", ""),
+                        status=params.get("status", ""), sort=sort, desc=desc)
+    return {"rows": shown, "total": len(rows), "history_error": herr,
+            "states": sorted({r.state for r in rows}),
+            "q": params.get("q", ""), "state": params.get("state", ""),
+            "status": params.get("status", ""), "sort": sort, "desc": desc}
+
+
+@handler
+async def groups(dash: Dashboard, request: Request) -> Response:
+    cluster = request.path_params["cluster"]
+    d = await in_thread(groups_data, dash, cluster, request.query_params)
+    data = {"cluster": cluster, "total": d["total"], "groups": d["rows"],
+            "history_error": d["history_error"]}
+    return dash.page(request, "groups.html", {**d, "cluster": cluster}, data=data)
+
+
+def _range(request: Request) -> str:
+    r = request.query_params.get("range", "1h")
+    if r not in RANGES_MS:
+        raise HttpError(400, f"range '{r}' is not one of {', '.join(RANGES_MS)}")
+    return r
+
+
+def _group_param(request: Request) -> str:
+    g = request.query_params.get("g")
+    if g is None or g == "":
+        raise HttpError(400, "no group given: add ?g=GROUP")
+    return g
+
+
+@handler
+async def group(dash: Dashboard, request: Request) -> Response:
+    cluster = request.path_params["cluster"]
+    name = _group_param(request)
+    rng = _range(request)
+    admin = dash.admin(cluster)
+    view = await in_thread(group_view, admin, name, dash.history)
+    charts = None
+    series = None
+    if dash.history is not None:
+        series = await in_thread(dash.history.series, name, rng)
+        charts = (time_chart(series.lag, title=f"lag, last {rng}", unit="records",
+                             since_ms=series.since_ms, until_ms=series.until_ms),
+                  time_chart(series.time_lag, title=f"time lag, last {rng}", unit="seconds",
+                             since_ms=series.since_ms, until_ms=series.until_ms))
+    data = {"group": view, "range": rng,
+            "series": None if series is None else {"lag": series.lag,
+                                                   "time_lag": series.time_lag}}
+    return dash.page(request, "group.html", {"cluster": cluster, "v": view, "range": rng,
+                                             "ranges": list(RANGES_MS), "charts": charts},
+                     data=data)
+
+
+# -- snapshots ------------------------------------------------------------------------------------
+
+@handler
+async def snapshots(dash: Dashboard, request: Request) -> Response:
+    from offsetkeeper.ops import list_snapshots
+
+    cluster = request.path_params["cluster"]
+    dash.admin(cluster)
+    snaps = await in_thread(lambda: list_snapshots(store=dash.settings.snapshot_store,
+                                                 config_path=dash.settings.config_path))
+    snaps = list(reversed(snaps))
+    return dash.page(request, "snapshots.html", {"cluster": cluster, "snaps": snaps},
+                     data={"snapshots": [s.as_row() for s in snaps]})
+
+
+@handler
+async def snapshot_diff(dash: Dashboard, request: Request) -> Response:
+    from offsetkeeper.ops import diff_with_live
+
+    cluster = request.path_params["cluster"]
+    sid = request.path_params["sid"]
+    admin = dash.admin(cluster)
+    diffs = await in_thread(diff_with_live, admin, sid, store=dash.settings.snapshot_store,
+                          config_path=dash.settings.config_path)
+    rows = [d.as_row() for d in diffs]
+    return dash.page(request, "snapshot.html", {"cluster": cluster, "sid": sid, "rows": rows},
+                     data={"snapshot_id": sid, "diff": rows})
+
+
+# -- backups --------------------------------------------------------------------------------------
+
+@handler
+async def backups(dash: Dashboard, request: Request) -> Response:
+    dests = await in_thread(bk.safe_list, list(dash.settings.backup_destinations))
+    return dash.page(request, "backups.html", {"dests": dests},
+                     data={"destinations": [{"index": i, "destination": d, "error": e,
+                                             "backups": [asdict(b) for b in lines]}
+                                            for i, d, lines, e in dests]})
+
+
+@handler
+async def backup(dash: Dashboard, request: Request) -> Response:
+    from offsetkeeper.backup.manifest import validate_backup_id
+
+    idx = request.path_params["dest"]
+    bid = request.path_params["bid"]
+    validate_backup_id(bid)
+    dest = bk.destination(list(dash.settings.backup_destinations), idx)
+    detail = await in_thread(bk.backup_detail, dest, bid)
+    mapping = None
+    rid = request.query_params.get("restore")
+    if rid:
+        status, rows = await in_thread(bk.mapping_summary, dest, bid, rid)
+        mapping = {"restore_id": rid, "status": status, "rows": rows}
+    return dash.page(request, "backup.html", {"idx": idx, "d": detail, "mapping": mapping},
+                     data={"backup": asdict(detail), "mapping": mapping})
+
+
+async def not_found(request: Request, exc) -> Response:
+    dash: Dashboard = request.app.state.dash
+    code = getattr(exc, "status_code", 404)
+    msg = "page not found" if code == 404 else "method not allowed" if code == 405 else "error"
+    return dash.error(request, code, msg)
+
+

@@ -1,0 +1,200 @@
+"""The reset wizard and every change the dashboard makes: scope and target -> the plan from
+ops.plan_reset_request (or ops.rollback's plan) -> confirmation -> ops.execute_plan."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from offsetkeeper.web import backups as bk
+from offsetkeeper.web.core import (
+    Dashboard,
+    HttpError,
+    handler,
+    in_thread,
+    log,
+    safe_call,
+)
+from offsetkeeper.web.service import PlanEntry
+
+
+def _target_kinds(dash: Dashboard) -> list[dict]:
+    from offsetkeeper.ops import TargetKind
+
+    kinds = []
+    for k in TargetKind:
+        if k.value == "to-history" and dash.history is None:
+            continue
+        kinds.append({"value": k.value, "flag": k.flag, "takes_value": k.takes_value})
+    return kinds
+
+
+@handler
+async def reset_form(dash: Dashboard, request: Request) -> Response:
+    cluster = request.path_params["cluster"]
+    if dash.settings.read_only:
+        raise HttpError(403, "the dashboard runs read-only (--read-only): resets are disabled")
+    dash.admin(cluster)
+    from offsetkeeper.ops import list_snapshots
+
+    snaps, _ = safe_call(lambda: list_snapshots(store=dash.settings.snapshot_store,
+                                                 config_path=dash.settings.config_path), [])
+    groups_given = request.query_params.getlist("g")
+    return dash.page(request, "reset.html", {
+        "cluster": cluster, "groups_text": "\n".join(groups_given), "kinds": _target_kinds(dash),
+        "snapshots": [s for s in reversed(snaps) if not s.error][:50],
+        "backups": [(i, bk.shown(d)) for i, d in enumerate(dash.settings.backup_destinations)]})
+
+
+def _lines(text: str) -> list[str]:
+    return [x.strip() for x in text.replace("\r", "").split("\n") if x.strip()]
+
+
+async def _target_spec(dash: Dashboard, form, tmpdir: str):
+    from offsetkeeper.ops import TargetKind, TargetSpec
+    from offsetkeeper.web.timefield import datetime_local_to_iso
+
+    kind_s = form.get("kind") or ""
+    try:
+        kind = TargetKind(kind_s)
+    except ValueError:
+        raise HttpError(400, f"reset target '{kind_s}' is unknown (expected one of "
+                             f"{', '.join(k.value for k in TargetKind)})") from None
+    if not kind.takes_value:
+        return TargetSpec(kind)
+    field_name = f"value_{kind.value}"
+    if kind is TargetKind.FROM_FILE:
+        upload = form.get(field_name)
+        if upload is None or isinstance(upload, str) or not upload.filename:
+            raise HttpError(400, "--from-file: choose a CSV file to upload")
+        data = await upload.read()
+        if len(data) > 20 * 1024 * 1024:
+            raise HttpError(400, "--from-file: the uploaded file is larger than 20 MB")
+        path = Path(tmpdir) / "offsets.csv"
+        path.write_bytes(data)
+        return TargetSpec(kind, str(path))
+    value = form.get(field_name)
+    value = value.strip() if isinstance(value, str) else ""
+    if kind in (TargetKind.TO_DATETIME,) or kind.value == "to-history":
+        value = datetime_local_to_iso(value)
+    if kind is TargetKind.FROM_MAPPING:
+        value = _mapping_ref(dash, form)
+    if not value:
+        raise HttpError(400, f"{kind.flag} needs a value")
+    options = {}
+    if kind.value == "to-history" and dash.settings.history_store:
+        options["history_store"] = dash.settings.history_store
+    return TargetSpec(kind, value, options)
+
+
+def _mapping_ref(dash: Dashboard, form) -> str:
+    """BACKUP_DIR[:RESTORE_ID] built from a configured destination (no free paths)."""
+    dest = bk.destination(list(dash.settings.backup_destinations),
+                          str(form.get("mapping_dest") or ""))
+    bid = str(form.get("mapping_backup") or "").strip()
+    rid = str(form.get("mapping_restore") or "").strip()
+    from offsetkeeper.backup.manifest import validate_backup_id
+
+    validate_backup_id(bid)
+    return f"{dest.rstrip('/')}/{bid}" + (f":{rid}" if rid else "")
+
+
+@handler
+async def reset_preview(dash: Dashboard, request: Request) -> Response:
+    from offsetkeeper.ops import ResetRequest, plan_reset_request
+    from offsetkeeper.reset.parse import parse_topic_spec
+    from offsetkeeper.reset.plan import TopicSpec
+
+    cluster = request.path_params["cluster"]
+    form = await dash.form(request)
+    admin = dash.admin(cluster)
+    groups_ = _lines(str(form.get("groups") or ""))
+    topics = [TopicSpec(*parse_topic_spec(t)) for t in _lines(str(form.get("topics") or ""))]
+    with tempfile.TemporaryDirectory(prefix="offsetkeeper-ui-") as tmp:
+        spec = await _target_spec(dash, form, tmp)
+        req = ResetRequest(
+            target=spec, groups=tuple(dict.fromkeys(groups_)),
+            all_groups=form.get("all_groups") == "on", topics=tuple(topics),
+            all_topics=form.get("all_topics") == "on" and not topics,
+            create_groups=form.get("create_groups") == "on",
+            options=dash.exec_options(allow_unknown_state=form.get("allow_unknown_state") == "on"))
+        plan, notes = await in_thread(plan_reset_request, admin, req)
+    entry = PlanEntry(cluster, plan, tuple(notes), "reset", f"before reset {plan.target}")
+    return _show_plan(dash, request, cluster, dash.plans.put(entry), entry, req.options)
+
+
+def _plan_rows(plan) -> list[dict]:
+    rows = []
+    for g in plan.groups:
+        if g.refused:
+            rows.append({"group": g.group, "refused": str(g.refused), "state": g.state,
+                         "members": g.members})
+            continue
+        for p in g.partitions:
+            rows.append({"group": p.group, "topic": p.topic, "partition": p.partition,
+                         "current": p.current, "target": p.target,
+                         "log_start": p.log_start if p.log_start >= 0 else None,
+                         "log_end": p.log_end if p.log_end >= 0 else None,
+                         "delta": None if p.current is None or p.target is None
+                         else p.target - p.current,
+                         "note": p.note, "error": p.error, "changes": p.changes})
+    return rows
+
+
+def _show_plan(dash: Dashboard, request: Request, cluster: str, pid: str, entry: PlanEntry,
+               options) -> Response:
+    plan = entry.plan
+    rows = _plan_rows(plan)
+    # Executable: something changes in a group that is not refused (refused groups keep their
+    # partitions in the plan, for the table).
+    executable = any(p.changes for g in plan.groups if not g.refused for p in g.partitions)
+    data = {"plan_id": pid if executable else None, "kind": entry.kind,
+            "notes": list(entry.notes), "changes": executable, "has_errors": plan.has_errors,
+            "uncreatable": plan.uncreatable, "plan": plan.to_dict()}
+    return dash.page(request, "plan.html", {
+        "cluster": cluster, "pid": pid, "entry": entry, "plan": plan, "rows": rows,
+        "executable": executable,
+        "refused": plan.refused, "notes": entry.notes}, data=data)
+
+
+@handler
+async def plan_execute(dash: Dashboard, request: Request) -> Response:
+    from offsetkeeper.ops import execute_plan
+    from offsetkeeper.reset.facts import check_creatable
+
+    cluster = request.path_params["cluster"]
+    await dash.form(request)
+    admin = dash.admin(cluster)
+    entry = dash.plans.take(request.path_params["pid"], cluster)
+    if entry.kind == "reset":
+        check_creatable(entry.plan)
+    opts = dash.exec_options()
+    t0 = time.monotonic()
+    report = await in_thread(execute_plan, admin, entry.plan, opts, description=entry.description)
+    log.info("executed %s plan on cluster %s: %s in %.1fs", entry.kind, cluster,
+             report.status, time.monotonic() - t0)
+    data = {"report": report.to_dict(), "plan": entry.plan.to_dict()}
+    return dash.page(request, "report.html", {
+        "cluster": cluster, "entry": entry, "report": report, "summary": report.summary(),
+        "rows": _plan_rows(entry.plan)}, data=data)
+
+
+@handler
+async def rollback_preview(dash: Dashboard, request: Request) -> Response:
+    from offsetkeeper.ops import RollbackRequest, rollback
+
+    cluster = request.path_params["cluster"]
+    sid = request.path_params["sid"]
+    await dash.form(request)
+    admin = dash.admin(cluster)
+    opts = dash.exec_options()
+    outcome = await in_thread(rollback, admin, RollbackRequest(snapshot_id=sid, execute=False,
+                                                             options=opts))
+    entry = PlanEntry(cluster, outcome.plan, tuple(outcome.notes), "rollback",
+                      f"before rollback to {sid}")
+    return _show_plan(dash, request, cluster, dash.plans.put(entry), entry, opts)
+
