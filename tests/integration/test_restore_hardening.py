@@ -53,7 +53,7 @@ def test_a_new_restore_refuses_a_non_empty_target(capsys, small, dr_bootstrap, u
     partition: exit 2, the partitions named, nothing written; --allow-non-empty-target proceeds."""
     dest, topic = small
     target = unique("dst")
-    create_topic(dr_bootstrap, target, 2)
+    create_topic(dr_bootstrap, target, 2, {"retention.ms": "-1"})  # old timestamps must stay
     produce(dr_bootstrap, target, [(0, b"a", b"earlier"), (0, b"b", b"earlier")])
     r = run_cli(capsys, "restore", "run", f"{dest}/b", "-b", dr_bootstrap, "--rename", f"{topic}={target}",
                 "--restore-id", "n1")

@@ -10,6 +10,7 @@ import typer
 from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
 from offsetkeeper.cli.progress import progress_bar
+from offsetkeeper.cli.quiet import native_output_to_log
 
 backup_app = typer.Typer(help="Back topics up to Parquet with a manifest (Spark).", no_args_is_help=True)
 backups_app = typer.Typer(help="List, describe and validate backups.", no_args_is_help=True)
@@ -70,7 +71,7 @@ def run(
         cluster=cluster, include=tuple(topic or ()), exclude=tuple(exclude or ()), destination=dest,
         backup_id=backup_id, master=master, spark_conf=tuple(conf or ()),
         max_records_per_task=max_records_per_task)
-    with progress_bar(output) as on_progress:
+    with native_output_to_log(), progress_bar(output) as on_progress:
         result = run_backup(req, progress=on_progress)
     if output is OutputFormat.json:
         render_json(result.summary())
@@ -168,7 +169,8 @@ def validate(
     from offsetkeeper.errors import StoreError
     from offsetkeeper.ops.backup import validate_backup
 
-    report = validate_backup(dest, backup_id, deep=deep, master=master, spark_conf=tuple(conf or ()))
+    with native_output_to_log():
+        report = validate_backup(dest, backup_id, deep=deep, master=master, spark_conf=tuple(conf or ()))
     if output is OutputFormat.json:
         render_json(report.as_dict())
     else:

@@ -14,6 +14,7 @@ import typer
 from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
 from offsetkeeper.cli.progress import progress_bar
+from offsetkeeper.cli.quiet import native_output_to_log
 
 restore_app = typer.Typer(help="Restore a backup to a cluster with an exact offset mapping (Spark).",
                           no_args_is_help=True)
@@ -190,7 +191,7 @@ def run_cmd(
     from offsetkeeper.ops.restore import restore
 
     req = _request(locals())
-    with progress_bar(output) as on_progress:
+    with native_output_to_log(), progress_bar(output) as on_progress:
         res = restore(req, progress=on_progress)
     _render_restore(res, output)
 
@@ -274,7 +275,8 @@ def validate_cmd(
                           group_offsets=group_offsets or "backup",
                           source_bootstrap_server=source_bootstrap, source_cluster=source_cluster,
                           snapshot_store=snapshot_store, master=master, spark_conf=tuple(conf or ()))
-    v = validate(req)
+    with native_output_to_log():
+        v = validate(req)
     _render_validation(v.to_dict(), output)
     if not v.ok:
         stderr_console().print(f"[bold red]error:[/] {v.mismatches} mismatch(es) between the target "
@@ -338,7 +340,7 @@ def three_phase_cmd(
         source_cluster=source_cluster, run_backup=run_backup, strategy=strategy,
         groups=tuple(group or ()), group_offsets=group_offsets, snapshot=not no_snapshot,
         snapshot_store=snapshot_store, validate=not no_validate)
-    with progress_bar(output) as on_progress:
+    with native_output_to_log(), progress_bar(output) as on_progress:
         rep = three_phase(req, progress=on_progress)
     _render_three_phase(rep.to_dict(), output)
     if not rep.ok:
