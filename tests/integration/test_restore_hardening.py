@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from offsetkeeper.backup.manifest import load_manifest
 from offsetkeeper.restore.state import RestoreStatus, load_state
 from tests.cli import run_cli
 from tests.kafkatools import commit, committed, create_topic, produce
@@ -209,3 +210,52 @@ def test_three_phase_live_offsets_are_read_once_and_validated_as_used(capsys, tm
                 "--group-offsets", f"snapshot:{snap_id}", "--snapshot-store", store, "-o", "json")
     assert r.code == 0, r.out + r.err
     assert r.json()["offsets_source"] == f"snapshot:{snap_id}"
+
+
+def test_offsets_reset_from_a_tampered_mapping_commits_nothing(capsys, small, dr_bootstrap, spark, unique):
+    """`offsets reset --from-mapping` refuses a mapping whose chunk was edited (target topic, or
+    shifted target offsets): exit non-zero with the partition named, and no group offset is
+    committed (checked with an independent consumer)."""
+    from offsetkeeper.config import Connection
+    from offsetkeeper.restore.config import RestoreOptions
+    from offsetkeeper.restore.mapping import mapping_root_for
+    from offsetkeeper.restore.run import run_restore
+
+    dest, topic = small
+    target = unique("dst")
+    run_restore(RestoreOptions(dest, "b", Connection(dr_bootstrap), restore_id="m1",
+                               rename={topic: target}), spark=spark)
+    group = next(iter(load_manifest(dest, "b").group_offsets()))
+    chunk = next(Path(mapping_root_for(dest, "b", "m1"), topic, "0").glob("chunk-*.parquet"))
+    original = pq.read_table(chunk)
+    for col, values in (("target_topic", ["payments"] * original.num_rows),
+                        ("target_offset", [o + 7 for o in original.column("target_offset").to_pylist()])):
+        t = original.set_column(original.schema.get_field_index(col), col,
+                                pa.array(values, original.schema.field(col).type))
+        pq.write_table(t, chunk)
+        r = run_cli(capsys, "offsets", "reset", "-b", dr_bootstrap, "--from-mapping", f"{dest}/b:m1",
+                    "--group", group, "--execute", "--no-snapshot")
+        assert r.code != 0, r.out + r.err
+        assert f"the mapping of {topic}:0 is corrupt" in r.err and len(r.err.strip().splitlines()) == 1
+        assert committed(dr_bootstrap, group, target, 2) == {0: -1001, 1: -1001}
+    pq.write_table(original, chunk)
+    r = run_cli(capsys, "offsets", "reset", "-b", dr_bootstrap, "--from-mapping", f"{dest}/b:m1",
+                "--group", group, "--execute", "--no-snapshot")
+    assert r.code == 0, r.out + r.err
+    assert committed(dr_bootstrap, group, target, 2)[0] == 4  # source offset 4 -> target offset 4
+
+
+def test_backup_reports_progress_events(tmp_path, bootstrap, spark, unique):
+    """A backup reports offsetkeeper.progress events (partitions done of total) ending at done."""
+    from offsetkeeper.ops.backup import BackupRequest, run_backup
+    from tests.kafkatools import produce_n
+
+    topic = unique("prog")
+    create_topic(bootstrap, topic, 3, {"retention.ms": "-1"})
+    produce_n(bootstrap, topic, 3, 10)
+    events = []
+    res = run_backup(BackupRequest(bootstrap_server=bootstrap, include=(topic,), destination=str(tmp_path),
+                                   backup_id="p1"), progress=events.append, spark=spark)
+    assert res.records == 30
+    assert {e.task for e in events} == {"backup p1"} and {e.unit for e in events} == {"partitions"}
+    assert (events[-1].done, events[-1].total) == (3, 3) and "30 records" in events[-1].message

@@ -188,6 +188,7 @@ class RestoreModel(_Strict):
     bytes_per_second: str | float | None = None
     chunk_records: int = DEFAULT_CHUNK_RECORDS
     producer_properties: dict[str, str | int | bool] = Field(default_factory=dict)
+    allow_non_empty_target: bool = False
 
 
 class SparkModel(_Strict):
@@ -236,6 +237,7 @@ def options_from_file(f: RestoreFile, target: Connection, **overrides: Any) -> R
                                     flag="bytes_per_second"),
         chunk_records=r.chunk_records,
         producer_properties={k: prop_str(v) for k, v in r.producer_properties.items()},
+        allow_non_empty_target=r.allow_non_empty_target,
         master=f.spark.master,
         spark_conf={k: prop_str(v) for k, v in f.spark.conf.items()},
     )
