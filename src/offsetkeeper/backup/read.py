@@ -187,33 +187,46 @@ def _batches(fs, path: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
 
 
 def _read_segment(seg: SegmentFiles, sel: Selection, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
 
     fs, infos = _file_infos(seg)
     _check_footers(seg, infos)
     complete = True  # every file of the segment read: its count and checksum can be checked
-    count, checksum, last = 0, 0, None
-    for info in infos:
-        if info.range is not None and info.range[1] <= sel.resume_after:
-            complete = False
-            continue
-        for b in _batches(fs, info.path, batch_rows):
-            offs = b.column("offset").to_numpy(zero_copy_only=False)
-            bad = np.nonzero(np.diff(offs) <= 0)[0]
-            if len(bad) or (last is not None and offs[0] <= last):
-                at = int(offs[bad[0] + 1]) if len(bad) else int(offs[0])
-                raise StoreError(f"backup file {info.path} of {seg.label} is not in strictly "
-                                 f"increasing offset order (offset {at} follows a later or equal one)")
-            if offs[0] < seg.start_offset or offs[-1] >= seg.end_offset:
-                raise StoreError(f"backup file {info.path} holds offsets outside [{seg.start_offset}, "
-                                 f"{seg.end_offset}) of {seg.label} in the manifest")
-            last = int(offs[-1])
-            count += b.num_rows
-            if complete:
-                checksum += ck.batch_checksum(b)
-            out = sel.apply(b)
-            if out.num_rows:
-                yield out
+    count, last = 0, None
+    # The checksum (numpy, which releases the GIL) runs beside the consumer of the batches (a
+    # producer loop in Python), so checking costs little wall time.
+    pool = ThreadPoolExecutor(1, thread_name_prefix="offsetkeeper-checksum")
+    sums: list = []
+    total = 0
+    try:
+        for info in infos:
+            if info.range is not None and info.range[1] <= sel.resume_after:
+                complete = False
+                continue
+            for b in _batches(fs, info.path, batch_rows):
+                offs = b.column("offset").to_numpy(zero_copy_only=False)
+                bad = np.nonzero(np.diff(offs) <= 0)[0]
+                if len(bad) or (last is not None and offs[0] <= last):
+                    at = int(offs[bad[0] + 1]) if len(bad) else int(offs[0])
+                    raise StoreError(f"backup file {info.path} of {seg.label} is not in strictly "
+                                     f"increasing offset order (offset {at} follows a later or equal one)")
+                if offs[0] < seg.start_offset or offs[-1] >= seg.end_offset:
+                    raise StoreError(f"backup file {info.path} holds offsets outside [{seg.start_offset}, "
+                                     f"{seg.end_offset}) of {seg.label} in the manifest")
+                last = int(offs[-1])
+                count += b.num_rows
+                if complete:
+                    sums.append(pool.submit(ck.batch_checksum, b))
+                    if len(sums) > 3:  # bound the batches held in memory
+                        total += sums.pop(0).result()
+                out = sel.apply(b)
+                if out.num_rows:
+                    yield out
+        checksum = total + sum(f.result() for f in sums)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     if complete and count != seg.record_count:
         raise StoreError(f"the backup files of {seg.label} hold {count} records but the manifest "
                          f"says {seg.record_count}; the backup was changed after it was written")
