@@ -6,8 +6,9 @@ xxhash64(key, value, headers), x-kafka-backup-* headers stripped on the target s
 backup MANIFEST gives for the partition, against the target partition's records in
 [log end before the restore, log end after it). With a time window the manifest has no count
 for the window: the selected records are counted from the files with pyarrow, every file checked
-against the manifest's counts, ranges and checksums as it is read. The target is read on Spark
-with the offsetkeeper-kafka data source. The target must be the restore's target cluster.
+against the manifest's counts, ranges and checksums as it is read. The target is read in plain
+Spark tasks (one per target partition, confluent-kafka), whose failures come back as typed
+values. The target must be the restore's target cluster.
 
 Groups: the source offsets that were translated (`offsets_source`: the backup's, the live
 source's, or a snapshot's — or exactly the `committed` dict three-phase used) are translated
@@ -109,31 +110,63 @@ def check_target_cluster(admin, state: RestoreState, target: Connection) -> None
                              topic=r.target_topic, partition=r.target_partition)
 
 
-def _target_checksums(spark, target: Connection, state: RestoreState) -> dict[TopicPartition, tuple[int, str]]:
-    from offsetkeeper.backup.checksum import record_checksums
-    from offsetkeeper.spark.kafka_source import register
+def _without_restore_headers(batch):
+    """The batch's key, value and headers with the x-kafka-backup-* headers removed (what the
+    backup's checksum saw)."""
+    import pyarrow as pa
 
-    routes = [r for r in state.routes if (r.end_log_end or 0) > r.start_log_end]
-    if not routes:
+    hdr = batch.column("headers")
+    if len(hdr.flatten()):
+        rows = hdr.to_pylist()
+        hdr = pa.array([[h for h in r if not (h["key"] or "").startswith(HEADER_PREFIX)] if r is not None else None
+                        for r in rows], hdr.type)
+    return pa.RecordBatch.from_arrays([batch.column("key"), batch.column("value"), hdr],
+                                      names=["key", "value", "headers"])
+
+
+def target_checksum_task(client: dict, specs) -> list[dict[str, Any]]:
+    """Spark task over JSON specs `[topic, partition, start, end]`: read the target records in
+    [start, end) and return their count and checksum (restore headers stripped). Run under
+    backup.task_failure.guarded: a failure comes back as a typed TaskFailure."""
+    from offsetkeeper.backup import checksum as ck
+    from offsetkeeper.spark.kafka_source import OffsetRange, RangeStats, parse_options, read_batches
+
+    opts = parse_options({**{f"kafka.{k}": v for k, v in client.items()}, "assign": "{}",
+                          "kafka.isolation.level": "read_uncommitted"})
+    out = []
+    for raw in specs:
+        t, p, start, end = json.loads(raw)
+        total, n = 0, 0
+        for b in read_batches(opts, OffsetRange(t, p, start, end), RangeStats()):
+            total += ck.batch_checksum(_without_restore_headers(b))
+            n += b.num_rows
+        out.append({"topic": t, "partition": p, "records": n, "checksum": ck.to_hex(total)})
+    return out
+
+
+def _spec_context(spec: str) -> str:
+    t, p, start, end = json.loads(spec)
+    return f"reading {t}:{p} [{start}, {end}) of the target"
+
+
+def _target_checksums(spark, target: Connection, state: RestoreState) -> dict[TopicPartition, tuple[int, str]]:
+    """Count and checksum of what the restore wrote to each target partition (between the log
+    ends recorded before and after), read in Spark tasks; a task failure raises its typed error."""
+    from functools import partial
+
+    from offsetkeeper.backup.task_failure import guarded, raise_failures
+    from offsetkeeper.errors import KafkaOperationError
+
+    specs = [json.dumps([r.target_topic, r.target_partition, r.start_log_end, r.end_log_end])
+             for r in state.routes if (r.end_log_end or 0) > r.start_log_end]
+    if not specs:
         return {}
-    assign: dict[str, list[int]] = {}
-    start: dict[str, dict[str, int]] = {}
-    end: dict[str, dict[str, int]] = {}
-    for r in routes:
-        assign.setdefault(r.target_topic, []).append(r.target_partition)
-        start.setdefault(r.target_topic, {})[str(r.target_partition)] = r.start_log_end
-        end.setdefault(r.target_topic, {})[str(r.target_partition)] = r.end_log_end
-    register(spark)
-    reader = (spark.read.format("offsetkeeper-kafka")
-              .option("assign", json.dumps(assign))
-              .option("startingOffsets", json.dumps(start))
-              .option("endingOffsets", json.dumps(end))
-              .option("kafka.isolation.level", "read_uncommitted"))
-    for k, v in target.client_config().items():
-        reader = reader.option(f"kafka.{k}", v)
-    df = reader.load()
-    return {TopicPartition(t, p): v for (t, p), v in
-            record_checksums(df, strip_header_prefix=HEADER_PREFIX).items()}
+    rows = (spark.sparkContext.parallelize(specs, len(specs))
+            .mapPartitions(partial(guarded, target_checksum_task, target.client_config(),
+                                   context=_spec_context))
+            .collect())
+    rows = raise_failures(rows, KafkaOperationError, suffix=f" (validating restore {state.restore_id})")
+    return {TopicPartition(r["topic"], r["partition"]): (r["records"], r["checksum"]) for r in rows}
 
 
 def _record_at(conn: Connection, tp: TopicPartition, offset: int):
