@@ -253,7 +253,9 @@ def validate_cmd(
     all_groups: Annotated[bool, typer.Option("--all-groups", help="Also check every group whose source "
                                              "offsets are known (from --group-offsets).")] = False,
     group_offsets: GroupOffsetsOpt = None,
-    source_bootstrap: SourceBootstrapOpt = None,
+    source_bootstrap: Annotated[str | None, typer.Option(
+        "--source-bootstrap-server", metavar="HOST:PORT", help="The source cluster (for "
+        "--group-offsets live).", show_default=False)] = None,
     source_cluster: SourceClusterOpt = None,
     snapshot_store: SnapshotStoreOpt = None,
     master: MasterOpt = None,
