@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+from offsetkeeper.backup.manifest import Manifest
 from offsetkeeper.backup.read import Selection, check_segments, partition_segments, selection_stats
 from offsetkeeper.backup.task_failure import guarded, raise_failures
 from offsetkeeper.errors import ConfigError, OffsetkeeperError, RestoreWriteError, UsageError
@@ -102,7 +103,8 @@ def _task_specs(view: BackupView, routes: list[Route], resume_after: dict[TopicP
     sized = []
     for r in routes:
         entry = view.manifest.topic(r.source.topic).partition(r.source.partition) if view.manifest else None
-        segs = _segments(view, r.source) if entry is not None and hasattr(view.manifest, "topics") else []
+        # a full Manifest sends the segments (checked reads); a stand-in only the files
+        segs = _segments(view, r.source) if isinstance(view.manifest, Manifest) else []
         base = backup_root(view.destination, view.backup_id)
         files = [join(base, f) for seg in (entry.segments if entry else []) for f in seg.files]
         spec = {"source_topic": r.source.topic, "source_partition": r.source.partition,
