@@ -51,11 +51,14 @@ def write_backup(dest: str, backup_id: str, topics: dict[str, dict[int, list[dic
             rel = f"data/run=1/topic={t}/partition={p}/part-00000.parquet"
             path = os.path.join(dest, backup_id, rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            pq.write_table(pa.Table.from_pylist(records, schema=FILE_SCHEMA), path, compression="zstd")
+            table = pa.Table.from_pylist(records, schema=FILE_SCHEMA)
+            pq.write_table(table, path, compression="zstd")
+            # the manifest's checksum is the real one: restores check the files against it
+            checksum = ck.to_hex(sum(ck.batch_checksum(b) for b in table.to_batches()))
             start = records[0]["offset"] if records else 0
             end = (end_offsets or {}).get((t, p), records[-1]["offset"] + 1 if records else 0)
             seg = Segment(run=1, start_offset=start, end_offset=end, record_count=len(records),
-                          checksum=ck.ZERO, files=[rel],
+                          checksum=checksum, files=[rel],
                           first_offset=records[0]["offset"] if records else None,
                           last_offset=records[-1]["offset"] if records else None,
                           first_timestamp=records[0]["timestamp"] if records else None,

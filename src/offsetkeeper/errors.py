@@ -7,7 +7,9 @@
     │   └── UnknownTopicError         a topic or partition does not exist
     ├── GroupActiveError              the group has members; offsets may not be changed
     ├── KafkaOperationError           the cluster answered with an error (code + advice)
+    │   └── RestoreWriteError         a restore task could not write or resume (also a RuntimeError)
     ├── StoreError                    a snapshot/manifest/store file is missing or corrupt
+    │   └── SnapshotFormatError       a snapshot document is malformed (also a ValueError)
     └── PartialFailure                some groups/partitions failed; the report says which
 
 Every message is one sentence a user can act on. Context (group, topic, partition) is
@@ -81,3 +83,11 @@ class PartialFailure(OffsetkeeperError):
     def __init__(self, message: str, *, report: object = None, **ctx):
         super().__init__(message, **ctx)
         self.report = report
+
+
+class SnapshotFormatError(StoreError, ValueError):
+    """A snapshot document does not have the expected structure."""
+
+
+class RestoreWriteError(KafkaOperationError, RuntimeError):
+    """A restore task could not write, or could not prove where to continue."""

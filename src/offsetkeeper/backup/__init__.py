@@ -4,6 +4,11 @@ Public surface (kept stable for restore and the demo):
 
 - `offsetkeeper.backup.config.BackupConfig` and `load_backup_config`
 - `offsetkeeper.backup.run.run_backup(config, *, spark=None, progress=None) -> BackupResult`
+  (progress: `offsetkeeper.progress.ProgressEvent`s, unit partitions)
+- `offsetkeeper.backup.read`: pyarrow reading of backup files checked against the manifest
+  (`read_records`, `check_segments`, `Selection`, `selection_stats`)
+- `offsetkeeper.backup.task_failure`: Spark task failures as typed values (`guarded`,
+  `raise_failures`)
 - `offsetkeeper.backup.manifest.Manifest`, `load_manifest`, `save_manifest`, `list_backups`,
   `read_backup_records`
 - `offsetkeeper.backup.checksum.record_checksums(df)`

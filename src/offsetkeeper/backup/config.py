@@ -56,6 +56,8 @@ class BackupConfig:
     max_records_per_task: int | None = 500_000
 
     def __post_init__(self) -> None:
+        if not self.backup_id:
+            raise UsageError("no backup id given: use --id ID (or backup_id in the backup file)")
         validate_backup_id(self.backup_id)
         if not self.destination:
             raise UsageError("no destination given: use --dest PATH|URL")

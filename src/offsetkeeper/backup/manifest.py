@@ -17,7 +17,7 @@ import posixpath
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from offsetkeeper.backup import checksum as ck
 from offsetkeeper.errors import StoreError, UsageError
@@ -96,9 +96,11 @@ class PartitionEntry(_Model):
 
 class TopicEntry(_Model):
     name: str
-    partition_count: int
+    partition_count: int = Field(ge=0)
     configs: dict[str, str] = Field(default_factory=dict)  # non-default values only
     partitions: list[PartitionEntry] = Field(default_factory=list)
+
+    _name = field_validator("name")(classmethod(lambda cls, v: check_topic_name(v)))
 
     def partition(self, p: int) -> PartitionEntry | None:
         return next((e for e in self.partitions if e.partition == p), None)
@@ -108,11 +110,25 @@ class TopicEntry(_Model):
         return sum(p.record_count for p in self.partitions)
 
 
+MAX_OFFSET = 2**63 - 1
+MAX_PARTITION = 2**31 - 1
+_TOPIC_RE = __import__("re").compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def check_topic_name(name: str) -> str:
+    """A legal Kafka topic name (it also names directories of the backup: no '/', no '..')."""
+    if not _TOPIC_RE.fullmatch(name) or name in (".", ".."):
+        raise ValueError(f"topic {name!r} is not a valid Kafka topic name")
+    return name
+
+
 class GroupOffset(_Model):
     topic: str
-    partition: int
-    offset: int  # the offset of the NEXT record the group reads
+    partition: int = Field(ge=0, le=MAX_PARTITION)
+    offset: int = Field(ge=0, le=MAX_OFFSET)  # the offset of the NEXT record the group reads
     metadata: str = ""
+
+    _topic = field_validator("topic")(classmethod(lambda cls, v: check_topic_name(v)))
 
 
 class GroupOffsets(_Model):
@@ -152,6 +168,28 @@ class Manifest(_Model):
     topics: list[TopicEntry] = Field(default_factory=list)
     groups: list[GroupOffsets] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _no_duplicates(self) -> Manifest:
+        """A group, a topic, or a group's partition listed twice would be used silently."""
+        seen_t: set[str] = set()
+        for t in self.topics:
+            if t.name in seen_t:
+                raise ValueError(f"topic {t.name!r} is listed twice")
+            seen_t.add(t.name)
+            ps = [p.partition for p in t.partitions]
+            if len(ps) != len(set(ps)):
+                raise ValueError(f"a partition of topic {t.name!r} is listed twice")
+        seen_g: set[str] = set()
+        for g in self.groups:
+            if g.group in seen_g:
+                raise ValueError(f"group {g.group!r} is listed twice")
+            seen_g.add(g.group)
+            tps = [(o.topic, o.partition) for o in g.offsets]
+            if len(tps) != len(set(tps)):
+                dup = next(tp for tp in tps if tps.count(tp) > 1)
+                raise ValueError(f"group {g.group!r} lists {dup[0]}:{dup[1]} twice")
+        return self
+
     def topic(self, name: str) -> TopicEntry | None:
         return next((t for t in self.topics if t.name == name), None)
 
@@ -178,6 +216,16 @@ class Manifest(_Model):
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def iso_ms(ms: int | None) -> str | None:
+    """Epoch milliseconds as ISO-8601 UTC (`2024-05-01T09:40:00.250Z`); None stays None."""
+    if ms is None:
+        return None
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)  # outside what datetime can show: the number itself
 
 
 # -- locations ---------------------------------------------------------------------------------
@@ -231,7 +279,9 @@ def parse_manifest(text: str | bytes, *, where: str = "manifest") -> Manifest:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
-        raise StoreError(f"{where}: field '{loc}' {err['msg'].lower()}") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        msg = msg[:1].lower() + msg[1:]
+        raise StoreError(f"{where}: " + (f"field '{loc}' {msg}" if loc else msg)) from None
 
 
 def load_manifest(destination: str, backup_id: str) -> Manifest:

@@ -16,7 +16,6 @@ import json
 import posixpath
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -41,22 +40,19 @@ from offsetkeeper.backup.manifest import (
 )
 from offsetkeeper.backup.plan import RunPlan, plan_run
 from offsetkeeper.backup.task import BackupTaskConfig, backup_task
+from offsetkeeper.backup.task_failure import guarded, raise_failures
 from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
+from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.spark.kafka_source import OffsetRange, parse_options, split_ranges
 
 
-@dataclass(frozen=True)
-class BackupProgress:
-    """Sent to the `progress` callback while a run is going."""
-
-    phase: str  # planning | reading | summarising | done
-    partitions_done: int
-    partitions_total: int
-    records: int
-    offsets_total: int
+def _event(backup_id: str, phase: str, done: int, total: int | None, records: int) -> ProgressEvent:
+    """A backup's progress: partitions done of total; the phase and records read as message."""
+    return ProgressEvent(f"backup {backup_id}", done, total or None, "partitions",
+                         f"{phase}, {records:,} records")
 
 
 @dataclass(frozen=True)
@@ -86,9 +82,6 @@ class BackupResult:
             "seconds_spark_start": round(self.seconds_spark_start, 2),
             "timings": {k: round(v, 2) for k, v in self.timings.items()},
         }
-
-
-ProgressFn = Callable[[BackupProgress], None]
 
 
 @dataclass
@@ -163,13 +156,13 @@ def _task_config(config: BackupConfig, run_dir: str, report_path: str) -> Backup
 class _ProgressWatcher:
     """Polls the task reports and tells the progress callback how far the read is."""
 
-    def __init__(self, fn: ProgressFn | None, plan: RunPlan, report_path: str) -> None:
-        self.fn, self.plan, self.path = fn, plan, report_path
+    def __init__(self, fn: ProgressFn, backup_id: str, plan: RunPlan, report_path: str) -> None:
+        self.fn, self.backup_id, self.plan, self.path = fn, backup_id, plan, report_path
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self.sizes = {(p.topic, p.partition): p.size for p in plan.to_read}
 
-    def snapshot(self, phase: str) -> BackupProgress:
+    def snapshot(self, phase: str) -> ProgressEvent:
         from offsetkeeper.spark.kafka_source import read_reports
 
         covered: dict[tuple[str, int], int] = {}
@@ -179,7 +172,7 @@ class _ProgressWatcher:
             covered[key] = covered.get(key, 0) + (r["end"] - r["start"])
             records += r["records"]
         done = sum(1 for k, n in self.sizes.items() if covered.get(k, 0) >= n)
-        return BackupProgress(phase, done, len(self.sizes), records, self.plan.offsets)
+        return _event(self.backup_id, phase, done, len(self.sizes), records)
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
@@ -187,8 +180,8 @@ class _ProgressWatcher:
                 self.fn(self.snapshot("reading"))
 
     def __enter__(self) -> _ProgressWatcher:
-        if self.fn:
-            self.fn(BackupProgress("reading", 0, len(self.sizes), 0, self.plan.offsets))
+        if self.fn is not no_progress:
+            self.fn(_event(self.backup_id, "reading", 0, len(self.sizes), 0))
             self._t.start()
         return self
 
@@ -230,14 +223,18 @@ def _check_files(files: dict[tuple[str, int], list[str]], reports: list[dict]) -
                              f"; the run is not recorded", topic=key[0], partition=key[1])
 
 
+def _spec_context(spec: str) -> str:
+    """'backing up orders:0 [10, 70)' for a task spec (names the partition in a failure)."""
+    t, p, s, e = json.loads(spec)
+    return f"backing up {t}:{p} [{s}, {e})"
+
+
 def _job_error(exc: Exception, backup_id: str) -> OffsetkeeperError:
-    """One sentence for a failed Spark job: the task's own error line when there is one."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    detail = next((ln for ln in reversed(lines) if ln.startswith(
-        ("RuntimeError", "TimeoutError", "OSError", "KafkaException", "confluent_kafka"))), None)
-    detail = detail or next((ln for ln in lines if "Error" in ln or "Exception" in ln),
-                            lines[0] if lines else type(exc).__name__)
-    return StoreError(f"backup {backup_id}: a Spark task failed: {detail}; the run is not "
+    """One sentence for a Spark job that failed outside the tasks (their failures come back as
+    typed TaskFailure rows): the first line of Spark's message."""
+    from offsetkeeper.backup.task_failure import one_line
+
+    return StoreError(f"backup {backup_id}: the Spark job failed ({one_line(exc)}); the run is not "
                       f"recorded (rerun it)")
 
 
@@ -282,8 +279,8 @@ def _clear(url: str) -> None:
 def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None = None) -> BackupResult:
     """Run one backup (first or incremental) and return what it did; the manifest is written last."""
     t0 = time.monotonic()
-    notify = progress or (lambda _p: None)
-    notify(BackupProgress("planning", 0, 0, 0, 0))
+    notify = progress or no_progress
+    notify(_event(config.backup_id, "planning", 0, None, 0))
     base = backup_dir(config.destination, config.backup_id)
     previous = load_manifest(config.destination, config.backup_id) if manifest_exists(
         config.destination, config.backup_id) else None
@@ -314,17 +311,18 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         ranges = _task_ranges(config, plan)
         cfg = _task_config(config, run_dir, report_path)
         specs = [json.dumps([r.topic, r.partition, r.start, r.end]) for r in ranges]
-        with _ProgressWatcher(progress, plan, report_path):
+        with _ProgressWatcher(notify, config.backup_id, plan, report_path):
             try:
-                reports = (spark.sparkContext.parallelize(specs, len(specs))
-                           .mapPartitions(partial(backup_task, cfg)).collect())
+                rows = (spark.sparkContext.parallelize(specs, len(specs))
+                        .mapPartitions(partial(guarded, backup_task, cfg, context=_spec_context)).collect())
             except Exception as exc:
                 if type(exc).__module__.startswith(("pyspark", "py4j")):
                     raise _job_error(exc, config.backup_id) from None
                 raise
+        reports = raise_failures(rows, StoreError, suffix="; the run is not recorded (rerun it)")
         timings["spark_job"] = time.monotonic() - tj
-        notify(BackupProgress("summarising", len(plan.to_read), len(plan.to_read),
-                              sum(r["records"] for r in reports), plan.offsets))
+        notify(_event(config.backup_id, "summarising", len(plan.to_read), len(plan.to_read),
+                      sum(r["records"] for r in reports)))
         stats = _task_stats(reports)
     tf = time.monotonic()
     files, nbytes = _list_files(base, plan.run)
@@ -341,7 +339,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
     timings["finish"] = time.monotonic() - tf
     _clear(work_dir)
     records = sum(s["n"] for s in stats.values())
-    notify(BackupProgress("done", len(plan.to_read), len(plan.to_read), records, plan.offsets))
+    notify(_event(config.backup_id, "done", len(plan.to_read), len(plan.to_read), records))
     return BackupResult(
         backup_id=config.backup_id, location=base, run=plan.run, records=records,
         partitions=len(plan.to_read), bytes_written=nbytes,

@@ -9,6 +9,8 @@ import typer
 
 from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.progress import progress_bar
+from offsetkeeper.cli.quiet import native_output_to_log
 
 backup_app = typer.Typer(help="Back topics up to Parquet with a manifest (Spark).", no_args_is_help=True)
 backups_app = typer.Typer(help="List, describe and validate backups.", no_args_is_help=True)
@@ -26,14 +28,6 @@ ConfPairsOpt = Annotated[
     list[str] | None,
     typer.Option("--conf", metavar="KEY=VALUE", help="Spark configuration KEY=VALUE (repeatable).", show_default=False),
 ]
-
-
-def _need_dest(dest: str | None) -> str:
-    from offsetkeeper.errors import UsageError
-
-    if not dest:
-        raise UsageError("no destination given: use --dest PATH|URL (or $OFFSETKEEPER_BACKUP_DEST)")
-    return dest
 
 
 @backup_app.command("run")
@@ -70,60 +64,27 @@ def run(
 
     Example: offsetkeeper backup run -b localhost:9092 -t 'orders*' --dest /backups --id nightly
     """
-    from offsetkeeper.backup.config import build_backup_config
-    from offsetkeeper.backup.run import run_backup
-    from offsetkeeper.config import load_config_file
-    from offsetkeeper.spark.session import parse_conf_pairs
+    from offsetkeeper.ops.backup import BackupRequest, run_backup
 
-    cfg = build_backup_config(
-        file=file, config=load_config_file(config), bootstrap_server=bootstrap,
-        command_config=command_config, cluster=cluster, include=topic or (), exclude=exclude or (),
-        destination=dest, backup_id=backup_id, master=master, spark_conf=parse_conf_pairs(conf),
-        max_records_per_task=max_records_per_task,
-    )
+    req = BackupRequest(
+        file=file, config=config, bootstrap_server=bootstrap, command_config=command_config,
+        cluster=cluster, include=tuple(topic or ()), exclude=tuple(exclude or ()), destination=dest,
+        backup_id=backup_id, master=master, spark_conf=tuple(conf or ()),
+        max_records_per_task=max_records_per_task)
+    with native_output_to_log(), progress_bar(output) as on_progress:
+        result = run_backup(req, progress=on_progress)
     if output is OutputFormat.json:
-        result = run_backup(cfg)
         render_json(result.summary())
         return
-    with _ProgressDisplay() as display:
-        result = run_backup(cfg, progress=display.update)
     s = result.summary()
     s["gaps"] = len(s["gaps"])
     s["timings"] = ", ".join(f"{k} {v}s" for k, v in s["timings"].items())
     rows = [{"field": k, "value": v} for k, v in s.items()]
-    render_rows(rows, ["field", "value"], output, title=f"backup {cfg.backup_id} run {result.run}")
+    render_rows(rows, ["field", "value"], output, title=f"backup {result.backup_id} run {result.run}")
     for t, p, g in result.gaps:
         stderr_console().print(f"warning: {t}:{p}: offsets [{g.start}, {g.end}) were removed by "
-                               f"retention before they could be read (recorded as a gap)")
-
-
-class _ProgressDisplay:
-    """Rich progress on stderr: partitions done / total and records read."""
-
-    def __enter__(self) -> _ProgressDisplay:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("partitions  {task.fields[records]:,} records"), TimeElapsedColumn(),
-            console=stderr_console(), transient=True,
-        )
-        self.progress.__enter__()
-        self.task = self.progress.add_task("planning", total=None, records=0)
-        return self
-
-    def update(self, p) -> None:
-        self.progress.update(self.task, description=p.phase, completed=p.partitions_done,
-                             total=p.partitions_total or None, records=p.records)
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)
+                               f"retention before they could be read (recorded as a gap)",
+                               highlight=False, markup=False)
 
 
 @backups_app.command("list")
@@ -132,9 +93,9 @@ def list_(dest: DestOpt = None, output: OutputOpt = OutputFormat.table) -> None:
 
     Example: offsetkeeper backups list --dest /backups
     """
-    from offsetkeeper.backup.manifest import list_backups
+    from offsetkeeper.ops.backup import list_backups
 
-    ms = list_backups(_need_dest(dest))
+    ms = list_backups(dest)
     rows = [{"backup_id": m.backup_id, "runs": len(m.runs), "topics": len(m.topics),
              "partitions": sum(len(t.partitions) for t in m.topics), "records": m.record_count,
              "groups": len(m.groups), "updated_at": m.updated_at} for m in ms]
@@ -150,19 +111,26 @@ def describe(
 ) -> None:
     """Show a backup: per partition the offset range, records, timestamps, checksum and gaps.
 
-    With --output json the whole manifest is printed.
+    Timestamps are shown as ISO-8601 UTC. With --output json the whole manifest is printed
+    (timestamps as epoch ms, each partition with first_time / last_time ISO strings added).
 
     Example: offsetkeeper backups describe nightly --dest /backups
     """
-    from offsetkeeper.backup.manifest import load_manifest
+    from offsetkeeper.backup.manifest import iso_ms
+    from offsetkeeper.ops.backup import describe_backup
 
-    m = load_manifest(_need_dest(dest), backup_id)
+    m = describe_backup(dest, backup_id)
     if output is OutputFormat.json:
-        render_json(m.model_dump(mode="json"))
+        d = m.model_dump(mode="json")
+        for t in d["topics"]:
+            for p in t["partitions"]:
+                p["first_time"], p["last_time"] = iso_ms(p["first_timestamp"]), iso_ms(p["last_timestamp"])
+        render_json(d)
         return
     rows = [{"topic": t.name, "partition": p.partition, "start_offset": p.start_offset,
              "end_offset": p.end_offset, "records": p.record_count,
-             "first_timestamp": p.first_timestamp, "last_timestamp": p.last_timestamp,
+             "first_timestamp": iso_ms(p.first_timestamp) if output is OutputFormat.table else p.first_timestamp,
+             "last_timestamp": iso_ms(p.last_timestamp) if output is OutputFormat.table else p.last_timestamp,
              "checksum": p.checksum, "runs": len(p.segments),
              "gaps": [f"{g.start}-{g.end - 1}" for g in p.gaps]}
             for t in m.topics for p in t.partitions]
@@ -198,12 +166,11 @@ def validate(
 
     Example: offsetkeeper backups validate nightly --dest /backups --deep
     """
-    from offsetkeeper.backup.validate import validate_backup
     from offsetkeeper.errors import StoreError
-    from offsetkeeper.spark.session import parse_conf_pairs
+    from offsetkeeper.ops.backup import validate_backup
 
-    report = validate_backup(_need_dest(dest), backup_id, deep=deep, master=master,
-                             spark_conf=parse_conf_pairs(conf))
+    with native_output_to_log():
+        report = validate_backup(dest, backup_id, deep=deep, master=master, spark_conf=tuple(conf or ()))
     if output is OutputFormat.json:
         render_json(report.as_dict())
     else:

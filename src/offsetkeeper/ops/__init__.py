@@ -22,6 +22,13 @@ from offsetkeeper.inspect import (
     list_groups,
     show_offsets,
 )
+from offsetkeeper.ops.backup import (
+    BackupRequest,
+    describe_backup,
+    list_backups,
+    run_backup,
+    validate_backup,
+)
 from offsetkeeper.ops.reset import (
     DeleteRequest,
     ExecuteOptions,
@@ -35,6 +42,18 @@ from offsetkeeper.ops.reset import (
     rollback,
     snapshot_store_url,
 )
+from offsetkeeper.ops.restore import (
+    MappingSummary,
+    RestoreRequest,
+    ThreePhaseRequest,
+    ValidateRequest,
+    list_restores,
+    mapping_lookup,
+    mapping_summary,
+    restore,
+    three_phase,
+)
+from offsetkeeper.ops.restore import validate as validate_restore
 from offsetkeeper.ops.snapshots import (
     create_snapshot,
     diff_with_live,
@@ -44,28 +63,43 @@ from offsetkeeper.ops.snapshots import (
 from offsetkeeper.ops.targets import TargetKind, TargetSpec, target_from_flags
 
 __all__ = [
+    "BackupRequest",
     "DeleteRequest",
     "ExecuteOptions",
+    "MappingSummary",
     "OffsetRow",
     "Outcome",
     "PartitionOffsets",
     "ResetRequest",
+    "RestoreRequest",
     "RollbackRequest",
     "TargetKind",
     "TargetSpec",
+    "ThreePhaseRequest",
+    "ValidateRequest",
     "create_snapshot",
     "delete",
+    "describe_backup",
     "describe_offsets",
     "describe_states",
     "diff_with_live",
     "execute_plan",
+    "list_backups",
     "list_groups",
+    "list_restores",
     "list_snapshots",
+    "mapping_lookup",
+    "mapping_summary",
     "open_snapshot_store",
     "plan_reset_request",
     "reset_offsets",
+    "restore",
     "rollback",
+    "run_backup",
     "show_offsets",
     "snapshot_store_url",
     "target_from_flags",
+    "three_phase",
+    "validate_backup",
+    "validate_restore",
 ]

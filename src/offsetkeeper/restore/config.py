@@ -1,4 +1,9 @@
-"""What a restore does: one frozen options object, built from CLI flags or a YAML file."""
+"""What a restore does: one frozen options object, built from CLI flags and/or a YAML file.
+
+`RestoreRequest` holds what a user gave (flag values as text, the YAML file's path);
+`build_restore_options` merges it with the YAML file and the main config file (flags win over
+the file, the file over the config) into `RestoreOptions`, the one input of `run_restore`.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +48,8 @@ class RestoreOptions:
     dry_run: bool = False
     master: str | None = None
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    # a new restore id refuses target partitions that already hold records unless this is set
+    allow_non_empty_target: bool = False
 
     def with_(self, **changes: Any) -> RestoreOptions:
         return replace(self, **changes)
@@ -86,26 +93,49 @@ def parse_rename(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
+MAX_PARTITION = 2**31 - 1  # Kafka partition numbers are int32
+
+
+def _partition(text: str, flag: str, value: str) -> int:
+    n = int(text)
+    if n > MAX_PARTITION:
+        raise UsageError(f"{flag} '{value}': partition {text} is out of range (0 to {MAX_PARTITION})")
+    return n
+
+
 def parse_partition_map(pairs: list[str] | None) -> dict[str | None, dict[int, int]]:
-    """`[TOPIC:]SRC=DST` pairs (no topic = every topic)."""
+    """`[TOPIC:]SRC=DST` pairs (no topic = every topic); ASCII digits only."""
     out: dict[str | None, dict[int, int]] = {}
     for p in pairs or []:
-        m = re.fullmatch(r"(?:(.+):)?([0-9]+)=([0-9]+)", p.strip())
+        m = re.fullmatch(r"(?:(.+):)?([0-9]+)=([0-9]+)", p.strip(), flags=re.ASCII)
         if not m:
             raise UsageError(f"--partition-map '{p}' is not [TOPIC:]SOURCE_PARTITION=TARGET_PARTITION")
-        out.setdefault(m.group(1), {})[int(m.group(2))] = int(m.group(3))
+        src = _partition(m.group(2), "--partition-map", p)
+        out.setdefault(m.group(1), {})[src] = _partition(m.group(3), "--partition-map", p)
     return out
 
 
 def parse_source_partitions(values: list[str] | None) -> dict[str | None, tuple[int, ...]]:
-    """`[TOPIC:]0,1,2` values (no topic = every topic)."""
+    """`[TOPIC:]0,1,2` values (no topic = every topic); ASCII digits only."""
     out: dict[str | None, tuple[int, ...]] = {}
     for v in values or []:
-        m = re.fullmatch(r"(?:(.+):)?([0-9]+(?:,[0-9]+)*)", v.strip())
+        m = re.fullmatch(r"(?:(.+):)?([0-9]+(?:,[0-9]+)*)", v.strip(), flags=re.ASCII)
         if not m:
             raise UsageError(f"--source-partitions '{v}' is not [TOPIC:]P[,P...]")
         key = m.group(1)
-        out[key] = tuple(sorted(set(out.get(key, ())) | {int(x) for x in m.group(2).split(",")}))
+        parts = {_partition(x, "--source-partitions", v) for x in m.group(2).split(",")}
+        out[key] = tuple(sorted(set(out.get(key, ())) | parts))
+    return out
+
+
+def parse_properties(pairs: list[str] | tuple[str, ...] | None, *, flag: str) -> dict[str, str]:
+    """Repeated `KEY=VALUE` flag values (the value may hold '=')."""
+    out: dict[str, str] = {}
+    for p in pairs or []:
+        k, sep, v = p.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"{flag} '{k.strip() or p}' is not KEY=VALUE")
+        out[k.strip()] = v
     return out
 
 
@@ -149,6 +179,7 @@ class RestoreModel(_Strict):
     bytes_per_second: str | float | None = None
     chunk_records: int = DEFAULT_CHUNK_RECORDS
     producer_properties: dict[str, str | int | bool] = Field(default_factory=dict)
+    allow_non_empty_target: bool = False
 
 
 class SparkModel(_Strict):
@@ -197,6 +228,7 @@ def options_from_file(f: RestoreFile, target: Connection, **overrides: Any) -> R
                                     flag="bytes_per_second"),
         chunk_records=r.chunk_records,
         producer_properties={k: prop_str(v) for k, v in r.producer_properties.items()},
+        allow_non_empty_target=r.allow_non_empty_target,
         master=f.spark.master,
         spark_conf={k: prop_str(v) for k, v in f.spark.conf.items()},
     )
@@ -209,7 +241,102 @@ def validate_options(o: RestoreOptions) -> None:
         raise UsageError(f"--to-time ({o.to_time_ms}) must be after --from-time ({o.from_time_ms})")
     if o.chunk_records < 1:
         raise UsageError(f"chunk size {o.chunk_records} must be at least 1")
-    if o.restore_id is not None and not re.fullmatch(r"[A-Za-z0-9._-]+", o.restore_id):
-        raise UsageError(f"restore id '{o.restore_id}' may only hold letters, digits, '.', '_' and '-'")
+    if o.restore_id is not None:
+        from offsetkeeper.restore.state import validate_restore_id
+
+        validate_restore_id(o.restore_id)
+    if o.chunk_records > 10_000_000:
+        raise UsageError(f"chunk size {o.chunk_records} is above 10000000 records")
     if o.replication_factor == 0 or o.replication_factor < -1:
         raise UsageError(f"--replication-factor {o.replication_factor} must be positive (or -1 for the broker default)")
+
+
+# -- merging a request (flags + YAML file + config file) -------------------------------------
+
+@dataclass(frozen=True)
+class RestoreRequest:
+    """A restore as a user asks for it: flag values as given (None = not given), the YAML file
+    and the main config file. `build_restore_options` turns it into RestoreOptions."""
+
+    backup: str | None = None                      # DEST/BACKUP_ID (or from the file)
+    file: str | Path | None = None                 # restore YAML file
+    config: str | Path | None = None               # main config file (None: the default)
+    bootstrap_server: str | None = None
+    command_config: str | Path | None = None
+    cluster: str | None = None
+    restore_id: str | None = None
+    topics: tuple[str, ...] = ()
+    exclude_topics: tuple[str, ...] = ()
+    rename: tuple[str, ...] = ()                   # SRC=DST
+    partition_map: tuple[str, ...] = ()            # [TOPIC:]SRC=DST
+    source_partitions: tuple[str, ...] = ()        # [TOPIC:]P[,P...]
+    from_time: str | None = None
+    to_time: str | None = None
+    create_topics: bool | None = None
+    replication_factor: int | None = None
+    offset_headers: bool | None = None
+    max_records_per_sec: str | None = None
+    max_bytes_per_sec: str | None = None
+    chunk_records: int | None = None
+    producer_properties: tuple[str, ...] = ()      # KEY=VALUE
+    dry_run: bool = False
+    allow_non_empty_target: bool = False
+    master: str | None = None
+    spark_conf: tuple[str, ...] = ()               # KEY=VALUE
+
+
+def split_backup_ref(ref: str) -> tuple[str, str]:
+    """`DEST/BACKUP_ID` -> (DEST, BACKUP_ID); the id is checked (no `..`)."""
+    from offsetkeeper.backup.manifest import validate_backup_id
+
+    dest, _, bid = ref.rstrip("/").rpartition("/")
+    if not dest or not bid:
+        raise UsageError(f"backup '{ref}' must be DEST/BACKUP_ID, e.g. /backups/nightly-1")
+    validate_backup_id(bid)
+    return dest, bid
+
+
+def build_restore_options(req: RestoreRequest, *, file: RestoreFile | None = None) -> RestoreOptions:
+    """Merge the YAML file (loaded once; or given as `file`), the main config file and the flags
+    of `req` (flags win) into checked RestoreOptions."""
+    from offsetkeeper.config import connect_ref, load_config_file
+
+    cfg = load_config_file(req.config)
+    f = file if file is not None else (load_restore_file(req.file) if req.file else None)
+    target = connect_ref(f.target if f else None, bootstrap_server=req.bootstrap_server,
+                         command_config=req.command_config, cluster=req.cluster, config=cfg)
+    if req.backup:
+        dest, bid = split_backup_ref(req.backup)
+    elif f is not None:
+        dest, bid = f.backup.destination, f.backup.id
+    else:
+        raise UsageError("no backup given: pass DEST/BACKUP_ID or --file with a backup section")
+    base = options_from_file(f, target) if f is not None else RestoreOptions(dest, bid, target)
+    spark_conf = {**{k: prop_str(v) for k, v in cfg.spark.conf.items()}, **dict(base.spark_conf),
+                  **parse_properties(req.spark_conf, flag="--conf")}
+    changes: dict[str, Any] = {
+        "destination": dest, "backup_id": bid, "restore_id": req.restore_id,
+        "topics": tuple(req.topics) or None,
+        "exclude_topics": tuple(req.exclude_topics) or None,
+        "rename": {**base.rename, **parse_rename(list(req.rename))} if req.rename else None,
+        "partition_map": parse_partition_map(list(req.partition_map)) if req.partition_map else None,
+        "source_partitions": parse_source_partitions(list(req.source_partitions))
+        if req.source_partitions else None,
+        "from_time_ms": parse_time_ms(req.from_time, flag="--from-time"),
+        "to_time_ms": parse_time_ms(req.to_time, flag="--to-time"),
+        "create_topics": req.create_topics, "replication_factor": req.replication_factor,
+        "offset_headers": req.offset_headers,
+        "records_per_second": parse_rate(req.max_records_per_sec, flag="--max-records-per-sec"),
+        "bytes_per_second": parse_rate(req.max_bytes_per_sec, flag="--max-bytes-per-sec"),
+        "chunk_records": req.chunk_records,
+        "producer_properties": {**base.producer_properties,
+                                **parse_properties(req.producer_properties, flag="--producer-property")}
+        if req.producer_properties else None,
+        "dry_run": req.dry_run or None,
+        "allow_non_empty_target": req.allow_non_empty_target or None,
+        "master": req.master or base.master or cfg.spark.master,
+        "spark_conf": spark_conf,
+    }
+    opts = base.with_(**{k: v for k, v in changes.items() if v is not None})
+    validate_options(opts)
+    return opts

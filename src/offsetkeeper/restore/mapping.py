@@ -73,16 +73,96 @@ def read_mapping(root: str, source: TopicPartition | None = None) -> pa.Table:
                    and f.endswith(".parquet"))
     tables = []
     for f in files:
-        try:
-            with fs.open(f, "rb") as fh:
-                tables.append(pq.read_table(fh, schema=MAPPING_SCHEMA))
-        except (OSError, pa.ArrowException) as exc:
-            raise StoreError(f"mapping chunk {f} cannot be read: {exc}") from exc
+        tables.append(_read_chunk(fs, f))
     if not tables:
         return MAPPING_SCHEMA.empty_table()
     t = pa.concat_tables(tables)
     return t.sort_by([("topic", "ascending"), ("partition", "ascending"),
                       ("source_offset", "ascending")])
+
+
+def _read_chunk(fs, f: str) -> pa.Table:
+    """One chunk, refused (StoreError, one line) unless it has exactly the mapping schema."""
+    try:
+        with fs.open(f, "rb") as fh:
+            t = pq.read_table(fh)
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"mapping chunk {f} cannot be read: {_first_line(exc)}") from None
+    names = set(t.schema.names)
+    want = set(MAPPING_SCHEMA.names)
+    if names != want:
+        odd = sorted(want - names) or sorted(names - want)
+        raise StoreError(f"mapping chunk {f} does not have the mapping columns "
+                         f"({'missing' if want - names else 'unexpected'}: {', '.join(odd)})")
+    try:
+        return t.select(MAPPING_SCHEMA.names).cast(MAPPING_SCHEMA)
+    except (pa.ArrowException, ValueError) as exc:
+        raise StoreError(f"mapping chunk {f} has columns of the wrong type: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:200]
+
+
+def _increasing(values, what: str, source: TopicPartition) -> None:
+    import numpy as np
+
+    a = np.asarray(values, dtype=np.int64)
+    bad = np.nonzero(np.diff(a) <= 0)[0]
+    if len(bad):
+        raise StoreError(f"the mapping of {source} is corrupt: {what} {int(a[bad[0] + 1])} follows "
+                         f"{int(a[bad[0]])} (offsets must increase); was a chunk edited?",
+                         topic=source.topic, partition=source.partition)
+
+
+def check_route_rows(table: pa.Table, restore_id: str, source: TopicPartition, target: TopicPartition,
+                     start_log_end: int | None = None, end_log_end: int | None = None) -> None:
+    """The rows of one source partition's mapping (sorted by source offset) must belong to this
+    restore and route, and both offsets must increase (the target ones inside
+    [start_log_end, end_log_end)). StoreError names the first row that does not."""
+    if not table.num_rows:
+        return
+    import pyarrow.compute as pc
+
+    for col, want in (("restore_id", restore_id), ("topic", source.topic), ("partition", source.partition),
+                      ("target_topic", target.topic), ("target_partition", target.partition)):
+        bad = pc.not_equal(table.column(col), pa.scalar(want, table.schema.field(col).type))
+        if pc.any(bad).as_py() or table.column(col).null_count:
+            i = pc.index(bad, True).as_py() if pc.any(bad).as_py() else 0
+            got = table.column(col)[i].as_py()
+            raise StoreError(f"the mapping of {source} is corrupt: a row has {col} {got!r} where the "
+                             f"restore state says {want!r}; was a chunk edited?",
+                             topic=source.topic, partition=source.partition)
+    _increasing(table.column("source_offset").to_numpy(), "source offset", source)
+    tgt = table.column("target_offset").to_numpy()
+    _increasing(tgt, "target offset", source)
+    if start_log_end is not None and tgt[0] < start_log_end:
+        raise StoreError(f"the mapping of {source} is corrupt: target offset {int(tgt[0])} is below "
+                         f"{start_log_end}, where the restore started writing {target}",
+                         topic=source.topic, partition=source.partition)
+    if end_log_end is not None and tgt[-1] >= end_log_end:
+        raise StoreError(f"the mapping of {source} is corrupt: target offset {int(tgt[-1])} is at or "
+                         f"past {end_log_end}, the log end of {target} after the restore",
+                         topic=source.topic, partition=source.partition)
+
+
+def check_mapping(table: pa.Table, state: Any) -> None:
+    """Every row of a restore's mapping must follow one of the restore state's routes (see
+    check_route_rows). `state` is a restore.state.RestoreState."""
+    import pyarrow.compute as pc
+
+    routes = {r.source: r for r in state.routes}
+    keys = pa.Table.from_arrays([table.column("topic"), table.column("partition")],
+                                names=["topic", "partition"]).group_by(["topic", "partition"]).aggregate([])
+    for t, p in zip(keys.column("topic").to_pylist(), keys.column("partition").to_pylist(), strict=True):
+        src = TopicPartition(t, p)
+        r = routes.get(src)
+        if r is None:
+            raise StoreError(f"the mapping holds rows for {src}, which restore '{state.restore_id}' "
+                             "did not restore; was a chunk edited or copied in?", topic=t, partition=p)
+        rows = table.filter(pc.and_(pc.equal(table.column("topic"), t), pc.equal(table.column("partition"), p)))
+        check_route_rows(rows, state.restore_id, src, r.target, r.start_log_end, r.end_log_end)
 
 
 @dataclass(frozen=True)

@@ -6,21 +6,26 @@
 
 from __future__ import annotations
 
-from offsetkeeper.errors import StoreError
 from offsetkeeper.storage import join, open_fs, write_bytes_atomic
 
 __all__ = ["backup_root", "join", "mappings_root", "open_fs", "state_path", "write_bytes_atomic"]
 
 
 def backup_root(destination: str, backup_id: str) -> str:
-    if not backup_id or "/" in backup_id:
-        raise StoreError(f"backup id '{backup_id}' is not valid (expected a name without '/')")
+    """DEST/BACKUP_ID; the id is checked (no '/', no '..'), so paths stay inside DEST."""
+    from offsetkeeper.backup.manifest import validate_backup_id
+
+    validate_backup_id(backup_id)
     return join(destination, backup_id)
 
 
 def mappings_root(destination: str, backup_id: str, restore_id: str) -> str:
-    return join(backup_root(destination, backup_id), "mappings", restore_id)
+    from offsetkeeper.restore.state import validate_restore_id
+
+    return join(backup_root(destination, backup_id), "mappings", validate_restore_id(restore_id))
 
 
 def state_path(destination: str, backup_id: str, restore_id: str) -> str:
-    return join(backup_root(destination, backup_id), "restores", f"{restore_id}.json")
+    from offsetkeeper.restore.state import validate_restore_id
+
+    return join(backup_root(destination, backup_id), "restores", f"{validate_restore_id(restore_id)}.json")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 
+from offsetkeeper.backup.topics import compile_pattern
 from offsetkeeper.errors import UsageError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.restore.backup_view import BackupView
@@ -27,22 +27,36 @@ class TopicToCreate:
     source_topic: str
 
 
+# The most partitions a restore creates in one topic (a partition map beyond it is a typo).
+MAX_TOPIC_PARTITIONS = 100_000
+
+
 def _selected(topic: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
-    if include and not any(fnmatch.fnmatchcase(topic, p) for p in include):
+    """The one topic selector (backup/topics.py): NAME, GLOB or ~REGEX, include then exclude."""
+    if include and not any(compile_pattern(p).fullmatch(topic) for p in include):
         return False
-    return not any(fnmatch.fnmatchcase(topic, p) for p in exclude)
+    return not any(compile_pattern(p).fullmatch(topic) for p in exclude)
+
+
+def _holds(view: BackupView) -> str:
+    return ", ".join(sorted(view.topics)) or "nothing"
 
 
 def route_partitions(view: BackupView, o: RestoreOptions) -> list[Route]:
     """One route per selected source partition; refuses two sources on one target partition."""
     topics = sorted(t for t in view.topics if _selected(t, o.topics, o.exclude_topics))
     for pattern in o.topics:
-        if not any(fnmatch.fnmatchcase(t, pattern) for t in view.topics):
+        if not any(compile_pattern(pattern).fullmatch(t) for t in view.topics):
             raise UsageError(f"topic '{pattern}' is not in backup '{view.backup_id}' "
-                             f"(it holds: {', '.join(sorted(view.topics)) or 'nothing'})")
+                             f"(it holds: {_holds(view)})")
     for src in o.rename:
         if src not in view.topics:
             raise UsageError(f"--rename names topic '{src}', which is not in backup '{view.backup_id}'")
+    for flag, named in (("--partition-map", o.partition_map), ("--source-partitions", o.source_partitions)):
+        for t in named:
+            if t is not None and t not in view.topics:
+                raise UsageError(f"{flag} names topic '{t}', which is not in backup "
+                                 f"'{view.backup_id}' (it holds: {_holds(view)})")
     routes: list[Route] = []
     for t in topics:
         meta = view.topics[t]
@@ -83,7 +97,11 @@ def topics_to_create(view: BackupView, routes: list[Route], existing: dict[str, 
         if name in existing:
             continue
         meta = view.topics[src]
-        out.append(TopicToCreate(name, max(n, meta.partition_count), dict(meta.configs), src))
+        count = max(n, meta.partition_count)
+        if count > MAX_TOPIC_PARTITIONS:
+            raise UsageError(f"restoring would create topic '{name}' with {count} partitions (more than "
+                             f"{MAX_TOPIC_PARTITIONS}); check --partition-map")
+        out.append(TopicToCreate(name, count, dict(meta.configs), src))
     return out
 
 

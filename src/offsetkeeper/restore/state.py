@@ -1,13 +1,15 @@
 """The state of one restore, kept beside the backup so a rerun can continue where it stopped.
 
 `DEST/BACKUP_ID/restores/RESTORE_ID.json`, written atomically by the driver:
-status (running | completed), the options that decide what goes where (a rerun must use the
+status (running | completed | failed, with the error), the options that decide what goes where (a rerun must use the
 same), and per route the target log end before the restore started and after it finished.
 """
 
 from __future__ import annotations
 
+import enum
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -15,6 +17,23 @@ from typing import Any
 from offsetkeeper.errors import StoreError, UsageError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.restore.paths import join, open_fs, state_path, write_bytes_atomic
+
+RESTORE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+def validate_restore_id(restore_id: str, *, flag: str = "restore id") -> str:
+    """A restore id names files inside the backup: letters, digits, '.', '_', '-' only (so
+    `../../x` cannot leave the backup)."""
+    if not RESTORE_ID_RE.fullmatch(restore_id or ""):
+        raise UsageError(f"{flag} '{restore_id}' is invalid: use letters, digits, '.', '_' and '-' "
+                         "(starting with a letter or digit)")
+    return restore_id
+
+
+class RestoreStatus(enum.StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
 
 
 @dataclass
@@ -42,19 +61,30 @@ class RestoreState:
     target_cluster: str
     fingerprint: dict[str, Any]
     routes: list[RouteState] = field(default_factory=list)
-    status: str = "running"
+    status: RestoreStatus = RestoreStatus.RUNNING
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     finished_at_ms: int | None = None
     runs: int = 0
+    target_cluster_id: str = ""
+    error: str | None = None          # why the last run failed (status failed)
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self), indent=2, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> RestoreState:
-        raw = json.loads(data)
-        raw["routes"] = [RouteState(**r) for r in raw.get("routes", [])]
-        return cls(**raw)
+        """Parse and check a state file (strict types: a list, or a string where a number
+        belongs, is refused with a ValueError naming the field)."""
+        from pydantic import TypeAdapter, ValidationError
+
+        try:
+            st = TypeAdapter(cls).validate_json(data, strict=True)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"]) or "the document"
+            raise ValueError(f"field '{loc}': {err['msg'].lower()}") from None
+        validate_restore_id(st.restore_id)
+        return st
 
     def log_ends(self) -> dict[TopicPartition, int]:
         return {r.target: r.end_log_end for r in self.routes if r.end_log_end is not None}
@@ -74,18 +104,26 @@ def load_state(destination: str, backup_id: str, restore_id: str) -> RestoreStat
     try:
         with fs.open(path, "rb") as f:
             return RestoreState.from_json(f.read())
-    except (OSError, ValueError, TypeError) as exc:
-        raise StoreError(f"restore state {path} is corrupt: {exc}") from exc
+    except (OSError, ValueError, TypeError, UsageError) as exc:
+        raise StoreError(f"restore state {path} is corrupt: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]
 
 
 def list_states(destination: str, backup_id: str) -> list[RestoreState]:
-    fs, path = open_fs(join(destination, backup_id, "restores"))
+    """Every restore of a backup, oldest first (StoreError when a state file is corrupt)."""
+    from offsetkeeper.restore.paths import backup_root
+
+    fs, path = open_fs(join(backup_root(destination, backup_id), "restores"))
     if not fs.exists(path):
         return []
     out = []
     for f in sorted(fs.ls(path, detail=False)):
         name = f.rsplit("/", 1)[-1]
-        if name.endswith(".json") and not name.startswith("."):
+        if name.endswith(".json") and RESTORE_ID_RE.fullmatch(name[:-5]):
             st = load_state(destination, backup_id, name[:-5])
             if st is not None:
                 out.append(st)
@@ -95,12 +133,13 @@ def list_states(destination: str, backup_id: str) -> list[RestoreState]:
 def resolve_restore(destination: str, backup_id: str, restore_id: str | None) -> RestoreState:
     """The named restore of a backup, or its most recent completed one."""
     if restore_id:
+        validate_restore_id(restore_id, flag="--restore")
         st = load_state(destination, backup_id, restore_id)
         if st is None:
             known = ", ".join(s.restore_id for s in list_states(destination, backup_id)) or "none"
             raise UsageError(f"backup '{backup_id}' has no restore '{restore_id}' (restores: {known})")
         return st
-    done = [s for s in list_states(destination, backup_id) if s.status == "completed"]
+    done = [s for s in list_states(destination, backup_id) if s.status is RestoreStatus.COMPLETED]
     if not done:
         raise UsageError(f"backup '{backup_id}' has no completed restore; give a restore id")
     return done[-1]

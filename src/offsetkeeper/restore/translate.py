@@ -17,6 +17,7 @@ from offsetkeeper.models import TopicPartition
 from offsetkeeper.reset.targets import FromOffsets
 from offsetkeeper.restore.mapping import (
     PartitionMapping,
+    check_mapping,
     mapping_root_for,
     partition_mappings,
     read_mapping,
@@ -59,6 +60,7 @@ def load_restore_mappings(destination: str, backup_id: str, restore_id: str | No
     """The restore's state and its mapping per source partition (with target log ends)."""
     state = resolve_restore(destination, backup_id, restore_id)
     table = read_mapping(mapping_root_for(destination, backup_id, state.restore_id))
+    check_mapping(table, state)  # a tampered chunk is refused, never translated
     return state, partition_mappings(table, state.log_ends(), state.route_map())
 
 
@@ -87,6 +89,29 @@ def committed_from_snapshot(snapshot_id: str, store: str | None = None) -> dict[
     return {g: dict(o) for g, o in snap.offsets().items()}
 
 
+def check_offsets_source(source: str) -> str:
+    """`backup`, `live` or `snapshot:ID` (UsageError otherwise)."""
+    if source in ("backup", "live") or (source.startswith("snapshot:") and source[9:]):
+        return source
+    raise UsageError(f"group offset source '{source}' is not one of: backup, live, snapshot:ID")
+
+
+def read_committed(destination: str, backup_id: str, source: str, topics: set[str], *,
+                   source_connection=None, snapshot_store: str | None = None,
+                   ) -> dict[str, dict[TopicPartition, int]]:
+    """The source committed offsets to translate, read once from `source` (backup | live |
+    snapshot:ID). Pass the result as `committed` so that what is reported, committed and
+    validated is the same read."""
+    check_offsets_source(source)
+    if source == "backup":
+        return committed_from_backup(destination, backup_id)
+    if source == "live":
+        if source_connection is None:
+            raise UsageError("--group-offsets live needs the source cluster (--source-bootstrap-server)")
+        return committed_from_cluster(source_connection, topics)
+    return committed_from_snapshot(source[9:], snapshot_store)
+
+
 def translate_groups(destination: str, backup_id: str, restore_id: str | None = None,
                      groups: list[str] | None = None, *, source: str = "backup",
                      committed: Mapping[str, Mapping[TopicPartition, int]] | None = None,
@@ -95,16 +120,8 @@ def translate_groups(destination: str, backup_id: str, restore_id: str | None = 
     """Translate group offsets (see offsets_from_mapping) and return every translated row."""
     state, mappings = load_restore_mappings(destination, backup_id, restore_id)
     if committed is None:
-        if source == "backup":
-            committed = committed_from_backup(destination, backup_id)
-        elif source == "live":
-            if source_connection is None:
-                raise UsageError("translating from the live source cluster needs its connection")
-            committed = committed_from_cluster(source_connection, {s.topic for s in mappings})
-        elif source.startswith("snapshot:") and source[9:]:
-            committed = committed_from_snapshot(source[9:], snapshot_store)
-        else:
-            raise UsageError(f"group offset source '{source}' is not one of: backup, live, snapshot:ID")
+        committed = read_committed(destination, backup_id, source, {s.topic for s in mappings},
+                                   source_connection=source_connection, snapshot_store=snapshot_store)
     if groups:
         missing = [g for g in groups if g not in committed]
         if missing:
@@ -130,9 +147,13 @@ def offsets_from_mapping(destination: str, backup_id: str, restore_id: str | Non
     state, rows = translate_groups(destination, backup_id, restore_id, groups, source=source,
                                    committed=committed, source_connection=source_connection,
                                    snapshot_store=snapshot_store)
+    label = "given" if committed is not None else source
+    return target_from_rows(rows, f"mapping {destination}/{backup_id}:{state.restore_id} ({label} offsets)")
+
+
+def target_from_rows(rows: list[TranslatedOffset], label: str) -> FromOffsets:
+    """The reset target that commits exactly the translated rows (reported == committed)."""
     offsets: dict[str | None, dict[TopicPartition, int]] = {}
     for r in rows:
         offsets.setdefault(r.group, {})[r.target] = r.target_offset
-    label = "given" if committed is not None else source
-    return FromOffsets(offsets=offsets,
-                       source=f"mapping {destination}/{backup_id}:{state.restore_id} ({label} offsets)")
+    return FromOffsets(offsets=offsets, source=label)

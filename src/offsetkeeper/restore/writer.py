@@ -22,8 +22,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from offsetkeeper.backup.read import SegmentFiles, Selection, read_files, read_records
+from offsetkeeper.errors import OffsetkeeperError, RestoreWriteError, StoreError
 from offsetkeeper.models import TopicPartition
-from offsetkeeper.restore.mapping import read_mapping, write_chunk
+from offsetkeeper.restore.mapping import check_route_rows, read_mapping, write_chunk
+
+__all__ = ["OFFSET_HEADER", "PARTITION_HEADER", "RESTORE_HEADERS", "TIMESTAMP_HEADER", "TOPIC_HEADER",
+           "RestoreWriteError", "WriterConfig", "origin_headers", "read_target_tail", "restore_task",
+           "route_records", "spec_records"]
 
 OFFSET_HEADER = "x-kafka-backup-offset"
 TIMESTAMP_HEADER = "x-kafka-backup-timestamp"
@@ -47,10 +53,7 @@ class WriterConfig:
     bytes_per_second: float | None = None     # per task
     from_time_ms: int | None = None           # inclusive
     to_time_ms: int | None = None             # exclusive
-
-
-class RestoreWriteError(RuntimeError):
-    """A task could not write or could not prove where to continue."""
+    report_path: str | None = None            # progress reports (one small JSON per route)
 
 
 def origin_headers(topic: str, partition: int, offset: int, timestamp: int) -> list[tuple[str, bytes]]:
@@ -71,9 +74,7 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CkTP
 
-    c = Consumer({**consumer_conf, "group.id": "offsetkeeper-restore-check",
-                  "enable.auto.commit": "false", "enable.partition.eof": "true",
-                  "isolation.level": "read_uncommitted", "auto.offset.reset": "earliest"})
+    c = Consumer(consumer_config(consumer_conf))
     try:
         low, high = c.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=15)
         if high <= start:
@@ -107,6 +108,8 @@ class _RouteWriter:
         self.t0 = time.monotonic()
         cfg = w.cfg
         mapped = read_mapping(cfg.mapping_root, source)
+        check_route_rows(mapped, cfg.restore_id, source, target,
+                         cfg.start_log_ends.get(f"{target.topic}:{target.partition}", 0))
         so = mapped.column("source_offset").to_pylist()
         to = mapped.column("target_offset").to_pylist()
         self.last_source = so[-1] if so else None
@@ -181,6 +184,8 @@ class _RouteWriter:
         self.summary["records"] += len(delivered)
         w.delivered = []
         self.pending_src, self.pending_ts = [], []
+        if w.cfg.report_path:
+            write_progress(w.cfg.report_path, self.summary)
 
     def finish(self) -> dict[str, Any]:
         self.flush()
@@ -190,6 +195,22 @@ class _RouteWriter:
                                     f"selection (offset {m.offset()} and later); cannot resume safely")
         self.summary["seconds"] = round(time.monotonic() - self.t0, 3)
         return self.summary
+
+
+def producer_config(props: Mapping[str, str]) -> dict[str, str]:
+    """The producer configuration of a restore task: throughput defaults, the user's
+    properties, and idempotence (which keeps source order and the delivery-report offsets exact)."""
+    conf = {"linger.ms": "20", "batch.size": "1000000", "queue.buffering.max.messages": "500000",
+            "queue.buffering.max.kbytes": "1048576", **props, "enable.idempotence": "true"}
+    conf.setdefault("acks", "all")
+    return conf
+
+
+def consumer_config(props: Mapping[str, str]) -> dict[str, str]:
+    """The consumer configuration used to read a target partition back (resume, validate)."""
+    return {**props, "group.id": "offsetkeeper-restore-check", "enable.auto.commit": "false",
+            "enable.partition.eof": "true", "isolation.level": "read_uncommitted",
+            "auto.offset.reset": "earliest"}
 
 
 class _TaskWriter:
@@ -207,11 +228,8 @@ class _TaskWriter:
         if self._producer is None:
             from confluent_kafka import Producer
 
-            conf = {"linger.ms": "20", "batch.size": "1000000", "queue.buffering.max.messages": "500000",
-                    "queue.buffering.max.kbytes": "1048576", **self.cfg.producer_conf,
-                    "enable.idempotence": "true", "on_delivery": self.on_delivery}
-            conf.setdefault("acks", "all")
-            self._producer = Producer(conf)
+            self._producer = Producer({**producer_config(self.cfg.producer_conf),
+                                       "on_delivery": self.on_delivery})
         return self._producer
 
     def on_delivery(self, err, msg) -> None:
@@ -306,97 +324,33 @@ class _TaskWriter:
             self._producer = None
 
 
-# -- reading one route's records from the backup files -----------------------------------------
-
-READ_COLUMNS = ["offset", "timestamp", "key", "value", "headers"]
-
-
-def _offset_range(fs, path: str) -> tuple[int, int] | None:
-    import pyarrow.parquet as pq
-
-    md = pq.ParquetFile(_open(fs, path)).metadata
-    lo = hi = None
-    idx = md.schema.names.index("offset") if "offset" in md.schema.names else None
-    if idx is None:
-        return None
-    for g in range(md.num_row_groups):
-        st = md.row_group(g).column(idx).statistics
-        if st is None or not st.has_min_max:
-            if md.row_group(g).num_rows:
-                return None
-            continue
-        lo = st.min if lo is None else min(lo, st.min)
-        hi = st.max if hi is None else max(hi, st.max)
-    return (lo, hi) if lo is not None else (0, -1)
-
-
-def _filter(batch: pa.RecordBatch, resume_after: int, cfg: WriterConfig) -> pa.RecordBatch:
-    """Rows after `resume_after` inside the time window (the batch itself when all qualify)."""
-    import pyarrow.compute as pc
-
-    offs, ts = batch.column("offset"), batch.column("timestamp")
-    if offs[0].as_py() > resume_after and cfg.from_time_ms is None and cfg.to_time_ms is None:
-        return batch
-    mask = pc.greater(offs, resume_after)
-    if cfg.from_time_ms is not None:
-        mask = pc.and_(mask, pc.greater_equal(ts, cfg.from_time_ms))
-    if cfg.to_time_ms is not None:
-        mask = pc.and_(mask, pc.less(ts, cfg.to_time_ms))
-    return batch.filter(mask)
-
-
-def _open(fs, path: str):
-    """A file for pyarrow: the plain path for local files (native, faster), else an fsspec file."""
-    return path if type(fs).__name__ == "LocalFileSystem" else fs.open(path, "rb")
-
+# -- reading one route's records from the backup files (backup/read.py) ----------------------
 
 def route_records(files: list[str], resume_after: int, cfg: WriterConfig,
                   batch_rows: int = 20_000) -> Iterator[pa.RecordBatch]:
-    """The route's backup records after `resume_after`, in offset order, filtered by time.
+    """The records of loose backup files after `resume_after`, in offset order, filtered by
+    the time window of `cfg` (see backup.read.read_files)."""
+    try:
+        yield from read_files(files, Selection(resume_after, cfg.from_time_ms, cfg.to_time_ms),
+                              batch_rows=batch_rows)
+    except StoreError as exc:
+        raise RestoreWriteError(exc.message) from None
 
-    Files of a partition hold disjoint offset ranges (one backup task each): they are streamed in
-    the order of their ranges. If ranges overlap, everything is read and sorted instead.
-    """
-    import pyarrow.parquet as pq
 
-    from offsetkeeper.restore.paths import open_fs
-
-    if not files:
-        return
-    fs = open_fs(files[0])[0]
-    paths = [open_fs(f)[1] for f in files]
-    ranges = [_offset_range(fs, p) for p in paths]
-    disjoint = all(r is not None for r in ranges)
-    ordered = sorted(((r, p) for r, p in zip(ranges, paths, strict=True) if r is None or r[1] >= r[0]),
-                     key=lambda x: x[0][0] if x[0] else 0)
-    if disjoint:
-        disjoint = all(a[0][1] < b[0][0] for a, b in itertools.pairwise(ordered))
-    if not disjoint:
-        tables = []
-        for p in paths:
-            tables.append(pq.read_table(_open(fs, p), columns=READ_COLUMNS))
-        t = pa.concat_tables(tables).sort_by("offset")
-        for b in t.to_batches(max_chunksize=batch_rows):
-            if b.num_rows:
-                yield _filter(b, resume_after, cfg)
-        return
-    last = None
-    for (_lo, hi), p in ordered:
-        if hi <= resume_after:
-            continue
-        for b in pq.ParquetFile(_open(fs, p)).iter_batches(batch_size=batch_rows, columns=READ_COLUMNS):
-            if not b.num_rows:
-                continue
-            offs = b.column("offset")
-            if last is not None and offs[0].as_py() <= last:
-                raise RestoreWriteError(f"backup file {p} is not in offset order")
-            last = offs[-1].as_py()
-            yield _filter(b, resume_after, cfg)
+def spec_records(spec: dict[str, Any], cfg: WriterConfig) -> Iterator[pa.RecordBatch]:
+    """The records of one task spec's route: checked against the manifest when the spec
+    carries its segments (what run_restore sends), else read from its files."""
+    sel = Selection(spec["resume_after"], cfg.from_time_ms, cfg.to_time_ms)
+    if "segments" in spec:
+        return read_records([SegmentFiles.from_dict(d) for d in spec["segments"]], sel)
+    return read_files(spec["files"], sel)
 
 
 def restore_task(cfg: WriterConfig, specs: Iterator[str]) -> Iterator[dict[str, Any]]:
     """Spark task (`RDD.mapPartitions` over task specs — JSON lists of routes: source, target,
-    files, resume_after): produce each route's records with one producer; one summary per route.
+    segments (or files), resume_after): produce each route's records with one producer; one
+    summary per route. Run it under backup.task_failure.guarded so that a failure reaches the
+    driver as a typed TaskFailure.
 
     The plain RDD API is used on purpose: its Python workers start in ~3 s, Arrow UDF workers
     (mapInArrow) in ~10 s on a fresh session, and nothing here needs Arrow exchange with the JVM.
@@ -413,8 +367,46 @@ def restore_task(cfg: WriterConfig, specs: Iterator[str]) -> Iterator[dict[str, 
             for spec in routes:
                 src = TopicPartition(spec["source_topic"], spec["source_partition"])
                 tgt = TopicPartition(spec["target_topic"], spec["target_partition"])
-                summaries.append(w.write_route(
-                    src, tgt, route_records(spec["files"], spec["resume_after"], cfg)))
+                try:
+                    summaries.append(w.write_route(src, tgt, spec_records(spec, cfg)))
+                except OffsetkeeperError as exc:
+                    if exc.topic is None:
+                        exc.topic, exc.partition = src.topic, src.partition
+                    raise
+                except Exception as exc:
+                    from offsetkeeper.backup.task_failure import one_line
+
+                    raise RestoreWriteError(f"restoring {src} to {tgt} failed: {one_line(exc)}",
+                                            topic=src.topic, partition=src.partition) from exc
     finally:
         w.close()
     yield from summaries
+
+
+def write_progress(path: str, summary: dict[str, Any]) -> None:
+    """One route's progress so far (records produced, recovered and skipped), atomically."""
+    import json
+
+    from offsetkeeper.storage import join, write_bytes_atomic
+
+    name = f"{summary['source_topic']}-{summary['source_partition']}.json"
+    write_bytes_atomic(join(path, name), json.dumps(summary).encode(), what="progress report")
+
+
+def read_progress(path: str) -> int:
+    """Records handled so far over every route's progress report (0 when there are none)."""
+    import json
+
+    from offsetkeeper.storage import open_fs
+
+    fs, root = open_fs(path)
+    total = 0
+    try:
+        for f in fs.ls(root, detail=False):
+            if f.endswith(".json") and not f.rsplit("/", 1)[-1].startswith("."):
+                with fs.open(f, "rb") as fh:
+                    s = json.loads(fh.read())
+                total += int(s.get("records", 0)) + int(s.get("recovered", 0)) + int(s.get("skipped", 0))
+    except (OSError, ValueError):
+        return total
+    return total

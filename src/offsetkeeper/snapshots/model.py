@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from offsetkeeper.errors import SnapshotFormatError
 from offsetkeeper.models import CommittedOffset, TopicPartition, Watermarks
 
 SCHEMA_VERSION = 1
@@ -52,10 +53,6 @@ class SnapshotOrigin(StrEnum):
 ID_PATTERN = re.compile(r"^snap-\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{4}$")
 # What may name a snapshot at all (ids are file names in the store: no separators).
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-
-
-class SnapshotFormatError(ValueError):
-    """A snapshot document does not follow the schema (the store names the file)."""
 
 
 def format_time(when: datetime) -> str:

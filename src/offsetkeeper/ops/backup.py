@@ -1,0 +1,84 @@
+"""Backup operations: one function per user operation, each taking a typed request.
+
+    run_backup(BackupRequest, progress=) -> BackupResult      backup run
+    list_backups(destination) -> list[Manifest]               backups list      (no Spark)
+    describe_backup(destination, backup_id) -> Manifest       backups describe  (no Spark)
+    validate_backup(destination, backup_id, deep=...) -> ...  backups validate  (Spark with deep)
+
+Merging the YAML backup file with flags and the config file happens in
+backup/config.build_backup_config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from offsetkeeper.errors import UsageError
+from offsetkeeper.progress import ProgressFn
+
+__all__ = ["BackupRequest", "describe_backup", "list_backups", "run_backup", "validate_backup"]
+
+
+@dataclass(frozen=True)
+class BackupRequest:
+    """A backup run as a user asks for it (None / empty = not given: the file's value)."""
+
+    file: str | Path | None = None
+    config: str | Path | None = None
+    bootstrap_server: str | None = None
+    command_config: str | Path | None = None
+    cluster: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    destination: str | None = None
+    backup_id: str | None = None
+    master: str | None = None
+    spark_conf: tuple[str, ...] = ()          # KEY=VALUE
+    max_records_per_task: int | None = None
+
+
+def run_backup(req: BackupRequest, *, progress: ProgressFn | None = None, spark=None):
+    """Run one backup (first or incremental) of the requested topics."""
+    from offsetkeeper.backup.config import build_backup_config
+    from offsetkeeper.backup.run import run_backup as _run
+    from offsetkeeper.config import load_config_file
+    from offsetkeeper.spark.session import parse_conf_pairs
+
+    cfg = build_backup_config(
+        file=req.file, config=load_config_file(req.config), bootstrap_server=req.bootstrap_server,
+        command_config=req.command_config, cluster=req.cluster, include=req.include,
+        exclude=req.exclude, destination=req.destination, backup_id=req.backup_id, master=req.master,
+        spark_conf=parse_conf_pairs(list(req.spark_conf)),
+        max_records_per_task=req.max_records_per_task)
+    return _run(cfg, progress=progress, spark=spark)
+
+
+def _need_dest(destination: str | None) -> str:
+    if not destination:
+        raise UsageError("no destination given: use --dest PATH|URL (or $OFFSETKEEPER_BACKUP_DEST)")
+    return destination
+
+
+def list_backups(destination: str | None) -> list:
+    """Every backup under `destination` (backup.manifest.Manifest), by id."""
+    from offsetkeeper.backup.manifest import list_backups as _list
+
+    return _list(_need_dest(destination))
+
+
+def describe_backup(destination: str | None, backup_id: str):
+    """The manifest of one backup (validated on load)."""
+    from offsetkeeper.backup.manifest import load_manifest
+
+    return load_manifest(_need_dest(destination), backup_id)
+
+
+def validate_backup(destination: str | None, backup_id: str, *, deep: bool = False,
+                    master: str | None = None, spark_conf: tuple[str, ...] = ()):
+    """Check a backup (quick: manifest and files; deep: re-read every record on Spark)."""
+    from offsetkeeper.backup.validate import validate_backup as _validate
+    from offsetkeeper.spark.session import parse_conf_pairs
+
+    return _validate(_need_dest(destination), backup_id, deep=deep, master=master,
+                     spark_conf=parse_conf_pairs(list(spark_conf)))
