@@ -1,4 +1,4 @@
-"""Backups and restores for the dashboard: read-only, no Spark.
+"""Backups and restores for the dashboard: read-only, no Spark, through ops.backup/ops.restore.
 
 Lists manifests under the configured destinations, the restores of a backup with their status,
 the offset-mapping summary of a restore (pyarrow reads of the mapping files), and the quick
@@ -65,25 +65,27 @@ def _line(m) -> BackupLine:
 
 def list_destination(dest: str) -> list[BackupLine]:
     """Every readable backup under one destination."""
-    from offsetkeeper.backup.manifest import list_backups
+    from offsetkeeper.ops.backup import list_backups
 
     return [_line(m) for m in list_backups(dest)]
 
 
+def _ref(dest: str, backup_id: str) -> str:
+    return f"{dest.rstrip('/')}/{backup_id}"
+
+
 def _restores(dest: str, backup_id: str) -> list[RestoreLine]:
-    from offsetkeeper.restore.state import list_states
+    from offsetkeeper.ops.restore import list_restores
 
     return [RestoreLine(s.restore_id, str(s.status), s.target_cluster, len(s.routes), s.runs,
-                        getattr(s, "error", None))  # `error`: added by the restorehard branch
-            for s in list_states(dest, backup_id)]
+                        s.error) for s in list_restores(_ref(dest, backup_id))]
 
 
 def backup_detail(dest: str, backup_id: str) -> BackupDetail:
     """Manifest summary, group offsets, restores and the quick validation of one backup."""
-    from offsetkeeper.backup.manifest import load_manifest
-    from offsetkeeper.backup.validate import validate_backup
+    from offsetkeeper.ops.backup import describe_backup, validate_backup
 
-    m = load_manifest(dest, backup_id)
+    m = describe_backup(dest, backup_id)
     topics = [{"topic": t.name, "partition": p.partition, "start_offset": p.start_offset,
                "end_offset": p.end_offset, "records": p.record_count,
                "gaps": len(p.gaps)} for t in m.topics for p in t.partitions]
@@ -96,14 +98,13 @@ def backup_detail(dest: str, backup_id: str) -> BackupDetail:
 
 def mapping_summary(dest: str, backup_id: str, restore_id: str) -> tuple[str, list[dict]]:
     """The restore's status and, per source partition, first/last source and target offsets."""
-    from offsetkeeper.restore.mapping import summary_rows
-    from offsetkeeper.restore.translate import load_restore_mappings
+    from offsetkeeper.ops.restore import mapping_summary as _summary
 
     if not _ID.fullmatch(restore_id):
         # Ids name files inside the backup: nothing like ../ may reach the path.
         raise UsageError(f"restore id '{restore_id}' is invalid: use letters, digits, '.', '_', '-'")
-    state, maps = load_restore_mappings(dest, backup_id, restore_id)
-    return str(state.status), summary_rows(maps)
+    ms = _summary(_ref(dest, backup_id), restore_id)
+    return ms.status, ms.partitions
 
 
 def destination(dests: list[str], index: str) -> str:
