@@ -185,13 +185,9 @@ SPARK_EXPECTATIONS = [
     Expect("restore run", lambda r, b: _watermark_total(b, "orders", 2) >= 120),
     Expect("mapping show", lambda r, b: True),
     Expect("--from-mapping", lambda r, b: committed(b, "payments", "orders", 2) == {0: 50, 1: 55}),
+    Expect("restore validate", lambda r, b: "payments" in r.out),
     Expect("restore three-phase", lambda r, b: True),
 ]
-
-
-# README lines whose outcome is wrong today because of an open item of issue 8 (owned
-# elsewhere). When the fix lands the check passes and the entry must go.
-KNOWN_DEFECTS: dict[str, str] = {}
 
 
 @pytest.mark.spark
@@ -200,9 +196,10 @@ def test_readme_backup_restore_commands_run_as_written(capsys, tmp_path, monkeyp
     """Invariant: the README's backup, restore, mapping and three-phase commands run as written
     (addresses, the backup directory and the Spark master substituted) and a restored DR
     cluster gets the records and the translated `payments` offsets."""
-    prod_dir, dr_dir = tmp_path / "prod", tmp_path / "dr"
+    prod_dir, dr_dir, dr2_dir = tmp_path / "prod", tmp_path / "dr", tmp_path / "dr2"
     prod = devbroker.start(devbroker.free_port(), prod_dir).bootstrap
     dr = devbroker.start(devbroker.free_port(), dr_dir).bootstrap
+    dr2 = devbroker.start(devbroker.free_port(), dr2_dir).bootstrap
     try:
         create_topic(prod, "orders", partitions=2, config={"retention.ms": "-1"})
         produce(prod, "orders", ((p, b"k", f"v{i}".encode(), None, T0 + i * MINUTE)
@@ -216,10 +213,10 @@ def test_readme_backup_restore_commands_run_as_written(capsys, tmp_path, monkeyp
         (tmp_path / "backup.yaml").write_text(
             f"source: {{bootstrap_servers: '{prod}'}}\ntopics: {{include: [orders]}}\n"
             f"destination: '{backups}'\nbackup_id: nightly\n")
-        subst = {"localhost:9092": prod, "dr-kafka:9092": dr, "/backups": str(backups),
+        subst = {"localhost:9092": prod, "dr-kafka:9092": dr, "dr2-kafka:9092": dr2,
+                 "/backups": str(backups),
                  "spark://host:7077": "local[2]"}
         commands = readme_commands(SPARK_SECTIONS)
-        known: list[str] = []
         assert len(commands) >= 8, commands
         for section, line in commands:
             e = next((x for x in SPARK_EXPECTATIONS if x.pattern in line), None)
@@ -229,11 +226,10 @@ def test_readme_backup_restore_commands_run_as_written(capsys, tmp_path, monkeyp
                 text = text.replace(a, b)
             r = run_cli(capsys, *shlex.split(text, comments=True)[1:])
             assert r.code == e.code, f"[{section}] {text}\nexit {r.code}\n{r.out}\n{r.err}"
-            if not e.check(r, dr):
-                assert e.pattern in KNOWN_DEFECTS, f"[{section}] {text}\n{r.out}\n{r.err}"
-                known.append(KNOWN_DEFECTS[e.pattern])
-        if known:  # every other README line passed; these wait for their fix
-            pytest.xfail("; ".join(known))
+            assert e.check(r, dr), f"[{section}] {text}\n{r.out}\n{r.err}"
+        # the three-phase example went to a second DR cluster: every record and the group
+        assert _watermark_total(dr2, "orders", 2) >= 120
+        assert committed(dr2, "payments", "orders", 2) == {0: 50, 1: 55}
     finally:
-        devbroker.stop(prod_dir)
-        devbroker.stop(dr_dir)
+        for d in (prod_dir, dr_dir, dr2_dir):
+            devbroker.stop(d)
