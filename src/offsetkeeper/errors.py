@@ -81,3 +81,7 @@ class PartialFailure(OffsetkeeperError):
     def __init__(self, message: str, *, report: object = None, **ctx):
         super().__init__(message, **ctx)
         self.report = report
+
+
+class CheckpointBusyError(OffsetkeeperError):
+    """A streaming checkpoint looks in use (or stateful), so it must not be changed now."""

@@ -45,7 +45,8 @@ from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
-from offsetkeeper.spark.kafka_source import OffsetRange, parse_options, split_ranges
+from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
+from offsetkeeper.spark.kafka.planning import split_ranges
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ class _ProgressWatcher:
         self.sizes = {(p.topic, p.partition): p.size for p in plan.to_read}
 
     def snapshot(self, phase: str) -> BackupProgress:
-        from offsetkeeper.spark.kafka_source import read_reports
+        from offsetkeeper.spark.kafka.reports import read_reports
 
         covered: dict[tuple[str, int], int] = {}
         records = 0

@@ -23,6 +23,7 @@ app = typer.Typer(
 def _register() -> None:
     # Imported here so `offsetkeeper --help` stays fast and each module owns its commands.
     from offsetkeeper.cli import backup, devbroker, groups, offsets, restore, snapshots
+    from offsetkeeper.cli import streaming as streaming_cli
 
     app.add_typer(groups.app, name="groups")
     app.add_typer(offsets.app, name="offsets")
@@ -32,6 +33,7 @@ def _register() -> None:
     app.add_typer(restore.restore_app, name="restore")
     app.add_typer(restore.mapping_app, name="mapping")
     app.add_typer(devbroker.app, name="dev-broker")
+    app.add_typer(streaming_cli.app, name="streaming")
     devbroker.register_demo(app)
 
 

@@ -68,7 +68,7 @@ def _backup_checksums(spark, destination: str, state: RestoreState) -> dict[Topi
 
 def _target_checksums(spark, target: Connection, state: RestoreState) -> dict[TopicPartition, tuple[int, str]]:
     from offsetkeeper.backup.checksum import record_checksums
-    from offsetkeeper.spark.kafka_source import register
+    from offsetkeeper.spark.kafka import register
 
     routes = [r for r in state.routes if (r.end_log_end or 0) > r.start_log_end]
     if not routes:
