@@ -110,22 +110,26 @@ def test_killed_driver_restarts_exactly_once_and_group_reaches_lag_zero(
     topic, group = unique("sk"), unique("sk-g")
     create_topic(bootstrap, topic, 3)
     ck, out = str(tmp_path / "ck"), str(tmp_path / "out")
-    total = 900
+    stop = threading.Event()
+    produced: list[int] = []
 
-    def producer() -> None:
-        for i in range(0, total, 30):
+    def producer() -> None:  # writes until told to stop: before, during and after the kill
+        while not stop.is_set():
+            i = len(produced)
             produce(bootstrap, topic, [(j % 3, None, f"r{j}".encode()) for j in range(i, i + 30)])
-            time.sleep(0.4)
+            produced.extend(range(i, i + 30))
+            time.sleep(0.3)
 
     t = threading.Thread(target=producer)
     t.start()
-    opts = {"startingOffsets": "earliest", "commitToGroup": group, "maxOffsetsPerTrigger": "60"}
+    opts = {"startingOffsets": "earliest", "commitToGroup": group, "maxOffsetsPerTrigger": "300"}
     d = Driver(bootstrap, topic, ck, out, "continuous", opts=opts)
     try:
         d.wait_for(lambda e: e["event"] == "batch" and e["batch"] >= 2 and e["rows"] > 0)
         d.kill()  # mid-run: the producer is still writing
-        assert t.is_alive(), "the producer finished before the kill; the test proves nothing"
         d = Driver(bootstrap, topic, ck, out, "continuous", opts=opts)
+        d.wait_for(lambda e: e["event"] == "batch" and e["rows"] > 0)
+        stop.set()
         t.join()
         ends = log_ends(bootstrap, topic, 3)
         deadline = time.monotonic() + 180
@@ -138,7 +142,9 @@ def test_killed_driver_restarts_exactly_once_and_group_reaches_lag_zero(
         assert len(rows) == 3 and all(x["lag"] == 0 for x in rows)
     finally:
         d.kill()
+        stop.set()
         t.join()
+    total = len(produced)
     got = parquet_rows(spark, out)
     assert len(got) == total and len({(p, o) for p, o, _ in got}) == total
     assert sorted(v for _, _, v in got) == sorted(f"r{j}".encode() for j in range(total))
