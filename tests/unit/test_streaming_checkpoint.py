@@ -193,3 +193,48 @@ def test_fsspec_memory_url(tmp_path):
     assert view.committed_offsets == {TopicPartition("t", 0): 5} and view.state.query_id == "q"
     ops.execute_checkpoint_reset(_plan("memory://ck1", (0,), {TopicPartition("t", 0): 2}))
     assert ops.load_view("memory://ck1").committed_offsets == {TopicPartition("t", 0): 2}
+
+
+# -- the command line (no broker needed for these) ------------------------------------------
+def test_cli_show_on_a_jvm_checkpoint_json_and_table(tmp_path, capsys):
+    from cli import run_cli
+
+    ck = jvm_checkpoint(tmp_path / "ck", {0: {"or[bold]ders": {"0": 10}}, 1: {"or[bold]ders": {"0": 23}}},
+                        commits=[0])
+    r = run_cli(capsys, "streaming", "show", ck, "-o", "json")
+    assert r.code == 0
+    data = r.json()
+    assert data["last_committed_batch"] == 0 and data["pending_batch"] == 1
+    assert data["partitions"] == [{"topic": "or[bold]ders", "partition": 0,
+                                   "committed_offset": 10, "pending_offset": 23}]
+    r = run_cli(capsys, "streaming", "show", ck, "-o", "csv")
+    assert r.code == 0 and r.out.splitlines()[1] == "or[bold]ders,0,10,23"
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["streaming", "show", "/nonexistent/ck"], "does not exist"),
+    (["streaming", "reset", "/nonexistent/ck", "-b", "127.0.0.1:1"], "missing reset target"),
+    (["streaming", "reset", "/x", "--to-earliest", "--to-latest", "-b", "127.0.0.1:1"], "conflicting"),
+    (["streaming", "reset", "/x", "--to-datetime", "yesterday", "-b", "127.0.0.1:1"], "ISO-8601"),
+])
+def test_cli_bad_input_exits_2(args, msg, capsys):
+    from cli import run_cli
+
+    r = run_cli(capsys, *args)
+    assert r.code == 2 and msg in r.err and "Traceback" not in r.err
+
+
+def test_cli_rollback_dry_run_then_refused_while_alive(tmp_path, capsys):
+    from cli import run_cli
+
+    ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0])
+    assert run_cli(capsys, "streaming", "rollback", ck).code == 2  # nothing to roll back
+    ops.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
+    r = run_cli(capsys, "streaming", "rollback", ck)
+    assert r.code == 0 and "dry run" in r.out and "looks alive" in r.err  # just written
+    assert CheckpointStore(ck).offset_entry(0).kafka_offsets(0) == {TopicPartition("t", 0): 1}
+    r = run_cli(capsys, "streaming", "rollback", ck, "--execute")
+    assert r.code == 1 and "looks alive" in r.err
+    r = run_cli(capsys, "streaming", "rollback", ck, "--execute", "--force")
+    assert r.code == 0
+    assert CheckpointStore(ck).offset_entry(0).kafka_offsets(0) == {TopicPartition("t", 0): 5}
