@@ -102,6 +102,8 @@ def read_from(bootstrap: str, topic: str, starts: dict[int, int]) -> list[tuple[
     return sorted(out)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # two Spark drivers start one after the other; slow on a busy machine
 def test_killed_driver_restarts_exactly_once_and_group_reaches_lag_zero(
         spark, bootstrap, unique, tmp_path, capsys):
     """Invariant: with a file sink, a driver SIGKILLed mid-run and restarted from the
@@ -125,10 +127,10 @@ def test_killed_driver_restarts_exactly_once_and_group_reaches_lag_zero(
     opts = {"startingOffsets": "earliest", "commitToGroup": group, "maxOffsetsPerTrigger": "300"}
     d = Driver(bootstrap, topic, ck, out, "continuous", opts=opts)
     try:
-        d.wait_for(lambda e: e["event"] == "batch" and e["batch"] >= 2 and e["rows"] > 0)
+        d.wait_for(lambda e: e["event"] == "batch" and e["batch"] >= 1 and e["rows"] > 0)
         d.kill()  # mid-run: the producer is still writing
         d = Driver(bootstrap, topic, ck, out, "continuous", opts=opts)
-        d.wait_for(lambda e: e["event"] == "batch" and e["rows"] > 0)
+        d.wait_for(lambda e: e["event"] == "started")
         stop.set()
         t.join()
         ends = log_ends(bootstrap, topic, 3)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Iterator, Mapping, Sequence
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -41,6 +42,7 @@ from offsetkeeper.spark.kafka.source import KafkaInputPartition
 log = logging.getLogger("offsetkeeper.spark.kafka.stream")
 
 Key = tuple[str, int]
+GROUP_RETRY_S = 10
 
 
 def to_json_offsets(offsets: Mapping[Key, int]) -> dict[str, dict[str, int]]:
@@ -100,6 +102,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[Key, int] | None = None  # Trigger.AvailableNow's end
         self._latest: dict[Key, int] = {}
         self._group_committed: dict[Key, int] | None = None
+        self._group_retry_at = 0.0  # after a failed commit, wait before trying again
 
     # -- offsets (driver) ------------------------------------------------------------------
     def initialOffset(self) -> dict:
@@ -173,10 +176,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         group = self.opts.commit_to_group
         if not group or not offsets or offsets == self._group_committed:
             return
+        if time.monotonic() < self._group_retry_at:
+            return  # an idle query asks for offsets every few ms: do not hammer the cluster
         from offsetkeeper.spark.kafka.group import commit_positions
 
         try:
             commit_positions(connection(self.opts), group, offsets)
             self._group_committed = dict(offsets)
         except Exception as exc:
-            log.warning("commitToGroup %s: %s", group, exc)
+            self._group_retry_at = time.monotonic() + GROUP_RETRY_S
+            log.warning("commitToGroup %s: %s (retrying in %d s)", group, exc, GROUP_RETRY_S)
