@@ -7,7 +7,6 @@ CHECKPOINT OUT GROUP`` reads TOPIC with Trigger.AvailableNow into Parquet and pr
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -65,7 +64,7 @@ def main(argv: list[str]) -> None:
         if p["numInputRows"]:
             src = p["sources"][0]
             print(f"batch {p['batchId']}: {p['numInputRows']} records, "
-                  f"{json.dumps(src['startOffset'])} -> {json.dumps(src['endOffset'])}")
+                  f"{src['startOffset'] or 'start'} -> {src['endOffset']}")
     print(f"{spark.read.parquet(out).count()} records in {out}")
     spark.stop()
 
