@@ -74,3 +74,56 @@ def test_streaming_options():
 def test_bad_streaming_options(opts, msg):
     with pytest.raises(UsageError, match=msg):
         parse_options({**B, **opts}, streaming=True)
+
+
+# -- sink options ------------------------------------------------------------------------------
+def _schema(**cols):
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(k, v) for k, v in cols.items()])
+
+
+def _types():
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        DoubleType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    header = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+    return {"s": StringType(), "b": BinaryType(), "i": IntegerType(), "l": LongType(),
+            "d": DoubleType(), "h": header, "as": ArrayType(StringType())}
+
+
+@pytest.mark.parametrize("cols,opts,msg", [
+    ({"key": "s"}, {"topic": "t"}, "needs a value column"),
+    ({"value": "s"}, {}, "topic option or a topic column"),
+    ({"value": "i"}, {"topic": "t"}, "value must be string or binary"),
+    ({"value": "s", "partition": "l"}, {"topic": "t"}, "partition must be int"),
+    ({"value": "s", "headers": "as"}, {"topic": "t"}, "headers must be"),
+    ({"value": "s", "topic": "i"}, {}, "topic must be string"),
+    ({"value": "s"}, {"topic": "t", "flushTimeoutMs": "soon"}, "flushTimeoutMs"),
+])
+def test_bad_sink_input(cols, opts, msg):
+    from offsetkeeper.spark.kafka.sink import parse_sink_options
+
+    t = _types()
+    with pytest.raises(UsageError, match=msg):
+        parse_sink_options({"kafka.bootstrap.servers": "h:1", **opts},
+                           _schema(**{k: t[v] for k, v in cols.items()}))
+
+
+def test_sink_options_accept_sparks_kafka_columns():
+    from offsetkeeper.spark.kafka.sink import parse_sink_options
+
+    t = _types()
+    schema = _schema(topic=t["s"], key=t["b"], value=t["s"], headers=t["h"], partition=t["i"],
+                     other=t["d"])
+    o = parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.linger.ms": "20"}, schema)
+    assert o.columns == ("topic", "key", "value", "headers", "partition")
+    assert o.kafka == {"bootstrap.servers": "h:1", "linger.ms": "20"} and o.topic is None
