@@ -232,6 +232,42 @@ def test_starting_from_group_with_bounded_available_now_batches(spark, bootstrap
     got = parquet_rows(spark, str(tmp_path / "out"))
     assert got == read_from(bootstrap, topic, {0: 10, 1: 45, 2: 0})
 
+    # a partition added while the query is stopped (or running) is picked up from offset 0
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    a = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future resolves
+    for f in a.create_partitions([NewPartitions(topic, 4)]).values():
+        f.result(15)
+    time.sleep(1)
+    produce(bootstrap, topic, [(p, None, f"{p}-new-{i}".encode()) for i in range(3) for p in (0, 3)])
+    _available_now(spark, bootstrap, topic, str(tmp_path / "ck"), str(tmp_path / "out"))
+    got = parquet_rows(spark, str(tmp_path / "out"))
+    assert got == read_from(bootstrap, topic, {0: 10, 1: 45, 2: 0, 3: 0})
+    assert sum(1 for p, _, _ in got if p == 3) == 3
+
+
+def test_data_loss_fails_the_batch_or_is_skipped(spark, bootstrap, unique, tmp_path):
+    """Offsets removed by retention before the query read them fail the batch by default
+    (failOnDataLoss=true, as Spark) and are skipped with failOnDataLoss=false."""
+    from backup_support import delete_records
+
+    register(spark)
+    topic = unique("loss")
+    create_topic(bootstrap, topic, 1)
+    produce(bootstrap, topic, [(0, None, f"a{i}".encode()) for i in range(10)])
+    ck, out = str(tmp_path / "ck"), str(tmp_path / "out")
+    _available_now(spark, bootstrap, topic, ck, out, startingOffsets="earliest")
+    produce(bootstrap, topic, [(0, None, f"b{i}".encode()) for i in range(10)])
+    delete_records(bootstrap, topic, 0, 15)  # offsets 10..14 vanish before the next batch
+    q = (spark.readStream.format(SOURCE_NAME).option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", topic).load().select("partition", "offset", "timestamp", "value")
+         .writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+         .trigger(availableNow=True).start())
+    with pytest.raises(Exception, match="were removed"):
+        q.awaitTermination(300)
+    _available_now(spark, bootstrap, topic, ck, out, failOnDataLoss="false")
+    assert [o for _, o, _ in parquet_rows(spark, out)] == list(range(10)) + list(range(15, 20))
+
 
 def test_sink_batch_and_streaming_with_kafka_columns(spark, bootstrap, unique, tmp_path):
     """df.write and df.writeStream produce topic/key/value/headers/partition as given; a
