@@ -13,19 +13,17 @@ from collections.abc import Mapping
 from offsetkeeper.errors import GroupActiveError, KafkaOperationError
 
 
-def commit_positions(conn, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+def commit_positions(admin, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
     """Commit `offsets` ({(topic, partition): next offset}) for the inactive `group`."""
-    from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.models import TopicPartition
 
-    with KafkaAdmin(conn) as admin:
-        info = admin.describe_groups([group])[group]
-        if info.refusal:
-            raise GroupActiveError(info.refusal, group=group)
-        tps = {TopicPartition(t, p): o for (t, p), o in offsets.items()}
-        result = admin.alter_result(group, admin.alter_offsets_async(group, tps))
-        failed = {str(tp): err for tp, err in result.items() if err}
-        if failed:
-            first = sorted(failed.items())[0]
-            raise KafkaOperationError(f"commit to group {group} failed for {len(failed)} "
-                                      f"partition(s), first {first[0]}: {first[1]}", group=group)
+    info = admin.describe_groups([group])[group]
+    if info.refusal:
+        raise GroupActiveError(info.refusal, group=group)
+    tps = {TopicPartition(t, p): o for (t, p), o in offsets.items()}
+    result = admin.alter_result(group, admin.alter_offsets_async(group, tps))
+    failed = {str(tp): err for tp, err in result.items() if err}
+    if failed:
+        first = sorted(failed.items())[0]
+        raise KafkaOperationError(f"commit to group {group} failed for {len(failed)} "
+                                  f"partition(s), first {first[0]}: {first[1]}", group=group)

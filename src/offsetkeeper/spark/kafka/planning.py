@@ -134,49 +134,57 @@ class ClusterView:
     notes: dict[Key, str] = field(default_factory=dict)
 
 
-def read_cluster(opts: SourceOptions, *, with_overrides: bool = True) -> ClusterView:
-    """Read topics, partitions, watermarks and the start overrides that `opts` asks for.
+def read_cluster(opts: SourceOptions, *, with_overrides: bool = True, admin=None) -> ClusterView:
+    """Read topics, partitions, watermarks and the start overrides that `opts` asks for
+    (with `admin` when given, e.g. the streaming reader's long-lived one).
 
     Unknown topics or partitions raise UnknownTopicError (a usage error); an unreachable or
     failing cluster raises KafkaOperationError (a failure, exit 1) — they are not confused.
     """
     from offsetkeeper.kafka.admin import KafkaAdmin
+
+    if admin is None:
+        with KafkaAdmin(connection(opts)) as own:
+            return _read_cluster(opts, own, with_overrides)
+    return _read_cluster(opts, admin, with_overrides)
+
+
+def _read_cluster(opts: SourceOptions, admin, with_overrides: bool) -> ClusterView:
     from offsetkeeper.models import TopicPartition
 
-    with KafkaAdmin(connection(opts)) as admin:
-        wanted = None if (opts.subscribe_pattern is not None) else (
-            list(opts.assign) if opts.assign is not None else list(opts.subscribe))
-        available = admin.topic_partitions(wanted)
-        parts = select_topics(opts, available)
-        tps = [TopicPartition(t, p) for t, ps in parts.items() for p in ps]
-        wm = admin.watermarks(tps)
-        ends = admin.end_offsets(tps, read_committed=opts.read_committed)
-        low = {(tp.topic, tp.partition): wm[tp].low for tp in tps}
-        high = {(tp.topic, tp.partition): ends[tp] for tp in tps}
-        overrides: dict[Key, int] = {}
-        notes: dict[Key, str] = {}
-        if not with_overrides:
-            return ClusterView(parts, low, high)
-        if opts.starting_timestamp is not None:
-            found = admin.offsets_for_time(tps, opts.starting_timestamp)
-            overrides = {(tp.topic, tp.partition): (o if o is not None else LATEST)
-                         for tp, o in found.items()}
-        if opts.starting_by_timestamp:
-            for t, ps in opts.starting_by_timestamp.items():
-                for p, ts in ps.items():
-                    tp = TopicPartition(t, p)
-                    o = admin.offsets_for_time([tp], ts)[tp]
-                    overrides[(t, p)] = o if o is not None else LATEST
-        if opts.starting_group:
-            committed = admin.committed_offsets(opts.starting_group)
-            for tp in tps:
-                c = committed.get(tp)
-                if c is None:
-                    overrides[(tp.topic, tp.partition)] = opts.starting_fallback
-                    notes[(tp.topic, tp.partition)] = (
-                        f"group {opts.starting_group} has no commit; startingOffsetsFallback")
-                else:
-                    overrides[(tp.topic, tp.partition)] = c.offset
+    wanted = None if (opts.subscribe_pattern is not None) else (
+        list(opts.assign) if opts.assign is not None else list(opts.subscribe))
+    available = admin.topic_partitions(wanted)
+    parts = select_topics(opts, available)
+    tps = [TopicPartition(t, p) for t, ps in parts.items() for p in ps]
+    wm = admin.watermarks(tps)
+    ends = admin.end_offsets(tps, read_committed=opts.read_committed)
+    low = {(tp.topic, tp.partition): wm[tp].low for tp in tps}
+    high = {(tp.topic, tp.partition): ends[tp] for tp in tps}
+    overrides: dict[Key, int] = {}
+    notes: dict[Key, str] = {}
+    if not with_overrides:
+        return ClusterView(parts, low, high)
+    if opts.starting_timestamp is not None:
+        found = admin.offsets_for_time(tps, opts.starting_timestamp)
+        overrides = {(tp.topic, tp.partition): (o if o is not None else LATEST)
+                     for tp, o in found.items()}
+    if opts.starting_by_timestamp:
+        for t, ps in opts.starting_by_timestamp.items():
+            for p, ts in ps.items():
+                tp = TopicPartition(t, p)
+                o = admin.offsets_for_time([tp], ts)[tp]
+                overrides[(t, p)] = o if o is not None else LATEST
+    if opts.starting_group:
+        committed = admin.committed_offsets(opts.starting_group)
+        for tp in tps:
+            c = committed.get(tp)
+            if c is None:
+                overrides[(tp.topic, tp.partition)] = opts.starting_fallback
+                notes[(tp.topic, tp.partition)] = (
+                    f"group {opts.starting_group} has no commit; startingOffsetsFallback")
+            else:
+                overrides[(tp.topic, tp.partition)] = c.offset
     return ClusterView(parts, low, high, overrides, notes)
 
 

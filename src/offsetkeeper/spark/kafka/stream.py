@@ -103,10 +103,25 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: dict[Key, int] = {}
         self._group_committed: dict[Key, int] | None = None
         self._group_retry_at = 0.0  # after a failed commit, wait before trying again
+        self._admin = None  # one admin client for the driver-side calls of the whole query
+
+    def __getstate__(self) -> dict:
+        # executors get a copy of the reader for read(): never ship the driver's client
+        return {**self.__dict__, "_admin": None}
+
+    def _admin_client(self):
+        from offsetkeeper.kafka.admin import KafkaAdmin
+
+        if self._admin is None:
+            self._admin = KafkaAdmin(connection(self.opts))
+        return self._admin
+
+    def _cluster(self, *, with_overrides: bool = False):
+        return read_cluster(self.opts, with_overrides=with_overrides, admin=self._admin_client())
 
     # -- offsets (driver) ------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        view = read_cluster(self.opts)
+        view = self._cluster(with_overrides=True)
         for k, note in sorted(view.notes.items()):
             log.info("%s:%d: %s", k[0], k[1], note)
         return to_json_offsets(initial_offsets(view, self.opts))
@@ -117,13 +132,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = dict(read_cluster(self.opts, with_overrides=False).high)
+        self._target = dict(self._cluster().high)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = from_json_offsets(start)
         # `start` is the end of the last batch, which is durable by now (module docstring)
         self._commit_group(begin)
-        view = read_cluster(self.opts, with_overrides=False)
+        if self._target is not None and all(begin.get(k, 0) >= o for k, o in self._target.items()):
+            return start  # Trigger.AvailableNow reached its end: no cluster read needed
+        view = self._cluster()
         end: dict[Key, int] = {}
         for k, hi in view.high.items():
             if k not in begin:
@@ -162,7 +179,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._commit_group(from_json_offsets(end))
 
     def stop(self) -> None:
-        pass
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
 
     # -- executors -------------------------------------------------------------------------
     def read(self, partition: KafkaInputPartition) -> Iterator:
@@ -181,7 +200,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from offsetkeeper.spark.kafka.group import commit_positions
 
         try:
-            commit_positions(connection(self.opts), group, offsets)
+            commit_positions(self._admin_client(), group, offsets)
             self._group_committed = dict(offsets)
         except Exception as exc:
             self._group_retry_at = time.monotonic() + GROUP_RETRY_S
