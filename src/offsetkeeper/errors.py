@@ -8,6 +8,7 @@
     ├── GroupActiveError              the group has members; offsets may not be changed
     ├── KafkaOperationError           the cluster answered with an error (code + advice)
     ├── StoreError                    a snapshot/manifest/store file is missing or corrupt
+    ├── CheckpointBusyError           a streaming checkpoint looks in use or is stateful
     └── PartialFailure                some groups/partitions failed; the report says which
 
 Every message is one sentence a user can act on. Context (group, topic, partition) is
