@@ -24,6 +24,7 @@ from rich.console import Console
 from offsetkeeper import devbroker
 from offsetkeeper.errors import OffsetkeeperError
 from offsetkeeper.snapshots import demo as snapshots_demo
+from offsetkeeper.streaming import demo as streaming_demo
 
 TOPIC = "orders"
 PARTITIONS = 3
@@ -131,6 +132,7 @@ PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
     ("backup and restore with an exact offset mapping", _part_backup_restore, True),
     ("plans as files, rollback twice", snapshots_demo.part, False),
     ("dashboard: groups page and a plan preview over HTTP", lambda ctx: __import__("offsetkeeper.web.demo", fromlist=["part"]).part(ctx), False),
+    ("spark streaming: a query's offsets as a group, reset in time, rolled back", streaming_demo.part, True),
 ]
 
 

@@ -10,6 +10,7 @@
     │   └── RestoreWriteError         a restore task could not write or resume (also a RuntimeError)
     ├── StoreError                    a snapshot/manifest/store file is missing or corrupt
     │   └── SnapshotFormatError       a snapshot document is malformed (also a ValueError)
+    ├── CheckpointBusyError           a streaming checkpoint looks in use or is stateful
     └── PartialFailure                some groups/partitions failed; the report says which
 
 Every message is one sentence a user can act on. Context (group, topic, partition) is
@@ -91,3 +92,5 @@ class SnapshotFormatError(StoreError, ValueError):
 
 class RestoreWriteError(KafkaOperationError, RuntimeError):
     """A restore task could not write, or could not prove where to continue."""
+class CheckpointBusyError(OffsetkeeperError):
+    """A streaming checkpoint looks in use (or stateful), so it must not be changed now."""

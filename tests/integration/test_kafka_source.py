@@ -7,7 +7,7 @@ import pytest
 
 from backup_support import SPECIAL, delete_records, independent_read, produce_transactions, rows_of
 from kafkatools import create_topic, produce
-from offsetkeeper.spark.kafka_source import SOURCE_NAME, register
+from offsetkeeper.spark.kafka import SOURCE_NAME, register
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -28,7 +28,7 @@ from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.backup.validate import check_manifest
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import StoreError, UsageError
-from offsetkeeper.spark.kafka_source import (
+from offsetkeeper.spark.kafka import (
     EARLIEST,
     LATEST,
     OffsetRange,
@@ -37,7 +37,7 @@ from offsetkeeper.spark.kafka_source import (
     resolve_ranges,
     split_ranges,
 )
-from offsetkeeper.spark.kafka_source import select_topics as source_topics
+from offsetkeeper.spark.kafka import select_topics as source_topics
 
 B = {"kafka.bootstrap.servers": "h:9092"}
 

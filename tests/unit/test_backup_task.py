@@ -12,7 +12,8 @@ import pytest
 from offsetkeeper.backup import checksum as ck
 from offsetkeeper.backup import task as task_mod
 from offsetkeeper.backup.task import BackupTaskConfig, backup_task, file_schema
-from offsetkeeper.spark.kafka_source import _arrow_schema, parse_options
+from offsetkeeper.spark.kafka.options import parse_options
+from offsetkeeper.spark.kafka.schema import arrow_schema as _arrow_schema
 
 
 def _batch(offsets):

@@ -46,7 +46,8 @@ from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
-from offsetkeeper.spark.kafka_source import OffsetRange, parse_options, split_ranges
+from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
+from offsetkeeper.spark.kafka.planning import split_ranges
 
 
 def _event(backup_id: str, phase: str, done: int, total: int | None, records: int) -> ProgressEvent:
@@ -163,7 +164,7 @@ class _ProgressWatcher:
         self.sizes = {(p.topic, p.partition): p.size for p in plan.to_read}
 
     def snapshot(self, phase: str) -> ProgressEvent:
-        from offsetkeeper.spark.kafka_source import read_reports
+        from offsetkeeper.spark.kafka.reports import read_reports
 
         covered: dict[tuple[str, int], int] = {}
         records = 0

@@ -24,13 +24,9 @@ from typing import Any
 from urllib.parse import quote
 
 from offsetkeeper.backup import checksum as ck
-from offsetkeeper.spark.kafka_source import (
-    OffsetRange,
-    RangeStats,
-    SourceOptions,
-    read_batches,
-    write_report,
-)
+from offsetkeeper.spark.kafka.options import OffsetRange, SourceOptions
+from offsetkeeper.spark.kafka.read import RangeStats, read_batches
+from offsetkeeper.spark.kafka.reports import write_report
 from offsetkeeper.storage import replace, temp_name
 
 # Bytes (uncompressed) per Parquet row group: several Arrow batches are gathered into one.
@@ -48,7 +44,7 @@ def file_schema():
     """The Arrow schema of a backup data file: the record schema less topic and partition."""
     import pyarrow as pa
 
-    from offsetkeeper.spark.kafka_source import _arrow_schema
+    from offsetkeeper.spark.kafka.schema import arrow_schema as _arrow_schema
 
     full = _arrow_schema()
     return pa.schema([f for f in full if f.name not in ("topic", "partition")])

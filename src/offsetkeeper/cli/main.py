@@ -51,6 +51,7 @@ def _root(
 def _register() -> None:
     # Imported here so `offsetkeeper --help` stays fast and each module owns its commands.
     from offsetkeeper.cli import backup, devbroker, groups, offsets, restore, snapshots
+    from offsetkeeper.cli import streaming as streaming_cli
 
     app.add_typer(groups.app, name="groups")
     app.add_typer(offsets.app, name="offsets")
@@ -65,6 +66,7 @@ def _register() -> None:
     app.add_typer(history.app, name="history")
     app.add_typer(lag.app, name="lag")
     app.command("exporter")(exporter.run)
+    app.add_typer(streaming_cli.app, name="streaming")
     devbroker.register_demo(app)
 
     from offsetkeeper.cli import ui

@@ -129,7 +129,8 @@ def target_checksum_task(client: dict, specs) -> list[dict[str, Any]]:
     [start, end) and return their count and checksum (restore headers stripped). Run under
     backup.task_failure.guarded: a failure comes back as a typed TaskFailure."""
     from offsetkeeper.backup import checksum as ck
-    from offsetkeeper.spark.kafka_source import OffsetRange, RangeStats, parse_options, read_batches
+    from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
+    from offsetkeeper.spark.kafka.read import RangeStats, read_batches
 
     opts = parse_options({**{f"kafka.{k}": v for k, v in client.items()}, "assign": "{}",
                           "kafka.isolation.level": "read_uncommitted"})

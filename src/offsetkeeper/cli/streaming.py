@@ -1,0 +1,253 @@
+"""`offsetkeeper streaming show|lag|reset|rollback|commit-to-group`: Spark Structured
+Streaming checkpoints with Kafka offsets, managed like a consumer group's offsets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    OutputOpt,
+    connection,
+)
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.reset.parse import parse_datetime, parse_duration, parse_offset, parse_topic_spec
+from offsetkeeper.reset.plan import TopicSpec
+from offsetkeeper.reset.targets import (
+    ShiftBy,
+    ToCurrent,
+    ToDatetime,
+    ToEarliest,
+    ToLatest,
+    ToOffset,
+)
+from offsetkeeper.streaming import ops
+
+app = typer.Typer(help="Spark streaming checkpoints with Kafka offsets: show, lag, reset "
+                  "(dry run by default), roll back, commit to a consumer group.",
+                  no_args_is_help=True)
+
+CheckpointArg = Annotated[str, typer.Argument(metavar="CHECKPOINT",
+                                              help="Checkpoint location: a path or an fsspec URL.")]
+SourceOpt = Annotated[int | None, typer.Option("--source", min=0, help="Index of the query's Kafka "
+                                               "source (needed only when it has several).")]
+AliveOpt = Annotated[float, typer.Option("--alive-window", min=0, metavar="SECONDS",
+                                         help="Treat the query as running when a batch file was "
+                                         "written this recently.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Change the checkpoint even though the "
+                                        "query looks alive or is stateful.")]
+
+POSITION_COLUMNS = ["topic", "partition", "committed_offset", "pending_offset"]
+LAG_COLUMNS = ["topic", "partition", "position", "log_end", "lag", "time_lag_s", "pending_offset"]
+PLAN_COLUMNS = ["topic", "partition", "current", "target", "log_start", "log_end", "note"]
+
+
+def _warn(text: str, label: str = "warning") -> None:
+    stderr_console().print(f"[bold yellow]{label}:[/] {escape(text)}", highlight=False)
+
+
+@app.command("show")
+def show(checkpoint: CheckpointArg, source: SourceOpt = None,
+         output: OutputOpt = OutputFormat.table) -> None:
+    """The query id, the last committed batch and its Kafka end offsets per partition, and a
+    planned-but-uncommitted batch (works on checkpoints of Spark's JVM Kafka source too).
+
+    Example: offsetkeeper streaming show /data/checkpoints/orders-to-parquet
+    """
+    view = ops.load_view(checkpoint, source=source)
+    summary = view.summary()
+    if output is OutputFormat.json:
+        render_json({**summary, "partitions": view.rows()})
+        return
+    if output is OutputFormat.table:
+        info = stderr_console()
+        for k, v in summary.items():
+            info.print(f"{k.replace('_', ' ')}: {escape(str(v if v is not None else '-'))}",
+                       highlight=False)
+    render_rows(view.rows(), POSITION_COLUMNS, output)
+
+
+@app.command("lag")
+def lag(checkpoint: CheckpointArg, source: SourceOpt = None,
+        no_time_lag: Annotated[bool, typer.Option("--no-time-lag", help="Skip reading the first "
+                                                  "unread record of each partition.")] = False,
+        bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+        cluster: ClusterOpt = None, config: ConfigOpt = None,
+        output: OutputOpt = OutputFormat.table) -> None:
+    """The query's lag per partition: log end minus the end of its last committed batch, and
+    the time lag (age of the first record it has not processed).
+
+    Example: offsetkeeper streaming lag /data/checkpoints/orders-to-parquet -b localhost:9092
+    """
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
+        _view, rows = ops.checkpoint_lag(admin, checkpoint, source=source, time_lag=not no_time_lag)
+    render_rows([r.__dict__ for r in rows], LAG_COLUMNS, output)
+
+
+def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration,
+            from_file, from_group):
+    given = [name for name, v in [
+        ("--to-earliest", to_earliest), ("--to-latest", to_latest), ("--to-current", to_current),
+        ("--to-offset", to_offset is not None), ("--shift-by", shift_by is not None),
+        ("--to-datetime", to_datetime is not None), ("--by-duration", by_duration is not None),
+        ("--from-file", from_file is not None), ("--from-group", from_group is not None)] if v]
+    if not given:
+        raise UsageError("missing reset target: use one of --to-earliest, --to-latest, "
+                         "--to-current, --to-offset, --shift-by, --to-datetime, --by-duration, "
+                         "--from-file, --from-group")
+    if len(given) > 1:
+        raise UsageError(f"conflicting reset targets: {' and '.join(given)} (give exactly one)")
+    if to_earliest:
+        return ToEarliest(), "--to-earliest"
+    if to_latest:
+        return ToLatest(), "--to-latest"
+    if to_current:
+        return ToCurrent(), "--to-current"
+    if to_offset is not None:
+        n = parse_offset(to_offset)
+        return ToOffset(n), f"--to-offset {n}"
+    if shift_by is not None:
+        return ShiftBy(shift_by), f"--shift-by {shift_by}"
+    if to_datetime is not None:
+        return ToDatetime(parse_datetime(to_datetime), to_datetime), f"--to-datetime {to_datetime}"
+    if by_duration is not None:
+        ts = int((datetime.now(UTC) - parse_duration(by_duration)).timestamp() * 1000)
+        return ToDatetime(ts, by_duration), f"--by-duration {by_duration}"
+    if from_file is not None:
+        from offsetkeeper.ops.targets import TargetKind, TargetSpec, resolve_target
+
+        spec = TargetSpec(TargetKind.FROM_FILE, str(from_file))
+        return resolve_target(spec, None).target, spec.label
+    return ops.FromGroup(from_group), f"--from-group {from_group}"
+
+
+@app.command("reset")
+def reset(
+    checkpoint: CheckpointArg,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Log start.")] = False,
+    to_latest: Annotated[bool, typer.Option("--to-latest", help="Log end.")] = False,
+    to_current: Annotated[bool, typer.Option("--to-current", help="The checkpoint's position, "
+                                             "clamped into the log.")] = False,
+    to_offset: Annotated[str | None, typer.Option("--to-offset", help="Absolute offset N.")] = None,
+    shift_by: Annotated[int | None, typer.Option("--shift-by", help="Move the position by ±N.")] = None,
+    to_datetime: Annotated[str | None, typer.Option("--to-datetime", help="ISO-8601 time, UTC when "
+                                                    "no zone: first record at/after it.")] = None,
+    by_duration: Annotated[str | None, typer.Option("--by-duration", help="ISO-8601 duration back "
+                                                    "from now, e.g. PT1H30M.")] = None,
+    from_file: Annotated[Path | None, typer.Option("--from-file", help="CSV topic,partition,offset "
+                                                   "(no header).")] = None,
+    from_group: Annotated[str | None, typer.Option("--from-group", metavar="GROUP",
+                                                   help="A consumer group's committed offsets.")] = None,
+    topic: Annotated[list[str] | None, typer.Option("--topic", "-t", metavar="TOPIC[:P,...]",
+                                                    help="Only these partitions (default: every "
+                                                    "partition in the checkpoint).")] = None,
+    source: SourceOpt = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Rewrite the checkpoint (default: "
+                                          "dry run).")] = False,
+    force: ForceOpt = False,
+    alive_window: AliveOpt = ops.DEFAULT_ALIVE_WINDOW_S,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Plan (and with --execute write) new offsets for a stopped query, so that Spark resumes
+    from them on restart. Every file changed is copied first: undo with `streaming rollback`.
+
+    Example: offsetkeeper streaming reset /data/ck/orders --to-datetime 2026-11-20T09:40:00Z -b localhost:9092 --execute
+    """
+    target, label = _target(to_earliest=to_earliest, to_latest=to_latest, to_current=to_current,
+                            to_offset=to_offset, shift_by=shift_by, to_datetime=to_datetime,
+                            by_duration=by_duration, from_file=from_file, from_group=from_group)
+    req = ops.ResetRequest(location=checkpoint, target=target, label=label,
+                           topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
+                           source=source, execute=execute, force=force,
+                           alive_window_s=alive_window)
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
+        plan, record = ops.reset_checkpoint(admin, req)
+    title = (f"Checkpoint reset ({plan.target}) — written" if record else
+             f"Checkpoint reset plan ({plan.target}) — dry run, nothing changed; add --execute")
+    payload = {**plan.to_dict(), "executed": record is not None,
+               "reset_id": record.reset_id if record else None}
+    render_rows(plan.rows(), PLAN_COLUMNS, output, title=title, json_payload=payload)
+    for w in plan.warnings:
+        _warn(w, "note")
+    if record is None:
+        for r in plan.refusals:
+            _warn(f"--execute would refuse: {r}")
+    else:
+        if plan.refusals:
+            _warn("forced: " + "; ".join(plan.refusals))
+        if output is OutputFormat.table:
+            stderr_console().print(
+                f"rewrote {', '.join(f'offsets/{b}' for b in plan.batches)}; copies kept as reset "
+                f"{record.reset_id} (undo: offsetkeeper streaming rollback {checkpoint} "
+                f"{record.reset_id} --execute)", highlight=False)
+    if plan.has_errors:
+        for p in plan.partitions:
+            if p.error:
+                stderr_console().print(f"[bold red]error:[/] {escape(f'{p.topic}:{p.partition}')}: "
+                                       f"{escape(p.error)}", highlight=False)
+        raise typer.Exit(1)
+
+
+@app.command("rollback")
+def rollback(
+    checkpoint: CheckpointArg,
+    reset_id: Annotated[str, typer.Argument(help="Reset id, or latest.")] = "latest",
+    execute: Annotated[bool, typer.Option("--execute", help="Restore the files (default: dry run).")] = False,
+    force: ForceOpt = False,
+    alive_window: AliveOpt = ops.DEFAULT_ALIVE_WINDOW_S,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Undo a `streaming reset --execute`: put back every checkpoint file it changed.
+
+    Example: offsetkeeper streaming rollback /data/ck/orders latest --execute
+    """
+    res = ops.rollback_checkpoint(checkpoint, reset_id, execute=execute, force=force,
+                                  alive_window_s=alive_window)
+    rows = [{"reset_id": res.record.reset_id, "file": f, "target": res.record.target,
+             "restored": res.executed} for f in res.files]
+    title = None if execute else "Rollback plan — dry run, nothing changed; add --execute"
+    render_rows(rows, ["reset_id", "file", "target", "restored"], output, title=title)
+    for r in res.refusals:
+        _warn(("forced: " if execute else "--execute would refuse: ") + r)
+
+
+@app.command("commit-to-group")
+def commit_to_group(
+    checkpoint: CheckpointArg,
+    group: Annotated[str, typer.Option("--group", "-g", help="Consumer group to commit to.")],
+    source: SourceOpt = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Commit (default: dry run).")] = False,
+    no_snapshot: Annotated[bool, typer.Option("--no-snapshot", help="Do not snapshot the group "
+                                              "before --execute.")] = False,
+    snapshot_store: Annotated[str | None, typer.Option("--snapshot-store", help="Snapshot store "
+                                                       "path or fsspec URL.")] = None,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Commit the checkpoint's position (end of the last committed batch) to a consumer group,
+    through the reset executor (inactive groups only, snapshot first, read back).
+
+    Example: offsetkeeper streaming commit-to-group /data/ck/orders --group orders-etl -b localhost:9092 --execute
+    """
+    from offsetkeeper.cli.reset_render import finish, show_outcome
+    from offsetkeeper.ops.reset import ExecuteOptions, apply_options
+
+    opts = apply_options(ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store,
+                                        config_path=config),
+                         description=f"before streaming commit-to-group {group}")
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
+        plan, report = ops.commit_to_group(admin, checkpoint, group, source=source,
+                                           execute=execute, apply_options=opts)
+    show_outcome(plan, report, output)
+    finish(plan, report)

@@ -1,0 +1,205 @@
+"""Reading one offset range of one partition into Arrow record batches (runs in executors).
+
+Offsets lost to retention while reading (the log start moved past the range start) are reported
+as gaps, not errors, unless ``failOnDataLoss`` is true.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from offsetkeeper.spark.kafka.options import OffsetRange, SourceOptions
+from offsetkeeper.spark.kafka.planning import detect_gap
+from offsetkeeper.spark.kafka.reports import write_report
+from offsetkeeper.spark.kafka.schema import arrow_schema
+
+log = logging.getLogger("offsetkeeper.spark.kafka")
+
+# timestamp_type as Spark's Kafka source reports it: 0 CreateTime, 1 LogAppendTime; -1 none.
+_TS_TYPE = {0: -1, 1: 0, 2: 1}
+
+
+class _Batch:
+    """The messages of one Arrow record batch; columns are built in `to_arrow` (one list
+    comprehension per column is much cheaper than appending field by field)."""
+
+    def __init__(self) -> None:
+        self.msgs: list = []
+        self.offsets: list[int] = []
+        self.ts: list[int] = []
+
+    def add(self, m) -> None:
+        self.msgs.append(m)
+
+    def __len__(self) -> int:
+        return len(self.msgs)
+
+    def to_arrow(self, schema, topic: str, partition: int):
+        """The record batch; also fills `offsets` and `ts` (for the caller's statistics)."""
+        import pyarrow as pa
+
+        msgs = self.msgs
+        n = len(msgs)
+        self.offsets = [m.offset() for m in msgs]
+        stamps = [m.timestamp() for m in msgs]
+        self.ts = [ts if tt else -1 for tt, ts in stamps]
+        ts_type = [_TS_TYPE.get(tt, -1) for tt, _ in stamps]
+        cols = [
+            pa.array([topic] * n, pa.string()),
+            pa.array([partition] * n, pa.int32()),
+            pa.array(self.offsets, pa.int64()),
+            pa.array(self.ts, pa.int64()),
+            pa.array(ts_type, pa.int32()),
+            pa.array([m.key() for m in msgs], pa.binary()),
+            pa.array([m.value() for m in msgs], pa.binary()),
+        ]
+        if "headers" in schema.names:
+            cols.append(_headers(schema, [m.headers() for m in msgs]))
+        cols.append(pa.array([m.leader_epoch() for m in msgs], pa.int32()))
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def _headers(schema, hs: list):
+    import pyarrow as pa
+
+    n = len(hs)
+    h_offsets = [0]
+    h_keys: list[str] = []
+    h_values: list[bytes | None] = []
+    if any(hs):
+        for h in hs:
+            if h:
+                for k, v in h:
+                    h_keys.append(k)
+                    h_values.append(v)
+            h_offsets.append(len(h_keys))
+    else:
+        h_offsets = [0] * (n + 1)
+    h_struct = pa.StructArray.from_arrays(
+        [pa.array(h_keys, pa.string()), pa.array(h_values, pa.binary())],
+        fields=list(schema.field("headers").type.value_type),
+    )
+    return pa.ListArray.from_arrays(pa.array(h_offsets, pa.int32()), h_struct,
+                                    type=schema.field("headers").type)
+
+
+
+
+@dataclass
+class RangeStats:
+    """What reading one range found (filled in by `read_batches` while it runs)."""
+
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+
+
+def read_batches(opts: SourceOptions, r: OffsetRange, stats: RangeStats) -> Iterator:
+    """Yield Arrow record batches (`RECORD_SCHEMA`) with the records of `r`, in offset order.
+
+    The shared reading logic of the data source and of the backup tasks. `stats` is filled in
+    as batches are yielded; its gaps are final once the generator is exhausted.
+    """
+    from confluent_kafka import Consumer, KafkaError
+    from confluent_kafka import TopicPartition as CkTP
+
+    schema = arrow_schema(opts.include_headers)
+    first_seen = last_seen = None
+    gaps = stats.gaps
+
+    def emit(batch: _Batch):
+        out = batch.to_arrow(schema, r.topic, r.partition)
+        if stats.first_timestamp is None:
+            stats.first_timestamp = batch.ts[0]
+            stats.first_offset = batch.offsets[0]
+        stats.last_timestamp = batch.ts[-1]
+        stats.last_offset = batch.offsets[-1]
+        stats.records += len(batch)
+        return out
+
+    if r.size > 0:
+        conf = {
+            "group.id": f"offsetkeeper-reader-{uuid.uuid4().hex[:8]}",
+            **opts.kafka,
+            "enable.auto.commit": "false",
+            "enable.auto.offset.store": "false",
+            "enable.partition.eof": "true",
+            "auto.offset.reset": "earliest",
+        }
+        conf.setdefault("fetch.wait.max.ms", "100")
+        # brokers that ignore fetch size limits can answer with a whole partition
+        conf.setdefault("receive.message.max.bytes", "1000000000")
+        c = Consumer(conf)
+        try:
+            c.assign([CkTP(r.topic, r.partition, r.start)])
+            batch = _Batch()
+            done = False
+            idle_since = time.monotonic()
+            while not done:
+                msgs = c.consume(num_messages=min(opts.batch_size, 100_000), timeout=0.5)
+                if not msgs:
+                    # control records / aborted transactions up to the end yield no messages
+                    pos = c.position([CkTP(r.topic, r.partition)])[0].offset
+                    if pos >= r.end:
+                        done = True
+                    elif (time.monotonic() - idle_since) * 1000 > opts.poll_timeout_ms:
+                        raise TimeoutError(
+                            f"reading {r.topic}:{r.partition} [{r.start}, {r.end}): no progress "
+                            f"for {opts.poll_timeout_ms} ms (last offset {last_seen})")
+                    if done and len(batch):
+                        yield emit(batch)
+                    continue
+                idle_since = time.monotonic()
+                for m in msgs:
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            done = True
+                            break
+                        raise RuntimeError(f"reading {r.topic}:{r.partition}: {err.str()}")
+                    off = m.offset()
+                    if off >= r.end:
+                        done = True
+                        break
+                    if off < r.start:
+                        continue
+                    if first_seen is None:
+                        first_seen = off
+                    last_seen = off
+                    batch.add(m)
+                if len(batch) >= opts.batch_size or (done and len(batch)):
+                    yield emit(batch)
+                    batch = _Batch()
+            if first_seen is None or first_seen > r.start:
+                low, _ = c.get_watermark_offsets(CkTP(r.topic, r.partition), timeout=10,
+                                                 cached=False)
+                gap = detect_gap(r.start, r.end, first_seen, low)
+                if gap:
+                    gaps.append(gap)
+        finally:
+            c.close()
+    if gaps:
+        msg = (f"{r.topic}:{r.partition}: offsets {gaps[0][0]}..{gaps[0][1] - 1} were removed "
+               f"(retention or delete_records) before they could be read")
+        if opts.fail_on_data_loss:
+            raise RuntimeError(msg + " (failOnDataLoss=true)")
+        log.warning(msg)
+
+
+def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
+    """Yield Arrow record batches with the records of `r`, then write the task report."""
+    stats = RangeStats()
+    yield from read_batches(opts, r, stats)
+    if opts.report_path:
+        write_report(opts.report_path, r, count=stats.records, first=stats.first_offset,
+                     last=stats.last_offset, gaps=stats.gaps, first_ts=stats.first_timestamp,
+                     last_ts=stats.last_timestamp)
+
+
