@@ -47,6 +47,9 @@ class WriterConfig:
     bytes_per_second: float | None = None     # per task
     from_time_ms: int | None = None           # inclusive
     to_time_ms: int | None = None             # exclusive
+    # derive each chunk's target offsets from the log end and prove them (restore/derive.py);
+    # False: map every chunk by reading the target back
+    derive_mapping: bool = True
 
 
 class RestoreWriteError(RuntimeError):
@@ -403,18 +406,9 @@ def restore_task(cfg: WriterConfig, specs: Iterator[str]) -> Iterator[dict[str, 
     """
     import json
 
-    w = _TaskWriter(cfg)
+    from offsetkeeper.restore.produce import restore_routes  # routes in parallel, derived mapping
+
     summaries = []
-    try:
-        for raw in specs:
-            routes = json.loads(raw)
-            if routes:
-                w.producer  # noqa: B018 - start the producer (idempotent init) while reading
-            for spec in routes:
-                src = TopicPartition(spec["source_topic"], spec["source_partition"])
-                tgt = TopicPartition(spec["target_topic"], spec["target_partition"])
-                summaries.append(w.write_route(
-                    src, tgt, route_records(spec["files"], spec["resume_after"], cfg)))
-    finally:
-        w.close()
+    for raw in specs:
+        summaries.extend(restore_routes(cfg, json.loads(raw)))
     yield from summaries
