@@ -60,11 +60,12 @@ def main() -> None:
         topic = f"parts-{uuid.uuid4().hex[:8]}"
         n, nbytes = fill_topic(bootstrap, topic, 1, args.mb, args.value_bytes)
         mb = nbytes / 2**20
-        t = time.perf_counter()
-        subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
-                        "-X", "receive.message.max.bytes=1000000000", "-f", "%o %k %s\n"],
-                       stdout=open(tmp / "kcat.out", "wb"), check=True)
-        kcat_s = time.perf_counter() - t
+        with (tmp / "kcat.out").open("wb") as f:
+            t = time.perf_counter()
+            subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e",
+                            "-q", "-X", "receive.message.max.bytes=1000000000", "-f", "%o %k %s\n"],
+                           stdout=f, check=True)
+            kcat_s = time.perf_counter() - t
 
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": "parts", "enable.auto.commit": False,
                       "receive.message.max.bytes": "1000000000", "fetch.wait.max.ms": "10"})
