@@ -70,7 +70,7 @@ def memory_check(bootstrap: str, tmp: Path, args) -> dict:
     topics = {}
     for scale in (1, 4):
         topics[scale] = f"bench-mem{scale}-{uuid.uuid4().hex[:6]}"
-        fill_topic(bootstrap, topics[scale], args.partitions,
+        fill_topic(bootstrap, topics[scale], args.memory_partitions,
                    args.memory_mb_per_partition * scale, args.value_bytes)
     spark = get_spark(args.master)
     out = {}
@@ -96,8 +96,9 @@ def main() -> None:
     ap.add_argument("--bootstrap", default=os.environ.get("OFFSETKEEPER_TEST_BOOTSTRAP"))
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--repeat", type=int, default=2, help="warm runs (the best one is reported)")
-    ap.add_argument("--memory-mb-per-partition", type=float, default=5,
+    ap.add_argument("--memory-mb-per-partition", type=float, default=16,
                     help="the 1x size of the memory check (then 4x); 0 skips it")
+    ap.add_argument("--memory-partitions", type=int, default=2)
     args = ap.parse_args()
 
     from offsetkeeper import devbroker

@@ -27,13 +27,15 @@ def _procs() -> tuple[dict[int, list[int]], dict[int, tuple[int, str]]]:
 
 
 def _tree_rss(pid: int, *, python_only: bool = False) -> int:
-    """RSS in bytes of a process and all its descendants; with `python_only`, of the Python
-    processes below it (Spark's Python workers), the process itself excluded."""
+    """RSS in bytes of a process and all its descendants (development brokers left out); with
+    `python_only`, of the Python processes below it (Spark's Python workers), itself excluded."""
     children, info = _procs()
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         rss, comm = info.get(p, (0, ""))
+        if comm.startswith("noida"):  # a development broker this benchmark started
+            continue
         if not python_only or (p != pid and comm.startswith("python")):
             total += rss
         todo.extend(children.get(p, []))

@@ -73,7 +73,7 @@ def memory_check(source: str, target: str, tmp: Path, args) -> dict:
     spark = get_spark(args.master)
     for scale in (1, 4):
         topics[scale] = f"bench-mem{scale}-{uuid.uuid4().hex[:6]}"
-        fill_topic(source, topics[scale], args.partitions, args.memory_mb_per_partition * scale,
+        fill_topic(source, topics[scale], args.memory_partitions, args.memory_mb_per_partition * scale,
                    args.value_bytes, make_value=_value)
         run_backup(BackupConfig(connection=Connection(source), include=(topics[scale],),
                                 destination=dest, backup_id=f"mem{scale}"), spark=spark)
@@ -103,8 +103,9 @@ def main() -> None:
     ap.add_argument("--target", default=None)
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--e2e", action="store_true", help="also time the CLI as a fresh process")
-    ap.add_argument("--memory-mb-per-partition", type=float, default=5,
+    ap.add_argument("--memory-mb-per-partition", type=float, default=16,
                     help="the 1x size of the memory check (then 4x); 0 skips it")
+    ap.add_argument("--memory-partitions", type=int, default=2)
     args = ap.parse_args()
 
     from offsetkeeper import devbroker

@@ -99,20 +99,21 @@ def test_read_back_mode_maps_every_chunk_from_the_target(tmp_path, dr_bootstrap,
 @pytest.mark.spark
 def test_concurrent_producer_during_a_spark_restore_keeps_the_mapping_exact(tmp_path, dr_bootstrap,
                                                                            spark, unique):
-    """End to end on Spark: a producer thread writes to the target partition while the restore
-    runs (rate-limited so the two overlap); the mapping still points at exactly the restored
-    records, the foreign ones are counted and left out."""
+    """End to end on Spark: a producer thread keeps writing to the target partition while the
+    restore runs (rate-limited so the two overlap). Every chunk with a foreign record among its
+    own records must have been read back: the mapping points at exactly the restored records,
+    and the foreign ones are counted and left out."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as CkTP
+
     topic, target = unique("src"), unique("dst")
-    data = {topic: {0: records(240, 0)}}
+    data = {topic: {0: records(300, 0)}}
     write_backup(str(tmp_path), "b", data, configs={topic: {"retention.ms": "-1"}})
     stop = threading.Event()
-    written = []
 
     def intruder() -> None:
-        from confluent_kafka import Consumer
-        from confluent_kafka import TopicPartition as CkTP
-
         c = Consumer({"bootstrap.servers": dr_bootstrap, "group.id": "intruder"})
+        p = Producer({"bootstrap.servers": dr_bootstrap, "linger.ms": 0})
         try:
             while not stop.is_set():  # wait for the restore's first records
                 try:
@@ -120,27 +121,37 @@ def test_concurrent_producer_during_a_spark_restore_keeps_the_mapping_exact(tmp_
                         break
                 except Exception:  # the topic does not exist yet
                     pass
-                time.sleep(0.05)
+                time.sleep(0.02)
+            i = 0
             while not stop.is_set():
-                produce_records(dr_bootstrap, target, [(0, b"x", b"foreign %d" % len(written))])
-                written.append(1)
-                time.sleep(0.15)
+                p.produce(target, b"foreign %d" % i, b"x", 0)
+                p.flush(10)
+                i += 1
+                time.sleep(0.03)
         finally:
+            p.flush(10)
             c.close()
 
     t = threading.Thread(target=intruder, daemon=True)
     t.start()
     try:
         res = run_restore(RestoreOptions(str(tmp_path), "b", Connection(dr_bootstrap), restore_id="busy",
-                                         rename={topic: target}, chunk_records=20,
-                                         records_per_second=80), spark=spark)
+                                         rename={topic: target}, chunk_records=100,
+                                         records_per_second=60), spark=spark)
     finally:
         stop.set()
         t.join(10)
     [summary] = res.partitions
-    assert written and summary["foreign_records"] >= 1 and summary["mapping"] == "read-back"
     got = consume_all(dr_bootstrap, target, [0])[0]
     mine = [m for m in got if is_ours(m, True)]
     assert [m.value() for m in mine] == [r["value"] for r in data[topic][0]]
     m = partition_mappings(read_mapping(mapping_root_for(str(tmp_path), "b", "busy")))[TopicPartition(topic, 0)]
     assert list(m.target_offsets) == [x.offset() for x in mine]
+    # foreign records that landed between two records of the same chunk (chunks of 100; the
+    # rate limit sends 64 records at a time, so a chunk spans several producer batches)
+    targets = list(m.target_offsets)
+    inside = [x.offset() for x in got if not is_ours(x, True)
+              and any(targets[i] < x.offset() < targets[i + 1]
+                      for i in range(len(targets) - 1) if i // 100 == (i + 1) // 100)]
+    assert inside, "no foreign record landed inside a chunk: the restore and the writer did not overlap"
+    assert summary["mapping"] == "read-back" and summary["foreign_records"] >= len(inside)

@@ -56,8 +56,10 @@ from offsetkeeper.restore.writer import (
 # Routes of one task produced at the same time (one producer and one thread each).
 MAX_PRODUCERS_PER_TASK = 4
 # librdkafka's queue per producer: bounds memory whatever the topic size (produce() waits
-# for room when it is full).
-QUEUE_KBYTES = 65_536
+# for room when it is full); 16 MB keeps 16 full 1 MB batches in flight.
+QUEUE_KBYTES = 16_384
+# Rows per Arrow batch read from the backup files (and turned into Python lists at once).
+BATCH_ROWS = 5_000
 
 # Called when a chunk starts, after its target log end was read, with (target, log end):
 # tests use it to write to the target partition in the middle of a restore.
@@ -343,7 +345,8 @@ def restore_routes(cfg: WriterConfig, routes: list[dict[str, Any]]) -> list[dict
                            records_per_second=cfg.records_per_second / share if cfg.records_per_second else None,
                            bytes_per_second=cfg.bytes_per_second / share if cfg.bytes_per_second else None)
         try:
-            return rp.write(route_records(spec["files"], spec["resume_after"], cfg))
+            return rp.write(route_records(spec["files"], spec["resume_after"], cfg,
+                                          batch_rows=BATCH_ROWS))
         except BaseException:
             stop.set()
             raise
