@@ -127,7 +127,11 @@ class TargetReader:
         self._c = Consumer({**consumer_conf, "group.id": f"offsetkeeper-restore-proof-{uuid.uuid4().hex[:8]}",
                             "enable.auto.commit": "false", "enable.auto.offset.store": "false",
                             "isolation.level": "read_uncommitted", "auto.offset.reset": "earliest",
-                            "fetch.wait.max.ms": "10", "enable.partition.eof": "false"})
+                            "fetch.wait.max.ms": "10", "enable.partition.eof": "false",
+                            # one record is wanted: do not prefetch (brokers that ignore fetch
+                            # limits answer with the rest of the partition)
+                            "queued.max.messages.kbytes": "1024",
+                            "max.partition.fetch.bytes": "1048576"})
 
     def log_end(self, tp: TopicPartition) -> int:
         from confluent_kafka import TopicPartition as CkTP
