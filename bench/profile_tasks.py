@@ -45,7 +45,10 @@ def main() -> None:
     ap.add_argument("--bootstrap", default=None)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", default=None, help="directory for backup.pstats / restore.pstats")
-    ap.add_argument("--tasks", type=int, default=2, help="restore tasks (run one after another)")
+    ap.add_argument("--tasks", type=int, default=2, help="backup and restore tasks (run one after another)")
+    ap.add_argument("--parallel", action="store_true",
+                    help="ranges/routes of a task in parallel threads, as in production (cProfile "
+                         "then sees only the main thread waiting)")
     ap.add_argument("--no-headers", action="store_true", help="restore without offset headers")
     args = ap.parse_args()
 
@@ -57,6 +60,12 @@ def main() -> None:
     from offsetkeeper.restore.writer import WriterConfig, restore_task
     from offsetkeeper.spark.kafka_source import parse_options
 
+    if not args.parallel:  # one thread, so that cProfile sees the work
+        from offsetkeeper.backup import task as backup_task_module
+        from offsetkeeper.restore import produce
+
+        backup_task_module.RANGES_IN_PARALLEL = 1
+        produce.MAX_PRODUCERS_PER_TASK = 1
     tmp = Path(tempfile.mkdtemp(prefix="okprof-"))
     out_dir = Path(args.out) if args.out else tmp
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -78,8 +87,9 @@ def main() -> None:
         opts["kafka.isolation.level"] = "read_committed"
         opts["assign"] = "{}"
         bcfg = BackupTaskConfig(source=parse_options(opts), run_dir=run_dir)
-        specs = [json.dumps([topic, p, 0, ends[TopicPartition(topic, p)].high])
-                 for p in range(args.partitions)]
+        specs = [json.dumps([[topic, p, 0, ends[TopicPartition(topic, p)].high]
+                             for p in range(i, args.partitions, args.tasks)])
+                 for i in range(args.tasks)]
 
         prof = cProfile.Profile()
         t = time.monotonic()

@@ -27,11 +27,11 @@ from fill import fill_topic  # bench/ is on sys.path when run as a script
 
 def timed(cmd: list[str], **kw) -> tuple[float, str]:
     t = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    proc = subprocess.run(cmd, capture_output=True, **kw)
     secs = time.monotonic() - t
     if proc.returncode != 0:
-        raise SystemExit(f"{cmd[:3]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return secs, proc.stdout
+        raise SystemExit(f"{cmd[:3]} failed ({proc.returncode}): {proc.stderr[-2000:]!r}")
+    return secs, proc.stdout.decode(errors="replace")
 
 
 def main() -> None:

@@ -154,7 +154,7 @@ def backup_task(cfg: BackupTaskConfig, specs: Iterator[str]) -> Iterator[dict[st
         spec = json.loads(raw)
         for t, p, s, e in (spec if spec and isinstance(spec[0], list) else [spec]):
             ranges.append(OffsetRange(t, int(p), int(s), int(e)))
-    if len(ranges) <= 1:
+    if len(ranges) <= 1 or RANGES_IN_PARALLEL <= 1:
         out = [_write_range(cfg, r, schema, fs) for r in ranges]
     else:
         from concurrent.futures import ThreadPoolExecutor

@@ -387,7 +387,10 @@ def route_records(files: list[str], resume_after: int, cfg: WriterConfig,
     for (_lo, hi), p in ordered:
         if hi <= resume_after:
             continue
-        for b in pq.ParquetFile(_open(fs, p)).iter_batches(batch_size=batch_rows, columns=READ_COLUMNS):
+        pf = pq.ParquetFile(_open(fs, p))
+        # one row group at a time: iter_batches over the whole file keeps most of it in memory
+        for b in (b for g in range(pf.metadata.num_row_groups)
+                  for b in pf.iter_batches(batch_size=batch_rows, columns=READ_COLUMNS, row_groups=[g])):
             if not b.num_rows:
                 continue
             offs = b.column("offset")
