@@ -57,3 +57,23 @@ def test_arrow_checksum_equals_spark_xxhash64(spark, tmp_path):
     # slices (offsets into shared buffers) hash the same
     part = table.slice(1234, 500).to_batches()[0]
     assert [int(x) for x in ck.record_hashes(part)] == [spark_h[i] for i in range(1234, 1734)]
+
+
+@pytest.mark.parametrize("size", [1000, 24])
+def test_equal_sized_values_hash_like_spark(spark, tmp_path, size):
+    """Equal-sized values (one word alignment: the words are a view of the buffer, not a copy)
+    hash as Spark does, also in a slice of the batch."""
+    from offsetkeeper.backup.manifest import RECORD_DDL
+
+    rnd = random.Random(size)
+    recs = [{"offset": i, "timestamp": i, "timestamp_type": 0, "key": rnd.randbytes(8),
+             "value": rnd.randbytes(size), "headers": [], "leader_epoch": 0} for i in range(500)]
+    table = pa.Table.from_pylist(recs, schema=file_schema())
+    d = tmp_path / "data" / "topic=t" / "partition=0"
+    d.mkdir(parents=True)
+    pq.write_table(table, d / "part-0.zstd.parquet", compression="zstd")
+    df = spark.read.schema(RECORD_DDL).parquet(str(tmp_path / "data"))
+    spark_h = {r["offset"]: r["h"] % (1 << 64) for r in df.select("offset", ck.hash_column().alias("h")).collect()}
+    assert [int(x) for x in ck.record_hashes(table)] == [spark_h[i] for i in range(500)]
+    part = table.slice(37, 100).to_batches()[0]
+    assert [int(x) for x in ck.record_hashes(part)] == [spark_h[i] for i in range(37, 137)]

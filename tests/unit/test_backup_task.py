@@ -3,6 +3,7 @@ under a temporary name and renamed; nothing is left behind when reading fails.""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
@@ -77,3 +78,34 @@ def test_empty_range_writes_nothing(tmp_path, monkeypatch):
     [s] = list(backup_task(_cfg(tmp_path), iter(['["t", 3, 0, 9]'])))
     assert (s["records"], s["files"], s["checksum"]) == (0, [], ck.ZERO)
     assert _all_files(tmp_path) == []
+
+
+def test_a_task_with_several_ranges_writes_each_one_and_reports_in_order(tmp_path, monkeypatch):
+    """Ranges of one task run in parallel threads: every range gets its own complete file and
+    the summaries come back in the order of the specs."""
+    def read_batches(opts, r, stats):
+        offs = list(range(r.start, r.end))
+        stats.first_offset, stats.last_offset = offs[0], offs[-1]
+        stats.first_timestamp, stats.last_timestamp = 1000 + offs[0], 1000 + offs[-1]
+        stats.records = len(offs)
+        yield _batch(offs)
+
+    monkeypatch.setattr(task_mod, "read_batches", read_batches)
+    specs = [["t", 3, 0, 7], ["t", 4, 5, 9], ["t", 3, 7, 20], ["u", 0, 1, 2]]
+    out = list(backup_task(_cfg(tmp_path), iter([json.dumps(specs)])))
+    assert [(s["topic"], s["partition"], s["start"], s["records"]) for s in out] == \
+        [("t", 3, 0, 7), ("t", 4, 5, 4), ("t", 3, 7, 13), ("u", 0, 1, 1)]
+    assert len(_all_files(tmp_path)) == 4
+
+
+def test_balanced_specs_give_each_slot_a_similar_share():
+    from offsetkeeper.spark.kafka.options import OffsetRange
+
+    from offsetkeeper.backup.run import _balanced_specs
+
+    ranges = [OffsetRange("t", p, 0, n) for p, n in enumerate([100, 90, 10, 10, 5, 80])]
+    tasks = [json.loads(s) for s in _balanced_specs(ranges, 2)]
+    sizes = sorted(sum(e - s for _, _, s, e in t) for t in tasks)
+    assert sum(sizes) == 295 and sizes[1] - sizes[0] <= 100  # greedy, largest first
+    assert sorted(r[1] for t in tasks for r in t) == [0, 1, 2, 3, 4, 5]
+    assert len(_balanced_specs(ranges[:1], 8)) == 1

@@ -111,6 +111,10 @@ class _Words:
         self.k = k = (len(padded) - 8) // 8
         aligns = np.unique(np.asarray(starts, np.int64) & 7)
         self.row = np.zeros(8, np.int64)
+        if len(aligns) <= 1:
+            # one alignment (e.g. equal-sized values): the words are a view, not a copy
+            self.flat = np.frombuffer(padded, "<u8", count=k, offset=int(aligns[0]) if len(aligns) else 0)
+            return
         v = np.empty((len(aligns), k), np.uint64)
         for i, a in enumerate(aligns.tolist()):
             self.row[a] = i

@@ -179,9 +179,13 @@ def _batches(fs, path: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
     import pyarrow.parquet as pq
 
     try:
-        for b in pq.ParquetFile(_open(fs, path)).iter_batches(batch_size=batch_rows, columns=READ_COLUMNS):
-            if b.num_rows:
-                yield b
+        pf = pq.ParquetFile(_open(fs, path))
+        # One row group at a time: iter_batches over the whole file keeps most of it in memory,
+        # so a restore's memory would grow with the size of the backup files.
+        for g in range(pf.metadata.num_row_groups):
+            for b in pf.iter_batches(batch_size=batch_rows, columns=READ_COLUMNS, row_groups=[g]):
+                if b.num_rows:
+                    yield b
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"backup file {path} cannot be read: {_short(exc)}") from None
 

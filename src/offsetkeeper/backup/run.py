@@ -147,9 +147,21 @@ def _task_ranges(config: BackupConfig, plan: RunPlan) -> list[OffsetRange]:
                         max_records=config.max_records_per_task)
 
 
+def _balanced_specs(ranges: list[OffsetRange], slots: int) -> list[str]:
+    """One task per Spark slot (at most one per range), ranges balanced by size, largest first;
+    each task gets a JSON list of range specs and works on several ranges at once."""
+    bins: list[tuple[int, list[list]]] = [(0, []) for _ in range(max(1, min(slots, len(ranges))))]
+    for r in sorted(ranges, key=lambda r: -r.size):
+        i = min(range(len(bins)), key=lambda j: bins[j][0])
+        bins[i] = (bins[i][0] + r.size, [*bins[i][1], [r.topic, r.partition, r.start, r.end]])
+    return [json.dumps(specs) for _, specs in bins if specs]
+
+
 def _task_config(config: BackupConfig, run_dir: str, report_path: str) -> BackupTaskConfig:
     opts = {f"kafka.{k}": v for k, v in config.connection.client_config().items()}
     opts["kafka.isolation.level"] = "read_committed"
+    # librdkafka prefetches up to 64 MB per consumer by default; a task reads several ranges
+    opts.setdefault("kafka.queued.max.messages.kbytes", "16384")
     opts["assign"] = "{}"
     return BackupTaskConfig(source=parse_options(opts), run_dir=run_dir, report_path=report_path)
 
@@ -225,9 +237,12 @@ def _check_files(files: dict[tuple[str, int], list[str]], reports: list[dict]) -
 
 
 def _spec_context(spec: str) -> str:
-    """'backing up orders:0 [10, 70)' for a task spec (names the partition in a failure)."""
-    t, p, s, e = json.loads(spec)
-    return f"backing up {t}:{p} [{s}, {e})"
+    """'backing up orders:0 [10, 70)' for a task spec — one range or a list of them (see
+    `_balanced_specs`) — so a failure names the partitions."""
+    ranges = json.loads(spec)
+    if not (ranges and isinstance(ranges[0], list)):
+        ranges = [ranges]
+    return "backing up " + ", ".join(f"{t}:{p} [{s}, {e})" for t, p, s, e in ranges)
 
 
 def _job_error(exc: Exception, backup_id: str) -> OffsetkeeperError:
@@ -311,7 +326,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         tj = time.monotonic()
         ranges = _task_ranges(config, plan)
         cfg = _task_config(config, run_dir, report_path)
-        specs = [json.dumps([r.topic, r.partition, r.start, r.end]) for r in ranges]
+        specs = _balanced_specs(ranges, spark.sparkContext.defaultParallelism)
         with _ProgressWatcher(notify, config.backup_id, plan, report_path):
             try:
                 rows = (spark.sparkContext.parallelize(specs, len(specs))

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from offsetkeeper.backup.read import SegmentFiles, Selection, read_files, read_records
-from offsetkeeper.errors import OffsetkeeperError, RestoreWriteError, StoreError
+from offsetkeeper.errors import RestoreWriteError, StoreError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.restore.mapping import check_route_rows, read_mapping, write_chunk
 
@@ -54,6 +54,9 @@ class WriterConfig:
     from_time_ms: int | None = None           # inclusive
     to_time_ms: int | None = None             # exclusive
     report_path: str | None = None            # progress reports (one small JSON per route)
+    # derive each chunk's target offsets from the log end and prove them (restore/derive.py);
+    # False: map every chunk by reading the target back
+    derive_mapping: bool = True
 
 
 def origin_headers(topic: str, partition: int, offset: int, timestamp: int) -> list[tuple[str, bytes]]:
@@ -337,13 +340,15 @@ def route_records(files: list[str], resume_after: int, cfg: WriterConfig,
         raise RestoreWriteError(exc.message) from None
 
 
-def spec_records(spec: dict[str, Any], cfg: WriterConfig) -> Iterator[pa.RecordBatch]:
+def spec_records(spec: dict[str, Any], cfg: WriterConfig,
+                 batch_rows: int = 20_000) -> Iterator[pa.RecordBatch]:
     """The records of one task spec's route: checked against the manifest when the spec
     carries its segments (what run_restore sends), else read from its files."""
     sel = Selection(spec["resume_after"], cfg.from_time_ms, cfg.to_time_ms)
     if "segments" in spec:
-        return read_records([SegmentFiles.from_dict(d) for d in spec["segments"]], sel)
-    return read_files(spec["files"], sel)
+        return read_records([SegmentFiles.from_dict(d) for d in spec["segments"]], sel,
+                            batch_rows=batch_rows)
+    return read_files(spec["files"], sel, batch_rows=batch_rows)
 
 
 def restore_task(cfg: WriterConfig, specs: Iterator[str]) -> Iterator[dict[str, Any]]:
@@ -357,29 +362,11 @@ def restore_task(cfg: WriterConfig, specs: Iterator[str]) -> Iterator[dict[str, 
     """
     import json
 
-    w = _TaskWriter(cfg)
-    summaries = []
-    try:
-        for raw in specs:
-            routes = json.loads(raw)
-            if routes:
-                w.producer  # noqa: B018 - start the producer (idempotent init) while reading
-            for spec in routes:
-                src = TopicPartition(spec["source_topic"], spec["source_partition"])
-                tgt = TopicPartition(spec["target_topic"], spec["target_partition"])
-                try:
-                    summaries.append(w.write_route(src, tgt, spec_records(spec, cfg)))
-                except OffsetkeeperError as exc:
-                    if exc.topic is None:
-                        exc.topic, exc.partition = src.topic, src.partition
-                    raise
-                except Exception as exc:
-                    from offsetkeeper.backup.task_failure import one_line
+    from offsetkeeper.restore.produce import restore_routes  # routes in parallel, derived mapping
 
-                    raise RestoreWriteError(f"restoring {src} to {tgt} failed: {one_line(exc)}",
-                                            topic=src.topic, partition=src.partition) from exc
-    finally:
-        w.close()
+    summaries = []
+    for raw in specs:
+        summaries.extend(restore_routes(cfg, json.loads(raw)))
     yield from summaries
 
 

@@ -143,7 +143,11 @@ def read_batches(opts: SourceOptions, r: OffsetRange, stats: RangeStats) -> Iter
             done = False
             idle_since = time.monotonic()
             while not done:
-                msgs = c.consume(num_messages=min(opts.batch_size, 100_000), timeout=0.5)
+                # consume() waits for num_messages or the timeout: never ask for more records
+                # than the range has left, or the range's last call waits out the timeout
+                left = r.end - (r.start if last_seen is None else last_seen + 1)
+                msgs = c.consume(num_messages=max(1, min(opts.batch_size, 100_000, left)),
+                                 timeout=0.1)
                 if not msgs:
                     # control records / aborted transactions up to the end yield no messages
                     pos = c.position([CkTP(r.topic, r.partition)])[0].offset

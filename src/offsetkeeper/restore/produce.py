@@ -1,0 +1,378 @@
+"""The producing loop of a restore task: routes in parallel, few Python objects, derived mapping.
+
+`restore_routes(cfg, routes)` writes a task's routes (source partition -> target partition),
+each with its own idempotent producer in its own thread, so one route's wait for
+acknowledgements overlaps another's reading and producing (librdkafka and pyarrow release the
+GIL while they work). Per route:
+
+1. resume: `writer._RouteWriter` finds what an earlier attempt wrote but did not map (the target
+   records after the last mapped one) and maps those rows instead of producing them;
+2. the remaining rows are produced in chunks of ``chunk_records``: the columns of each Arrow
+   batch become Python lists once (``to_pylist``; the offset and timestamp headers are made by
+   Arrow casts, not per record in Python), and the inner loop is one ``produce()`` call per
+   record with positional arguments — no delivery callback per record
+   (``delivery.report.only.error``: only failures call back);
+3. after each chunk: flush, then the chunk's target offsets are derived and proved
+   (`derive.proof_holds`) — or, if the proof fails, read back (`derive.map_read_back`) — and
+   written as a mapping chunk.
+
+With ``WriterConfig.derive_mapping`` false, every chunk is mapped by reading the target back:
+the slow, always-exact path, kept for comparison and as the reference in tests.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+
+from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.restore.derive import (
+    ChunkRecords,
+    MissingRecordError,
+    TargetReader,
+    TargetRecord,
+    map_read_back,
+    proof_holds,
+)
+from offsetkeeper.restore.mapping import write_chunk
+from offsetkeeper.restore.writer import (
+    OFFSET_HEADER,
+    PARTITION_HEADER,
+    TIMESTAMP_HEADER,
+    TOPIC_HEADER,
+    RestoreWriteError,
+    WriterConfig,
+    _RouteWriter,
+    read_target_tail,
+    spec_records,
+    write_progress,
+)
+
+# Routes of one task produced at the same time (one producer and one thread each).
+MAX_PRODUCERS_PER_TASK = 4
+# librdkafka's queue per producer: bounds memory whatever the topic size (produce() waits
+# for room when it is full); 16 MB keeps 16 full 1 MB batches in flight.
+QUEUE_KBYTES = 16_384
+# Rows per Arrow batch read from the backup files (and turned into Python lists at once).
+BATCH_ROWS = 5_000
+
+# Called when a chunk starts, after its target log end was read, with (target, log end):
+# tests use it to write to the target partition in the middle of a restore.
+on_chunk_start: Callable[[TopicPartition, int], None] | None = None
+
+
+class _Cfg:
+    """What `_RouteWriter` needs of a task writer (its config only: the resume part)."""
+
+    def __init__(self, cfg: WriterConfig) -> None:
+        self.cfg = cfg
+
+
+class _Producer:
+    """An idempotent producer that reports failed deliveries only (no callback per record)."""
+
+    def __init__(self, cfg: WriterConfig) -> None:
+        from confluent_kafka import Producer
+
+        self.errors: list[str] = []
+        conf = {"linger.ms": "20", "batch.size": "1000000",
+                "queue.buffering.max.messages": "500000",
+                "queue.buffering.max.kbytes": str(QUEUE_KBYTES), **cfg.producer_conf,
+                "enable.idempotence": "true", "delivery.report.only.error": True,
+                "on_delivery": self._on_error}
+        conf.setdefault("acks", "all")
+        # librdkafka asks for the producer id right away and, with no connection up yet, again
+        # after 0.5-1 s: create producers early so that wait overlaps reading the backup
+        self.p = Producer(conf)
+
+    def _on_error(self, err, _msg) -> None:
+        self.errors.append(str(err))
+
+
+def _as_bytes(col: pa.Array) -> list[bytes]:
+    """Decimal ASCII of an integer column, as bytes objects (made by Arrow, not per record)."""
+    import pyarrow.compute as pc
+
+    return pc.cast(pc.cast(col, pa.string()), pa.binary()).to_pylist()
+
+
+class RouteProducer:
+    """Produces one route's rows and writes its mapping, chunk by chunk."""
+
+    def __init__(self, cfg: WriterConfig, source: TopicPartition, target: TopicPartition,
+                 producer: _Producer, *, records_per_second: float | None = None,
+                 bytes_per_second: float | None = None, stop: threading.Event | None = None) -> None:
+        self.cfg, self.source, self.target = cfg, source, target
+        self.rw = _RouteWriter(_Cfg(cfg), source, target)  # resume: mapping + unmapped target tail
+        self.summary = self.rw.summary
+        self.summary.update(mapping="derived" if cfg.derive_mapping else "read-back",
+                            foreign_records=0)
+        self.errors = producer.errors
+        self.producer = producer.p
+        self.reader = TargetReader(cfg.consumer_conf)
+        self.stop = stop or threading.Event()
+        self.rps, self.bps = records_per_second, bytes_per_second
+        self.t0 = time.monotonic()
+        self.sent_records = self.sent_bytes = 0
+        self.chunk: ChunkRecords | None = None
+        self.chunk_start = 0
+        self.first: TargetRecord | None = None
+        self._first_reader: threading.Thread | None = None
+
+    # -- chunks ----------------------------------------------------------------------------
+    def _begin_chunk(self) -> None:
+        self.chunk = ChunkRecords(self.source, self.cfg.offset_headers)
+        self.chunk_start = self.reader.log_end(self.target)
+        self.first = None
+        if on_chunk_start is not None:
+            on_chunk_start(self.target, self.chunk_start)
+        self._first_reader = None
+        if self.cfg.derive_mapping:
+            # Read the chunk's first record back as soon as it lands, while it is among the
+            # partition's last (a small fetch even on brokers that ignore fetch size limits).
+            t = threading.Thread(target=self._read_first, args=(self.chunk_start,), daemon=True,
+                                 name=f"restore-proof-{self.target}")
+            self._first_reader = t
+            t.start()
+
+    def _read_first(self, start: int) -> None:
+        reader = TargetReader(self.cfg.consumer_conf)
+        try:
+            self.first = reader.read_one(self.target, start, timeout=120)
+        finally:
+            reader.close()
+
+    def _wait_acks(self) -> None:
+        remaining = self.producer.flush(120)
+        if self.errors:
+            raise RestoreWriteError(f"producing to {self.target} failed: {self.errors[0]}")
+        if remaining:
+            raise RestoreWriteError(f"producing to {self.target}: {remaining} records not "
+                                    "acknowledged in 120 s")
+
+    def _end_chunk(self) -> None:
+        chunk, start = self.chunk, self.chunk_start
+        self.chunk = None
+        if chunk is None or not len(chunk):
+            return
+        self._wait_acks()
+        n = len(chunk)
+        targets: list[int] | range | None = None
+        if self._first_reader is not None:
+            self._first_reader.join(120)
+        if self.cfg.derive_mapping:
+            end = self.reader.log_end(self.target)
+            last = self.reader.read_one(self.target, end - 1) if end > start else None
+            if proof_holds(start=start, end=end, count=n, first=self.first, last=last, chunk=chunk):
+                targets = range(start, end)
+            else:
+                self.summary["mapping"] = "read-back"
+        if targets is None:
+            records = [TargetRecord.from_message(m)
+                       for m in read_target_tail(self.cfg.consumer_conf, self.target, start)]
+            try:
+                targets, foreign = map_read_back(chunk, records)
+            except MissingRecordError as exc:
+                raise RestoreWriteError(f"{exc}; cannot record the mapping of {self.target}") from None
+            self.summary["foreign_records"] += foreign
+        write_chunk(self.cfg.mapping_root, self.cfg.restore_id, self.source, self.target,
+                    chunk.source_offsets, list(targets), chunk.timestamps)
+        self.rw._note(chunk.source_offsets[0], chunk.source_offsets[-1], targets[0], targets[-1])
+        self.summary["records"] += n
+        if self.cfg.report_path:
+            write_progress(self.cfg.report_path, self.summary)
+
+    # -- rows ------------------------------------------------------------------------------
+    def _recover(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Map the batch's leading rows that an earlier attempt already wrote; the rest."""
+        rw = self.rw
+        offs = batch.column("offset").to_pylist()
+        tss = batch.column("timestamp").to_pylist()
+        keys = batch.column("key").to_pylist()
+        values = batch.column("value").to_pylist()
+        i = 0
+        while i < len(offs) and rw.tail_i < len(rw.tail):
+            ts = tss[i] if tss[i] is not None and tss[i] > 0 else 0
+            if not rw.recover(offs[i], ts, keys[i], values[i]):
+                break
+            i += 1
+        if rw.tail_i >= len(rw.tail):
+            rw.flush_recovered()
+        return batch.slice(i)
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> dict[str, Any]:
+        import pyarrow.compute as pc
+
+        last_source = self.rw.last_source if self.rw.last_source is not None else -1
+        chunk_records = self.cfg.chunk_records
+        headers_on = self.cfg.offset_headers
+        ttopic, tpart = self.target.topic, self.target.partition
+        part_h = (PARTITION_HEADER, str(self.source.partition).encode())
+        topic_h = (TOPIC_HEADER, self.source.topic.encode())
+        limited = bool(self.rps or self.bps)
+        skipped = 0
+        for batch in batches:
+            if self.stop.is_set():
+                raise RestoreWriteError(f"stopped: another route of the task failed ({self.target})")
+            if batch.num_rows and batch.column("offset")[0].as_py() <= last_source:
+                keep = pc.greater(batch.column("offset"), last_source)
+                skipped += batch.num_rows - pc.sum(keep.cast(pa.int64())).as_py()
+                batch = batch.filter(keep)
+            if batch.num_rows and self.rw.tail_i < len(self.rw.tail):
+                batch = self._recover(batch)
+            n = batch.num_rows
+            if not n:
+                continue
+            ts_col = batch.column("timestamp")
+            ts_arr = pc.if_else(pc.greater(ts_col, 0), ts_col, 0).fill_null(0)
+            tss = ts_arr.to_pylist()
+            offs = batch.column("offset").to_pylist()
+            keys = batch.column("key").to_pylist()
+            values = batch.column("value").to_pylist()
+            hcol = batch.column("headers")
+            own = None
+            if len(hcol.flatten()):
+                own = [[(d["key"], d["value"]) for d in h] if h else None for h in hcol.to_pylist()]
+            hdrs: list | None = None
+            if headers_on:
+                ob, tb = _as_bytes(batch.column("offset")), _as_bytes(ts_arr)
+                if own is None:
+                    hdrs = [[(OFFSET_HEADER, o), (TIMESTAMP_HEADER, t), part_h, topic_h]
+                            for o, t in zip(ob, tb, strict=True)]
+                else:
+                    hdrs = [(h or []) + [(OFFSET_HEADER, o), (TIMESTAMP_HEADER, t), part_h, topic_h]
+                            for h, o, t in zip(own, ob, tb, strict=True)]
+            elif own is not None:
+                hdrs = own
+            self.summary["bytes"] += ((pc.sum(pc.binary_length(batch.column("key"))).as_py() or 0)
+                                      + (pc.sum(pc.binary_length(batch.column("value"))).as_py() or 0))
+            i = 0
+            while i < n:
+                if self.chunk is None:
+                    self._begin_chunk()
+                chunk = self.chunk
+                room = chunk_records - len(chunk)
+                j = min(n, i + room, i + 64 if limited else n)
+                chunk.source_offsets.extend(offs[i:j])
+                chunk.timestamps.extend(tss[i:j])
+                if not headers_on:
+                    chunk.keys.extend(keys[i:j])
+                    chunk.values.extend(values[i:j])
+                    chunk.headers.extend(own[i:j] if own is not None else [None] * (j - i))
+                self._produce(ttopic, tpart, values, keys, tss, hdrs, i, j)
+                if limited:
+                    self._throttle(j - i, keys[i:j], values[i:j])
+                i = j
+                if len(chunk) >= chunk_records:
+                    self._end_chunk()
+            self.producer.poll(0)
+        self._end_chunk()
+        self.rw.flush_recovered()
+        if self.rw.tail_i < len(self.rw.tail):
+            m = self.rw.tail[self.rw.tail_i]
+            raise RestoreWriteError(f"target {self.target} holds more records than the backup "
+                                    f"selection (offset {m.offset()} and later); cannot resume safely")
+        self.summary["skipped"] += skipped
+        self.summary["seconds"] = round(time.monotonic() - self.t0, 3)
+        return self.summary
+
+    def _produce(self, topic: str, part: int, values: list, keys: list, tss: list,
+                 hdrs: list | None, i: int, j: int) -> None:
+        """The inner loop: one positional produce() per record, nothing else."""
+        produce = self.producer.produce
+        if hdrs is None:
+            for v, k, t in zip(values[i:j], keys[i:j], tss[i:j], strict=True):
+                try:
+                    produce(topic, v, k, part, None, None, t)
+                except BufferError:
+                    self._retry(topic, v, k, part, t, None)
+        else:
+            for v, k, t, h in zip(values[i:j], keys[i:j], tss[i:j], hdrs[i:j], strict=True):
+                try:
+                    produce(topic, v, k, part, None, None, t, h)
+                except BufferError:
+                    self._retry(topic, v, k, part, t, h)
+
+    def _retry(self, topic: str, v, k, part: int, t: int, h) -> None:
+        """The producer's queue is full: serve it until there is room, then produce."""
+        while True:
+            self.producer.poll(0.05)
+            if self.errors:
+                raise RestoreWriteError(f"producing to {self.target} failed: {self.errors[0]}")
+            try:
+                self.producer.produce(topic, v, k, part, None, None, t, h)
+                return
+            except BufferError:
+                continue
+
+    def _throttle(self, n: int, keys: list, values: list) -> None:
+        self.sent_records += n
+        self.sent_bytes += sum(len(k) for k in keys if k) + sum(len(v) for v in values if v)
+        need = 0.0
+        if self.rps:
+            need = self.sent_records / self.rps
+        if self.bps:
+            need = max(need, self.sent_bytes / self.bps)
+        wait = need - (time.monotonic() - self.t0)
+        if wait > 0:
+            self.producer.poll(0)
+            time.sleep(wait)
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+def restore_routes(cfg: WriterConfig, routes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Write a task's routes (each spec: source/target topic and partition, files,
+    resume_after), up to `MAX_PRODUCERS_PER_TASK` at a time; one summary per route, in order."""
+    if not routes:
+        return []
+    share = min(len(routes), MAX_PRODUCERS_PER_TASK)  # routes producing at the same time
+    stop = threading.Event()
+    idle: queue.SimpleQueue[_Producer] = queue.SimpleQueue()
+    producers = [_Producer(cfg) for _ in range(share)]
+    for p in producers:
+        idle.put(p)
+
+    def one(spec: dict[str, Any]) -> dict[str, Any]:
+        src = TopicPartition(spec["source_topic"], spec["source_partition"])
+        tgt = TopicPartition(spec["target_topic"], spec["target_partition"])
+        producer = idle.get()  # a producer is handed on only with nothing in flight
+        rp = RouteProducer(cfg, src, tgt, producer, stop=stop,
+                           records_per_second=cfg.records_per_second / share if cfg.records_per_second else None,
+                           bytes_per_second=cfg.bytes_per_second / share if cfg.bytes_per_second else None)
+        try:
+            return rp.write(spec_records(spec, cfg, batch_rows=BATCH_ROWS))
+        except OffsetkeeperError as exc:
+            stop.set()
+            if exc.topic is None:
+                exc.topic, exc.partition = src.topic, src.partition
+            raise
+        except Exception as exc:
+            stop.set()
+            from offsetkeeper.backup.task_failure import one_line
+
+            raise RestoreWriteError(f"restoring {src} to {tgt} failed: {one_line(exc)}",
+                                    topic=src.topic, partition=src.partition) from exc
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            rp.close()
+            idle.put(producer)
+
+    try:
+        if share == 1:
+            return [one(spec) for spec in routes]
+        with ThreadPoolExecutor(max_workers=share, thread_name_prefix="restore-route") as pool:
+            return list(pool.map(one, routes))
+    finally:
+        for p in producers:
+            p.p.flush(30)
