@@ -175,12 +175,7 @@ class RouteProducer:
             else:
                 self.summary["mapping"] = "read-back"
         if targets is None:
-            records = [TargetRecord.from_message(m)
-                       for m in read_target_tail(self.cfg.consumer_conf, self.target, start)]
-            try:
-                targets, foreign = map_read_back(chunk, records)
-            except MissingRecordError as exc:
-                raise RestoreWriteError(f"{exc}; cannot record the mapping of {self.target}") from None
+            targets, foreign = self._read_back(chunk, start)
             self.summary["foreign_records"] += foreign
         write_chunk(self.cfg.mapping_root, self.cfg.restore_id, self.source, self.target,
                     chunk.source_offsets, list(targets), chunk.timestamps)
@@ -188,6 +183,21 @@ class RouteProducer:
         self.summary["records"] += n
         if self.cfg.report_path:
             write_progress(self.cfg.report_path, self.summary)
+
+    def _read_back(self, chunk, start: int) -> tuple[list[int], int]:
+        """Map the chunk by reading the target from `start`. Every record was acknowledged, so a
+        record not found yet is read again a few times before giving up: a broker under load
+        can report a log end that lags the acknowledgements by a moment."""
+        for attempt in range(4):
+            records = [TargetRecord.from_message(m)
+                       for m in read_target_tail(self.cfg.consumer_conf, self.target, start)]
+            try:
+                return map_read_back(chunk, records)
+            except MissingRecordError as exc:
+                if attempt == 3:
+                    raise RestoreWriteError(f"{exc}; cannot record the mapping of {self.target}") from None
+                time.sleep(0.5 * (attempt + 1))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- rows ------------------------------------------------------------------------------
     def _recover(self, batch: pa.RecordBatch) -> pa.RecordBatch:

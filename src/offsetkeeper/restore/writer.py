@@ -91,7 +91,10 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
                 continue
             if msg.error():
                 if msg.error().code() == -191:  # _PARTITION_EOF
-                    if not out or out[-1].offset() >= high - 1:
+                    # the end of what there is to read: the last record (or, when the tail
+                    # holds only control records, the read position) reached the log end
+                    pos = c.position([CkTP(tp.topic, tp.partition)])[0].offset
+                    if (out and out[-1].offset() >= high - 1) or pos >= high:
                         return out
                     continue
                 raise RestoreWriteError(f"reading {tp} to resume failed: {msg.error().str()}")
