@@ -141,6 +141,11 @@ def reset(
                                                        "or fsspec URL.")] = None,
     allow_cluster_mismatch: Annotated[bool, typer.Option(
         "--allow-cluster-mismatch", help="Allow --from-snapshot of another cluster.")] = False,
+    live: Annotated[bool, typer.Option("--live", help="Reset a RUNNING group whose consumers use "
+                                       "offsetkeeper.consumer: they apply it at their next poll.")] = False,
+    live_timeout: Annotated[float, typer.Option("--live-timeout", min=1, max=3600,
+                                                help="Seconds to wait for every partition's "
+                                                "acknowledgement (--live).")] = 60.0,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -158,7 +163,7 @@ def reset(
         allow_cluster_mismatch=allow_cluster_mismatch, config=config)
     scope = ResetScope(groups=tuple(group or ()), all_groups=all_groups,
                        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
-                       all_topics=all_topics)
+                       all_topics=all_topics, live=live)
     conn = connection(bootstrap, command_config, cluster, config)
     with KafkaAdmin(conn) as admin:
         if from_snapshot is not None:
@@ -173,6 +178,12 @@ def reset(
             write_atomic(script, plan_script(plan, bootstrap_servers=conn.bootstrap_servers,
                                              command_config=str(command_config) if command_config else None))
         report = None
+        if execute and live:
+            from offsetkeeper.cli.live import run_live_reset
+
+            return run_live_reset(admin, plan, timeout_s=live_timeout, snapshot=not no_snapshot,
+                                  snapshot_store=sources.snapshot_store_url(snapshot_store, config),
+                                  output=output)
         if execute:
             store = sources.snapshot_store_url(snapshot_store, config)
             opts = ApplyOptions(max_concurrent=max_concurrent, retries=retries,

@@ -216,16 +216,21 @@ class OffsetConsumer:
             self._outstanding.append((tp, m.offset()))
         return msgs
 
-    def records(self, timeout: float = 1.0) -> Iterator:
+    def records(self, timeout: float = 1.0, *,
+                on_idle: Callable[[OffsetConsumer], None] | None = None) -> Iterator:
         """Yield messages one at a time until stop() or close(). A record counts as processed
         when the loop asks for the next one (unless MANUAL: then ack(msg) says so). Leaving
-        the loop early keeps the rest of the batch for the next records()/poll() call."""
+        the loop early keeps the rest of the batch for the next records()/poll() call.
+        `on_idle(consumer)` runs on the consumer thread after a poll that returned nothing
+        (Spring's idle event): a place to check progress or call stop()."""
         self._check_open()
         self._poll_thread = threading.get_ident()
         while not self._stop.is_set() and not self._closed:
             self._finish_batch()
             if not self._buffer:
                 self._buffer.extend(self._fetch(timeout))
+                if not self._buffer and on_idle is not None:
+                    on_idle(self)
             while self._buffer:
                 m = self._buffer.popleft()
                 tp = _tp(m)

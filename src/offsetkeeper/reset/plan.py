@@ -45,6 +45,9 @@ class ResetScope:
     all_groups: bool = False
     topics: tuple[TopicSpec, ...] = ()
     all_topics: bool = False
+    # A live reset (offsetkeeper.consumer.live) is applied by the group's own running members:
+    # active groups are expected, and a group without members is refused instead.
+    live: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,8 +225,13 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                                            error=f"unknown partition {tp}"))
                 continue
             parts.append(_plan_partition(group, tp, _committed(gf, tp), wm, target, facts))
+        refused = gf.info.refusal
+        if scope.live:
+            refused = None if gf.info.is_active else (
+                f"group {group} has no active members; a live reset is applied by running "
+                "consumers (run without --live)")
         plans.append(GroupPlan(group=group, state=gf.info.state, members=len(gf.info.members),
-                               partitions=tuple(parts), refused=gf.info.refusal))
+                               partitions=tuple(parts), refused=refused))
     return ResetPlan(target=label or target.label, groups=tuple(plans))
 
 
