@@ -22,6 +22,7 @@ from pathlib import Path
 from rich.console import Console
 
 from offsetkeeper import devbroker
+from offsetkeeper.consumer.demo import part as _consumer_part
 from offsetkeeper.errors import OffsetkeeperError
 
 TOPIC = "orders"
@@ -127,6 +128,7 @@ def _part_backup_restore(ctx: DemoContext) -> None:
 PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
     ("offsets: inspect, reset, snapshot, rollback", _part_offsets, False),
     ("backup and restore with an exact offset mapping", _part_backup_restore, True),
+    ("consumer: delivery guarantees measured, live reset of a running app", _consumer_part, False),
 ]
 
 

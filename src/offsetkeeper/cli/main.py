@@ -33,6 +33,9 @@ def _register() -> None:
     app.add_typer(restore.mapping_app, name="mapping")
     app.add_typer(devbroker.app, name="dev-broker")
     devbroker.register_demo(app)
+    from offsetkeeper.cli import lab
+
+    app.add_typer(lab.app, name="lab")
 
 
 _register()

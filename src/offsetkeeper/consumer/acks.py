@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import islice
 
 from offsetkeeper.models import TopicPartition
 
@@ -61,20 +62,56 @@ class AckTracker:
                     and (p.prefix is None or offset >= p.prefix):
                 p.delivered.append(offset)
 
+    def delivered_many(self, batch: dict[TopicPartition, list[int]]) -> None:
+        """Several records per partition handed out at once (offsets ascending)."""
+        with self._lock:
+            for tp, offsets in batch.items():
+                p = self._parts.get(tp)
+                if p is None:
+                    continue
+                floor = max(p.delivered[-1] + 1 if p.delivered else -1, p.prefix or -1)
+                p.delivered.extend(offsets if offsets[0] >= floor else [o for o in offsets if o >= floor])
+
     def ack(self, tp: TopicPartition, offset: int) -> bool:
         """Mark a record processed; False when it is not pending (revoked partition, duplicate
         ack, or a record that a nack/reset has since discarded)."""
         with self._lock:
             p = self._parts.get(tp)
-            if p is None or offset in p.acked or not p.delivered or offset < p.delivered[0] \
-                    or offset > p.delivered[-1]:
-                return False
-            p.acked.add(offset)
-            while p.delivered and p.delivered[0] in p.acked:
-                done = p.delivered.popleft()
-                p.acked.discard(done)
-                p.prefix = done + 1
-            return True
+            return p is not None and self._ack(p, offset)
+
+    @staticmethod
+    def _ack(p: _Partition, offset: int) -> bool:
+        if offset in p.acked or not p.delivered or offset < p.delivered[0] or offset > p.delivered[-1]:
+            return False
+        p.acked.add(offset)
+        while p.delivered and p.delivered[0] in p.acked:
+            done = p.delivered.popleft()
+            p.acked.discard(done)
+            p.prefix = done + 1
+        return True
+
+    def ack_many(self, batch: dict[TopicPartition, list[int]]) -> int:
+        """Acknowledge several records per partition; returns how many were pending."""
+        count = 0
+        with self._lock:
+            for tp, offsets in batch.items():
+                p = self._parts.get(tp)
+                if p is None or not offsets:
+                    continue
+                n = len(offsets)
+                # Fast path (a whole batch processed in order): the oldest pending records.
+                if not p.acked and len(p.delivered) >= n and p.delivered[0] == offsets[0] \
+                        and list(islice(p.delivered, n)) == offsets:
+                    if n == len(p.delivered):
+                        p.delivered.clear()
+                    else:
+                        for _ in range(n):
+                            p.delivered.popleft()
+                    p.prefix = offsets[-1] + 1
+                    count += n
+                else:
+                    count += sum(self._ack(p, o) for o in offsets)
+        return count
 
     def rewind(self, tp: TopicPartition, offset: int) -> None:
         """A nack at `offset`: that record and everything after it will be delivered again."""

@@ -165,7 +165,9 @@ class OffsetConsumer:
         self._owner = f"{conf.get('client.id', 'offsetkeeper')}/{uuid.uuid4().hex[:12]}"
         self._tracker = AckTracker()
         self._counters = Counters()
-        self._outstanding: list[tuple[TopicPartition, int]] = []  # handed out, not yet auto-acked
+        # poll(): handed out, not yet acknowledged — per partition, offsets ascending.
+        self._outstanding: dict[TopicPartition, list[int]] = {}
+        self._tps: dict[tuple[str, int], TopicPartition] = {}
         self._cross_thread: deque[tuple[str, TopicPartition, int]] = deque()
         self._buffer: deque = deque()  # fetched, not yet handed out
         self._acked_since_commit = 0
@@ -210,11 +212,21 @@ class OffsetConsumer:
         self._finish_batch()
         msgs = list(self._buffer) if self._buffer else self._fetch(timeout)
         self._buffer.clear()
-        for m in msgs:
-            tp = _tp(m)
-            self._tracker.delivered(tp, m.offset())
-            self._outstanding.append((tp, m.offset()))
+        if msgs:
+            by_part: dict[tuple[str, int], list[int]] = {}
+            for m in msgs:
+                by_part.setdefault((m.topic(), m.partition()), []).append(m.offset())
+            batch = {self._tp_of(k): v for k, v in by_part.items()}
+            self._tracker.delivered_many(batch)
+            for tp, offs in batch.items():
+                self._outstanding.setdefault(tp, []).extend(offs)
         return msgs
+
+    def _tp_of(self, key: tuple[str, int]) -> TopicPartition:
+        tp = self._tps.get(key)
+        if tp is None:
+            tp = self._tps[key] = TopicPartition(*key)
+        return tp
 
     def records(self, timeout: float = 1.0, *,
                 on_idle: Callable[[OffsetConsumer], None] | None = None) -> Iterator:
@@ -233,7 +245,7 @@ class OffsetConsumer:
                     on_idle(self)
             while self._buffer:
                 m = self._buffer.popleft()
-                tp = _tp(m)
+                tp = self._tp_of((m.topic(), m.partition()))
                 if not self._tracker.owns(tp):
                     continue
                 self._tracker.delivered(tp, m.offset())
@@ -364,16 +376,22 @@ class OffsetConsumer:
         return self._store is None and not self.policy.is_manual
 
     def _ack_outstanding(self) -> None:
-        for tp, off in self._outstanding:
-            self._do_ack(tp, off, on_consumer_thread=True, allow_commit=False)
-        self._outstanding.clear()
+        if not self._outstanding:
+            return
+        n = self._tracker.ack_many(self._outstanding)
+        self._outstanding = {}
+        if n:
+            self._counters.add(processed=n)
+            self._acked_since_commit += n
+            if self._store is None and self.policy.mode is AckMode.AUTO:
+                self._store_auto()
 
     def _finish_batch(self) -> None:
         """The previous poll's records are processed: Spring's commit point."""
         if self._auto_ack_enabled():
             self._ack_outstanding()
         else:
-            self._outstanding.clear()
+            self._outstanding = {}
         self._drain_cross_thread()
         if self._store is None and self.policy.mode not in (AckMode.AUTO, AckMode.BEFORE_PROCESSING) \
                 and commit_due(self.policy, "poll", acked_since_commit=self._acked_since_commit,
@@ -458,7 +476,8 @@ class OffsetConsumer:
         if not self._tracker.owns(tp):
             return
         self._tracker.rewind(tp, offset)
-        self._outstanding = [(t, o) for t, o in self._outstanding if not (t == tp and o >= offset)]
+        if tp in self._outstanding:
+            self._outstanding[tp] = [o for o in self._outstanding[tp] if o < offset]
         self._drop_buffered(lambda t, o: t == tp and o >= offset)
         self._seek(tp, offset)
 
@@ -634,7 +653,8 @@ class OffsetConsumer:
             except Exception as exc:  # never let a failed commit break the rebalance
                 log.warning("commit on revoke failed: %s", exc)
         self._tracker.revoke(tps)
-        self._outstanding = [(t, o) for t, o in self._outstanding if t not in set(tps)]
+        for t in tps:
+            self._outstanding.pop(t, None)
         self._drop_buffered(lambda t, o: t in set(tps))
         if self._on_revoke_user:
             self._on_revoke_user(tps)
@@ -644,7 +664,8 @@ class OffsetConsumer:
         # would overwrite its progress, so pending acknowledgements are dropped.
         tps = [_tp(p) for p in partitions]
         self._tracker.revoke(tps)
-        self._outstanding = [(t, o) for t, o in self._outstanding if t not in set(tps)]
+        for t in tps:
+            self._outstanding.pop(t, None)
         self._cross_thread = deque(e for e in self._cross_thread if e[1] not in set(tps))
         self._drop_buffered(lambda t, o: t in set(tps))
         if self._on_revoke_user:
@@ -667,7 +688,7 @@ class OffsetConsumer:
                 if not self._seek(tp, offset):
                     continue  # not fetching yet; retried at the next poll
                 self._tracker.reset(tp, offset)
-                self._outstanding = [(t, o) for t, o in self._outstanding if t != tp]
+                self._outstanding.pop(tp, None)
                 self._drop_buffered(lambda t, o, tp=tp: t == tp)
                 self._counters.add(live_resets_applied=1)
                 watcher.acknowledge(req, tp, offset, member=self._member_label())

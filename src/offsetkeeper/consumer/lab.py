@@ -181,7 +181,7 @@ class _Lab:
                     break
                 if size != last_size:
                     last_size, last_change = size, now
-                if (size and now - last_change > 0.3) or now - started > 3.0:
+                if (size and now - last_change > 0.3) or now - started > 2.5:
                     break
                 time.sleep(0.002)
             time.sleep(self.rng.uniform(0, 0.02))  # land anywhere between process and commit
