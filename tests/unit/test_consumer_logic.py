@@ -253,3 +253,23 @@ def test_lab_config_and_verdicts():
     assert LabResult("batch", "at-least-once", lost=0, duplicated=5, **base).holds
     assert not LabResult("before_processing", "at-most-once", lost=0, duplicated=1, **base).holds
     assert not LabResult("store", "exactly-once", lost=0, duplicated=1, **base).holds
+
+
+def test_prometheus_collector_exports_the_counters():
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from offsetkeeper.consumer import ConsumerMetrics, prometheus_collector
+
+    class _Fake:
+        group = 'pay"ments'
+
+        def metrics(self):
+            return ConsumerMetrics(processed=7, commits=2, commit_failures=1,
+                                   commit_latency_sum_s=0.5, commit_latency_count=2)
+
+    reg = CollectorRegistry()
+    reg.register(prometheus_collector(_Fake()))
+    text = generate_latest(reg).decode()
+    assert 'offsetkeeper_consumer_processed_total{group="pay\\"ments"} 7.0' in text
+    assert 'offsetkeeper_consumer_commit_failures_total{group="pay\\"ments"} 1.0' in text
+    assert 'offsetkeeper_consumer_commit_latency_seconds_count{group="pay\\"ments"} 2.0' in text

@@ -639,7 +639,7 @@ class OffsetConsumer:
             try:
                 if self.policy.mode is AckMode.AUTO:
                     self._store_auto()
-                    if self._tracker.committable(tps) or tps:
+                    if tps:
                         self._in_sync_commit = True
                         try:
                             consumer.commit(asynchronous=False)
@@ -687,6 +687,9 @@ class OffsetConsumer:
                             res.error.message if res and res.error else f"commit failed: {res and res.partition_errors}")
                 if not self._seek(tp, offset):
                     continue  # not fetching yet; retried at the next poll
+                if self._store is None and self.policy.mode is AckMode.AUTO:
+                    # Otherwise the next auto commit would write the old stored position back.
+                    self._c.store_offsets(offsets=[CkTP(tp.topic, tp.partition, offset)])
                 self._tracker.reset(tp, offset)
                 self._outstanding.pop(tp, None)
                 self._drop_buffered(lambda t, o, tp=tp: t == tp)

@@ -171,19 +171,25 @@ class _Lab:
         for i in range(self.cfg.crashes):
             p, trace = self._child("main", "--instance", "lab-main")
             target = self.rng.randint(0, 2 * mean)
-            # Wait for `target` records of progress (0 = kill while starting/joining); a child
-            # that stalls (nothing left to read) is killed anyway.
-            started = last_change = time.monotonic()
-            last_size = 0
-            while p.poll() is None:
-                size, now = trace.stat().st_size, time.monotonic()
-                if size >= target:
-                    break
-                if size != last_size:
-                    last_size, last_change = size, now
-                if (size and now - last_change > 0.3) or now - started > 2.5:
-                    break
-                time.sleep(0.002)
+            ready = Path(str(trace) + ".ready")
+            started = time.monotonic()
+            if target == 0:  # kill while starting or joining the group
+                time.sleep(self.rng.uniform(0, 0.6))
+            else:
+                # Wait for the assignment, then for `target` records of progress; a child that
+                # stalls (nothing left to read) is killed after 0.3 s without progress.
+                last_size, last_change = 0, None
+                while p.poll() is None and time.monotonic() - started < 10:
+                    size, now = trace.stat().st_size, time.monotonic()
+                    if size >= target:
+                        break
+                    if last_change is None and ready.exists():
+                        last_change = now
+                    if size != last_size:
+                        last_size, last_change = size, now
+                    if last_change is not None and now - last_change > 0.3:
+                        break
+                    time.sleep(0.002)
             time.sleep(self.rng.uniform(0, 0.02))  # land anywhere between process and commit
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from offsetkeeper.consumer.core import OffsetConsumer
 from offsetkeeper.consumer.policy import AckMode, CommitPolicy
@@ -59,9 +60,11 @@ def main(argv: list[str] | None = None) -> None:
         # Static membership: a restarted process takes its place at once (no session timeout).
         conf["group.instance.id"] = args.instance
     policy = LAB_POLICIES[args.policy](args.asynchronous)
+    ready = Path(args.trace + ".ready")
     c = OffsetConsumer(conf, [args.topic], policy=policy,
                        store=args.store if args.policy == "store" else None,
-                       auto_offset_reset="earliest", live_reset=False, max_poll_records=10)
+                       auto_offset_reset="earliest", live_reset=False, max_poll_records=10,
+                       on_assign=lambda tps: ready.touch())  # tells the parent we are in
     ledger = os.open(args.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     trace = os.open(args.trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     work = args.work_ms / 1000
