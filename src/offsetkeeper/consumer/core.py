@@ -213,14 +213,19 @@ class OffsetConsumer:
         msgs = list(self._buffer) if self._buffer else self._fetch(timeout)
         self._buffer.clear()
         if msgs:
-            by_part: dict[tuple[str, int], list[int]] = {}
-            for m in msgs:
-                by_part.setdefault((m.topic(), m.partition()), []).append(m.offset())
-            batch = {self._tp_of(k): v for k, v in by_part.items()}
-            self._tracker.delivered_many(batch)
+            self._register(msgs, outstanding=True)
+        return msgs
+
+    def _register(self, msgs: list, *, outstanding: bool) -> None:
+        """Messages handed (or about to be handed) to the application: track them."""
+        by_part: dict[tuple[str, int], list[int]] = {}
+        for m in msgs:
+            by_part.setdefault((m.topic(), m.partition()), []).append(m.offset())
+        batch = {self._tp_of(k): v for k, v in by_part.items()}
+        self._tracker.delivered_many(batch)
+        if outstanding:
             for tp, offs in batch.items():
                 self._outstanding.setdefault(tp, []).extend(offs)
-        return msgs
 
     def _tp_of(self, key: tuple[str, int]) -> TopicPartition:
         tp = self._tps.get(key)
@@ -237,23 +242,34 @@ class OffsetConsumer:
         (Spring's idle event): a place to check progress or call stop()."""
         self._check_open()
         self._poll_thread = threading.get_ident()
+        # Per record only where the policy commits per record; otherwise processed records are
+        # collected and acknowledged in bulk at the next commit point (same result, far cheaper).
+        per_record = self.policy.mode is AckMode.RECORD
+        auto_ack = self._auto_ack_enabled()
         while not self._stop.is_set() and not self._closed:
             self._finish_batch()
             if not self._buffer:
-                self._buffer.extend(self._fetch(timeout))
-                if not self._buffer and on_idle is not None:
+                msgs = self._fetch(timeout)
+                if msgs:
+                    self._register(msgs, outstanding=False)
+                    self._buffer.extend(msgs)
+                elif on_idle is not None:
                     on_idle(self)
+            tps, owns = self._tps, self._tracker.owns
             while self._buffer:
                 m = self._buffer.popleft()
-                tp = self._tp_of((m.topic(), m.partition()))
-                if not self._tracker.owns(tp):
+                key = (m.topic(), m.partition())
+                tp = tps.get(key) or self._tp_of(key)
+                if not owns(tp):
                     continue
-                self._tracker.delivered(tp, m.offset())
                 yield m
                 if self._closed:
                     return
-                if self._auto_ack_enabled():
-                    self._do_ack(tp, m.offset(), on_consumer_thread=True)
+                if auto_ack:
+                    if per_record:
+                        self._do_ack(tp, m.offset(), on_consumer_thread=True)
+                    else:
+                        self._outstanding.setdefault(tp, []).append(m.offset())
                 if self._stop.is_set():
                     break
         if not self._closed:
