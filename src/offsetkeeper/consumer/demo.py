@@ -35,8 +35,8 @@ def part(ctx) -> None:
         ["offsets", "reset", "-g", group, "-t", ctx.topic, "--to-offset", "100", "--live", "--execute",
          "--live-timeout", "30", *b])
     _wait_caught_up(ctx.prod, group, ctx.topic)
-    run("It re-read from offset 100 and caught up again, without a restart", ["groups", "describe", group, *b])
-    _stop(app)
+    run("It re-read from offset 100 and caught up again", ["groups", "describe", group, *b])
+    _stop(app)  # the application prints what it processed: 360 records + 60 re-read
 
 
 def _stop(app: subprocess.Popen) -> None:
@@ -77,6 +77,9 @@ def _app(bootstrap: str, group: str, topic: str) -> None:
     for _msg in consumer.records(0.2):
         pass  # the application's work
     consumer.close()
+    m = consumer.metrics()
+    print(f"[{group}] stopped: processed {m.processed} records in {m.commits} commits; "
+          f"{m.live_resets_applied} partitions moved by a live reset, without a restart", flush=True)
 
 
 if __name__ == "__main__":
