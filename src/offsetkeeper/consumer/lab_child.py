@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -88,8 +87,6 @@ def main(argv: list[str] | None = None) -> None:
         c.stop()
 
     def idle(consumer: OffsetConsumer) -> None:  # on the consumer thread
-        if os.environ.get("OFFSETKEEPER_LAB_DEBUG"):
-            print("idle", consumer.assignment(), _positions(consumer), flush=True, file=sys.stderr)
         if args.until_end and time.monotonic() - last_record[0] > 1.0 and _at_end(consumer):
             consumer.stop()
 
@@ -112,14 +109,6 @@ def main(argv: list[str] | None = None) -> None:
         pool.shutdown(wait=True)
         c.poll(0)  # applies the pool's queued acknowledgements
     c.close()
-
-
-def _positions(c: OffsetConsumer) -> list:
-    from confluent_kafka import TopicPartition as CkTP
-
-    tps = [CkTP(tp.topic, tp.partition) for tp in c.assignment()]
-    return [(p.partition, p.offset, c.kafka.get_watermark_offsets(p, timeout=5, cached=False))
-            for p in c.kafka.position(tps)]
 
 
 def _at_end(c: OffsetConsumer) -> bool:
