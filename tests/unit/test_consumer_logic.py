@@ -273,3 +273,49 @@ def test_prometheus_collector_exports_the_counters():
     assert 'offsetkeeper_consumer_processed_total{group="pay\\"ments"} 7.0' in text
     assert 'offsetkeeper_consumer_commit_failures_total{group="pay\\"ments"} 1.0' in text
     assert 'offsetkeeper_consumer_commit_latency_seconds_count{group="pay\\"ments"} 2.0' in text
+
+
+class _FlakyBroker:
+    """Stands in for the broker's answers to commit requests (the retry logic is under test)."""
+
+    def __init__(self, errors: list) -> None:
+        self.errors, self.calls = errors, 0
+
+    def commit(self, offsets=None, asynchronous=True):
+        self.calls += 1
+        if self.errors:
+            from confluent_kafka import KafkaError, KafkaException
+
+            raise KafkaException(KafkaError(self.errors.pop(0)))
+        return offsets
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("errors, ok, retries, calls", [
+    (["REQUEST_TIMED_OUT", "COORDINATOR_LOAD_IN_PROGRESS"], True, 2, 3),  # retried, then done
+    (["REQUEST_TIMED_OUT"] * 4, False, 3, 4),  # commit_retries=3 exhausted
+    (["ILLEGAL_GENERATION"], False, 0, 1),  # not retriable: reported at once
+])
+def test_sync_commit_retries_retriable_errors_with_backoff(errors, ok, retries, calls):
+    from confluent_kafka import KafkaError
+
+    results = []
+    c = OffsetConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}, ["orders"],
+                       policy=CommitPolicy(AckMode.MANUAL, commit_backoff_s=0.001),
+                       on_commit=results.append, live_reset=False)
+    real = c._c
+    try:
+        c._c = _FlakyBroker([getattr(KafkaError, e) for e in errors])
+        c._tracker.assign([TP])
+        res = c.commit({TP: 5})  # never raises: the callback and counters report failures
+        assert res.ok is ok and results == [res]
+        m = c.metrics()
+        assert (m.commit_retries, m.commit_failures, m.commits) == (retries, 0 if ok else 1, 1 if ok else 0)
+        assert c._c.calls == calls
+        if not ok:
+            assert res.error is not None and res.error.message.startswith("commit offsets")
+    finally:
+        c._c = real
+        c.close()
