@@ -4,13 +4,17 @@
     ├── UsageError                    exit_code 2 — bad input; nothing was changed
     │   ├── ConfigError               a config file, property or cluster name is wrong
     │   ├── UnknownGroupError         the group has no committed offsets / does not exist
-    │   └── UnknownTopicError         a topic or partition does not exist
+    │   ├── UnknownTopicError         a topic or partition does not exist
+    │   ├── ConsumerConfigError       an invalid commit policy / consumer parameter
+    │   └── PartitionNotAssignedError a commit for a partition the consumer does not own
     ├── GroupActiveError              the group has members; offsets may not be changed
     ├── KafkaOperationError           the cluster answered with an error (code + advice)
     │   └── RestoreWriteError         a restore task could not write or resume (also a RuntimeError)
     ├── StoreError                    a snapshot/manifest/store file is missing or corrupt
     │   └── SnapshotFormatError       a snapshot document is malformed (also a ValueError)
     ├── CheckpointBusyError           a streaming checkpoint looks in use or is stateful
+    │   └── FencedError               another consumer now owns the partition (external store)
+    ├── NoCommittedOffset             auto.offset.reset=none and a partition has no offset
     └── PartialFailure                some groups/partitions failed; the report says which
 
 Every message is one sentence a user can act on. Context (group, topic, partition) is
@@ -94,3 +98,17 @@ class RestoreWriteError(KafkaOperationError, RuntimeError):
     """A restore task could not write, or could not prove where to continue."""
 class CheckpointBusyError(OffsetkeeperError):
     """A streaming checkpoint looks in use (or stateful), so it must not be changed now."""
+class ConsumerConfigError(UsageError):
+    """A commit policy or consumer parameter is invalid (checked before anything is consumed)."""
+
+
+class PartitionNotAssignedError(UsageError):
+    """A commit or acknowledgement names a partition this consumer does not own."""
+
+
+class FencedError(StoreError):
+    """An external-store transaction lost its partition to another consumer and was rolled back."""
+
+
+class NoCommittedOffset(OffsetkeeperError):
+    """auto.offset.reset is 'none' and a partition has no committed (or stored) offset."""

@@ -99,9 +99,8 @@ def test_a_task_with_several_ranges_writes_each_one_and_reports_in_order(tmp_pat
 
 
 def test_balanced_specs_give_each_slot_a_similar_share():
-    from offsetkeeper.spark.kafka.options import OffsetRange
-
     from offsetkeeper.backup.run import _balanced_specs
+    from offsetkeeper.spark.kafka.options import OffsetRange
 
     ranges = [OffsetRange("t", p, 0, n) for p, n in enumerate([100, 90, 10, 10, 5, 80])]
     tasks = [json.loads(s) for s in _balanced_specs(ranges, 2)]

@@ -68,6 +68,9 @@ def _register() -> None:
     app.command("exporter")(exporter.run)
     app.add_typer(streaming_cli.app, name="streaming")
     devbroker.register_demo(app)
+    from offsetkeeper.cli import lab
+
+    app.add_typer(lab.app, name="lab")
 
     from offsetkeeper.cli import ui
 

@@ -120,6 +120,11 @@ def reset(
     create_groups: CreateGroupsOpt = False,
     allow_unknown_state: UnknownStateOpt = False,
     deadline: DeadlineOpt = 300.0,
+    live: Annotated[bool, typer.Option("--live", help="Reset a RUNNING group whose consumers use "
+                                       "offsetkeeper.consumer: they apply it at their next poll.")] = False,
+    live_timeout: Annotated[float, typer.Option("--live-timeout", min=1, max=3600,
+                                                help="Seconds to wait for every partition's "
+                                                "acknowledgement (--live).")] = 60.0,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -147,12 +152,18 @@ def reset(
         allow_cluster_mismatch=allow_cluster_mismatch, export_csv=export, script=script,
         script_bootstrap=conn.bootstrap_servers,
         script_command_config=str(command_config) if command_config else None,
+        live=live, live_timeout_s=live_timeout,
         options=ExecuteOptions(max_concurrent=max_concurrent, retries=retries, deadline_s=deadline,
                                snapshot=not no_snapshot, snapshot_store=snapshot_store,
                                config_path=config, allow_unknown_state=allow_unknown_state))
     with KafkaAdmin(conn) as admin, progress_bar(output) as progress:
         outcome = reset_offsets(admin, req, progress=progress)
-    render_outcome(outcome, output)
+    if outcome.live is not None:
+        from offsetkeeper.cli.live import render_live
+
+        render_live(outcome, output)
+    else:
+        render_outcome(outcome, output)
 
 
 @app.command("delete")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
@@ -47,6 +48,10 @@ class ResetRequest:
     execute: bool = False
     create_groups: bool = False
     allow_cluster_mismatch: bool = False
+    # A live reset: published to the group's RUNNING members (offsetkeeper.consumer), which
+    # apply it at their next poll; waits up to live_timeout_s for every partition.
+    live: bool = False
+    live_timeout_s: float = 60.0
     export_csv: Path | None = None
     script: Path | None = None
     # For the script: how kafka-consumer-groups.sh should connect.
@@ -84,10 +89,13 @@ class Outcome:
     report: ApplyReport | None = None
     notes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
+    live: Any = None  # a consumer.live.LiveResetReport for `--live --execute`
 
     @property
     def ok(self) -> bool:
         """True when nothing was refused or failed (a dry run: when the plan has no errors)."""
+        if self.live is not None:
+            return self.live.status == "SUCCESS"
         if self.report is not None:
             return self.report.status is ReportStatus.SUCCESS
         return not self.plan.has_errors
@@ -172,7 +180,7 @@ def plan_reset_request(admin, req: ResetRequest) -> tuple[ResetPlan, tuple[str, 
                         groups=req.groups, all_groups=req.all_groups)
     resolved = resolve_target(req.target, ctx)
     scope = ResetScope(groups=req.groups, all_groups=req.all_groups, topics=req.topics,
-                       all_topics=req.all_topics)
+                       all_topics=req.all_topics, live=req.live)
     plan = build_plan(admin, scope, resolved.target, label=resolved.label,
                       create_groups=req.create_groups,
                       allow_unknown_state=req.options.allow_unknown_state)
@@ -185,6 +193,13 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
     if req.execute:
         check_creatable(plan)
     files = _write_files(plan, req)
+    if req.live and req.execute:
+        from offsetkeeper.consumer.live import live_reset
+
+        store = snapshot_store_url(req.options.snapshot_store, req.options.config_path)
+        report = live_reset(admin, plan, timeout_s=req.live_timeout_s,
+                            snapshot=req.options.snapshot, snapshot_store=store)
+        return Outcome(plan, None, notes, files, live=report)
     report = execute_plan(admin, plan, req.options, description=f"before reset {plan.target}",
                           progress=progress) if req.execute else None
     return Outcome(plan, report, notes, files)

@@ -47,6 +47,7 @@ class RefusalReason(StrEnum):
     UNKNOWN_STATE = "unknown-state"     # the broker reports state "unknown"
     MOVED = "moved"                     # its offsets changed after planning (another writer)
     NOT_FOUND = "not-found"             # the group does not exist
+    NO_MEMBERS = "no-members"           # a live reset needs running members to apply it
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,9 @@ class ResetScope:
     all_groups: bool = False
     topics: tuple[TopicSpec, ...] = ()
     all_topics: bool = False
+    # A live reset (offsetkeeper.consumer.live) is applied by the group's own running members:
+    # active groups are expected, and a group without members is refused instead.
+    live: bool = False
 
 
 @dataclass(frozen=True)
@@ -298,10 +302,16 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                 part = _with_note(part, NOTE_NEW_GROUP if group in facts.may_create
                                   else NOTE_NEW_GROUP_REFUSED)
             parts.append(part)
+        refused = refusal_of(gf.info, allow_unknown_state=facts.allow_unknown_state)
+        if scope.live:
+            # A live reset is applied by the group's own running members, so it needs them.
+            refused = None if gf.info.is_active else Refusal(
+                RefusalReason.NO_MEMBERS,
+                f"group {group} has no active members; a live reset is applied by running "
+                "consumers (run without --live)")
         plans.append(GroupPlan(group=group, state=gf.info.state, members=len(gf.info.members),
                                partitions=tuple(parts), new_group=not gf.exists,
-                               may_create=group in facts.may_create,
-                               refused=refusal_of(gf.info, allow_unknown_state=facts.allow_unknown_state)))
+                               may_create=group in facts.may_create, refused=refused))
     return ResetPlan(target=label or target.label, groups=tuple(plans))
 
 
