@@ -33,6 +33,10 @@ def _register() -> None:
     app.add_typer(restore.mapping_app, name="mapping")
     app.add_typer(devbroker.app, name="dev-broker")
     devbroker.register_demo(app)
+    from offsetkeeper.cli import commits, zk
+
+    app.add_typer(commits.app, name="commits")
+    app.add_typer(zk.app, name="zk")
 
 
 _register()

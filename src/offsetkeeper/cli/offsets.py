@@ -65,17 +65,19 @@ def show(
 
 
 def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration,
-            from_file, from_snapshot, from_mapping, snapshot_store, allow_cluster_mismatch, config):
+            from_file, from_snapshot, from_mapping, snapshot_store, allow_cluster_mismatch, config,
+            to_commit_time=None, commit_history=None, from_zookeeper=None, groups=()):
     given = [name for name, v in [
         ("--to-earliest", to_earliest), ("--to-latest", to_latest), ("--to-current", to_current),
         ("--to-offset", to_offset is not None), ("--shift-by", shift_by is not None),
         ("--to-datetime", to_datetime is not None), ("--by-duration", by_duration is not None),
         ("--from-file", from_file is not None), ("--from-snapshot", from_snapshot is not None),
-        ("--from-mapping", from_mapping is not None)] if v]
+        ("--from-mapping", from_mapping is not None), ("--to-commit-time", to_commit_time is not None),
+        ("--from-zookeeper", from_zookeeper is not None)] if v]
     if not given:
         raise UsageError("missing reset target: use one of --to-earliest, --to-latest, --to-current, "
                          "--to-offset, --shift-by, --to-datetime, --by-duration, --from-file, "
-                         "--from-snapshot, --from-mapping")
+                         "--from-snapshot, --from-mapping, --to-commit-time, --from-zookeeper")
     if len(given) > 1:
         raise UsageError(f"conflicting reset targets: {' and '.join(given)} (give exactly one)")
     if to_earliest:
@@ -97,6 +99,12 @@ def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datet
         return ToDatetime(ts, by_duration), f"--by-duration {by_duration}"
     if from_file is not None:
         return sources.from_file(from_file), f"--from-file {from_file}"
+    if to_commit_time is not None:
+        from offsetkeeper.offsetlog.target import commit_time_target
+        return commit_time_target(commit_history, to_commit_time, groups), f"--to-commit-time {to_commit_time}"
+    if from_zookeeper is not None:
+        from offsetkeeper.zk.offsets import from_zookeeper as zk_target
+        return zk_target(from_zookeeper, groups), f"--from-zookeeper {from_zookeeper}"
     if from_snapshot is not None:
         return (sources.from_snapshot(from_snapshot, store=snapshot_store, config=config),
                 f"--from-snapshot {from_snapshot}")
@@ -126,6 +134,12 @@ def reset(
     from_mapping: Annotated[str | None, typer.Option("--from-mapping", help="BACKUP_DIR[:RESTORE_ID]: "
                                                      "translate the backup's group offsets through "
                                                      "the restore's offset mapping.")] = None,
+    to_commit_time: Annotated[str | None, typer.Option("--to-commit-time", help="ISO-8601 time: the offsets "
+                                                       "committed as of then, from --commit-history.")] = None,
+    commit_history: Annotated[str | None, typer.Option("--commit-history", metavar="DIR", help="Commit "
+                                                       "history from 'commits scan'.")] = None,
+    from_zookeeper: Annotated[str | None, typer.Option("--from-zookeeper", metavar="HOST:PORT[/chroot]",
+                                                       help="Migrate ZooKeeper-era offsets of --group.")] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (default: dry run).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only print the plan (the default).")] = False,
     export: Annotated[Path | None, typer.Option("--export", help="Write the plan as CSV for --from-file.")] = None,
@@ -155,7 +169,8 @@ def reset(
         to_earliest=to_earliest, to_latest=to_latest, to_current=to_current, to_offset=to_offset,
         shift_by=shift_by, to_datetime=to_datetime, by_duration=by_duration, from_file=from_file,
         from_snapshot=from_snapshot, from_mapping=from_mapping, snapshot_store=snapshot_store,
-        allow_cluster_mismatch=allow_cluster_mismatch, config=config)
+        allow_cluster_mismatch=allow_cluster_mismatch, config=config, to_commit_time=to_commit_time,
+        commit_history=commit_history, from_zookeeper=from_zookeeper, groups=tuple(group or ()))
     scope = ResetScope(groups=tuple(group or ()), all_groups=all_groups,
                        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
                        all_topics=all_topics)

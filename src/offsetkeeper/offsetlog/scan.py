@@ -1,0 +1,290 @@
+"""`commits scan`: read a `__consumer_offsets` log on Spark, decode it on the executors in Arrow
+batches, and write the commit history and the group metadata history as Parquet.
+
+Sources: a cluster's `__consumer_offsets` (or any topic holding such records) through the
+offsetkeeper Kafka data source, or a backup of that topic made by `backup run`. With a group,
+only the partition holding that group is read (`abs(javaStringHashCode(group)) % partitions`).
+
+Output directory:
+
+    OUT/commits/   Parquet: group, topic, partition, offset, leader_epoch, metadata,
+                   commit_timestamp, expire_timestamp, tombstone, key_version, value_version,
+                   source_partition, source_offset, record_timestamp
+    OUT/groups/    Parquet: group, generation, protocol_type, protocol, leader,
+                   current_state_timestamp, members (with decoded subscriptions/assignments),
+                   tombstone, value_version, source_partition, source_offset, record_timestamp
+    OUT/scan.json  what was read and what was skipped; written last, removed first, so a scan
+                   that did not finish is never read back as if it had.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+
+from offsetkeeper.config import Connection
+from offsetkeeper.errors import StoreError, UsageError
+from offsetkeeper.offsetlog.decode import partition_for_group
+from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
+from offsetkeeper.storage import join, open_fs, write_text_atomic
+
+OFFSETS_TOPIC = "__consumer_offsets"
+SCAN_FORMAT = 1
+COMMIT_COLUMNS = ("group", "topic", "partition", "offset", "leader_epoch", "metadata",
+                  "commit_timestamp", "expire_timestamp", "tombstone", "key_version",
+                  "value_version", "source_partition", "source_offset", "record_timestamp")
+GROUP_COLUMNS = ("group", "generation", "protocol_type", "protocol", "leader",
+                 "current_state_timestamp", "members", "tombstone", "value_version",
+                 "source_partition", "source_offset", "record_timestamp")
+_ERROR_SAMPLES = 5
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    """A topic of a cluster (by default its `__consumer_offsets`)."""
+
+    connection: Connection
+    topic: str = OFFSETS_TOPIC
+
+    def describe(self) -> str:
+        return f"kafka {self.connection.bootstrap_servers} topic {self.topic}"
+
+
+@dataclass(frozen=True)
+class BackupSource:
+    """A topic inside a backup made by `backup run`."""
+
+    destination: str
+    backup_id: str
+    topic: str = OFFSETS_TOPIC
+
+    def describe(self) -> str:
+        return f"backup {join(self.destination, self.backup_id)} topic {self.topic}"
+
+
+ScanSource = KafkaSource | BackupSource
+
+
+def backup_source(ref: str, topic: str = OFFSETS_TOPIC) -> BackupSource:
+    """`DEST/BACKUP_ID` (a backup directory) -> BackupSource."""
+    dest, _, backup_id = ref.rstrip("/").rpartition("/")
+    if not dest or not backup_id:
+        raise UsageError(f"--backup '{ref}' must be a backup directory DEST/BACKUP_ID, e.g. /backups/nightly")
+    return BackupSource(dest, backup_id, topic)
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """What `commits scan` reads and where it writes."""
+
+    source: ScanSource
+    out: str
+    group: str | None = None
+    master: str | None = None
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SkippedCount:
+    """Records of one unknown record type/version, counted and skipped."""
+
+    part: str  # "key": an unknown record type; "value": an unknown value version
+    version: int
+    count: int
+
+
+@dataclass(frozen=True)
+class ScanSummary:
+    """What a scan read (the content of scan.json)."""
+
+    source: str
+    scanned_at: str
+    scanned_at_ms: int
+    group: str | None
+    source_partitions: list[int] | None
+    records: int
+    offset_commits: int
+    offset_tombstones: int
+    group_metadata: int
+    group_tombstones: int
+    skipped: list[SkippedCount]
+    errors: int
+    error_samples: list[str]
+    seconds: float = 0.0
+    format: int = SCAN_FORMAT
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, *, where: str) -> ScanSummary:
+        try:
+            raw = json.loads(text)
+            if raw.get("format") != SCAN_FORMAT:
+                raise StoreError(f"{where} has format {raw.get('format')!r}; this offsetkeeper "
+                                 f"reads format {SCAN_FORMAT}")
+            raw["skipped"] = [SkippedCount(**s) for s in raw["skipped"]]
+            return cls(**raw)
+        except StoreError:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise StoreError(f"{where} is not a commit-history summary: {exc}") from None
+
+
+def scan_json_path(out: str) -> str:
+    return join(out, "scan.json")
+
+
+def load_summary(out: str) -> ScanSummary:
+    """The summary of a finished scan in `out` (StoreError when there is none)."""
+    fs, path = open_fs(scan_json_path(out))
+    try:
+        text = fs.cat_file(path).decode("utf-8")
+    except FileNotFoundError:
+        raise StoreError(f"no finished commit history in {out} (scan.json is missing; "
+                         "run 'offsetkeeper commits scan --out DIR' first)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError(f"cannot read {scan_json_path(out)}: {exc}") from None
+    return ScanSummary.from_json(text, where=scan_json_path(out))
+
+
+# -- reading the source --------------------------------------------------------------------------
+
+def _register(spark) -> None:
+    # The Kafka data source is being split into a package; this is the one import of it.
+    from offsetkeeper.spark.kafka_source import register
+    register(spark)
+
+
+def source_partitions(source: ScanSource, group: str | None) -> tuple[list[int] | None, int | None]:
+    """(partitions to read or None for all, the topic's partition count) for a group filter."""
+    if group is None:
+        return None, None
+    if isinstance(source, KafkaSource):
+        from offsetkeeper.kafka.admin import KafkaAdmin
+
+        with KafkaAdmin(source.connection) as admin:
+            count = len(admin.topic_partitions([source.topic])[source.topic])
+    else:
+        from offsetkeeper.backup.manifest import load_manifest
+
+        entry = load_manifest(source.destination, source.backup_id).topic(source.topic)
+        if entry is None:
+            raise UsageError(f"backup {source.backup_id} holds no topic '{source.topic}'")
+        count = entry.partition_count
+    return [partition_for_group(group, count)], count
+
+
+def read_source(spark, source: ScanSource, partitions: list[int] | None):
+    """A DataFrame of the source's records: key, value, partition, offset, timestamp."""
+    from pyspark.sql import functions as F
+
+    if isinstance(source, KafkaSource):
+        _register(spark)
+        reader = spark.read.format("offsetkeeper-kafka").option(
+            "kafka.bootstrap.servers", source.connection.bootstrap_servers)
+        for k, v in source.connection.properties.items():
+            reader = reader.option(f"kafka.{k}", v)
+        if partitions is None:
+            reader = reader.option("subscribe", source.topic)
+        else:
+            reader = reader.option("assign", json.dumps({source.topic: partitions}))
+        df = reader.option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
+    else:
+        from offsetkeeper.backup.manifest import load_manifest, read_backup_records
+
+        m = load_manifest(source.destination, source.backup_id)
+        if m.topic(source.topic) is None:
+            raise UsageError(f"backup {source.backup_id} holds no topic '{source.topic}'")
+        df = read_backup_records(spark, source.destination, source.backup_id, m)
+        df = df.where(F.col("topic") == source.topic)
+        if partitions is not None:
+            df = df.where(F.col("partition").isin(partitions))
+    return df
+
+
+def decode_frame(records):
+    """Decode a DataFrame of records (key, value, partition, offset, timestamp) on the executors,
+    in Arrow batches, into the decoded schema (offsetlog.batch)."""
+    from pyspark.sql import functions as F
+
+    from offsetkeeper.offsetlog.batch import decode_batches, decoded_schema
+
+    df = records.select(F.col("key"), F.col("value"),
+                        F.col("partition").cast("int").alias("source_partition"),
+                        F.col("offset").cast("long").alias("source_offset"),
+                        F.col("timestamp").cast("long").alias("record_timestamp"))
+    return df.mapInArrow(decode_batches, decoded_schema())
+
+
+# -- the scan --------------------------------------------------------------------------------------
+
+def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, object]:
+    """Write the commit and group tables from a decoded DataFrame; returns the counts."""
+    from pyspark.sql import functions as F
+
+    if group is not None:
+        # The partition holds other groups too; records of no group (errors) are kept for counting.
+        decoded = decoded.where((F.col("group") == group) | F.col("group").isNull())
+    decoded = decoded.persist()
+    try:
+        counts = decoded.groupBy("kind", "key_version", "value_version", "tombstone").count().collect()
+        commits = decoded.where(F.col("kind") == "offset_commit").select(*COMMIT_COLUMNS)
+        commits.write.mode("overwrite").parquet(join(out, "commits"))
+        groups = decoded.where(F.col("kind") == "group_metadata").select(*GROUP_COLUMNS)
+        groups.write.mode("overwrite").parquet(join(out, "groups"))
+        samples = [f"partition {r.source_partition} offset {r.source_offset}: {r.error}" for r in
+                   decoded.where(F.col("kind") == "error").limit(_ERROR_SAMPLES).collect()]
+    finally:
+        decoded.unpersist()
+    tally: dict[str, object] = {"records": 0, "offset_commits": 0, "offset_tombstones": 0,
+                                "group_metadata": 0, "group_tombstones": 0, "errors": 0}
+    skipped: dict[tuple[str, int], int] = {}
+    for r in counts:
+        tally["records"] += r["count"]  # type: ignore[operator]
+        if r.kind == "offset_commit":
+            tally["offset_tombstones" if r.tombstone else "offset_commits"] += r["count"]  # type: ignore[operator]
+        elif r.kind == "group_metadata":
+            tally["group_tombstones" if r.tombstone else "group_metadata"] += r["count"]  # type: ignore[operator]
+        elif r.kind == "error":
+            tally["errors"] += r["count"]  # type: ignore[operator]
+        else:
+            part, version = ("key", r.key_version) if r.key_version is not None else ("value", r.value_version)
+            skipped[(part, version)] = skipped.get((part, version), 0) + r["count"]
+    tally["skipped"] = [SkippedCount(p, v, n) for (p, v), n in sorted(skipped.items())]
+    tally["error_samples"] = samples
+    return tally
+
+
+def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress) -> ScanSummary:
+    """Scan the source into `cfg.out` (see the module docstring); returns the summary.
+
+    A scan that reads no record at all is an error: nothing was learned.
+    """
+    started = time.monotonic()
+    now = datetime.now(UTC)
+    partitions, _count = source_partitions(cfg.source, cfg.group)
+    fs, path = open_fs(scan_json_path(cfg.out))
+    if fs.exists(path):
+        fs.rm(path)  # the tables are about to change: the old summary no longer describes them
+    progress(ProgressEvent("scan", 0, None, message=f"reading {cfg.source.describe()}"))
+    if spark is None:
+        from offsetkeeper.spark.session import get_spark
+
+        spark = get_spark(cfg.master, cfg.spark_conf, app_name="offsetkeeper-commits-scan")
+    decoded = decode_frame(read_source(spark, cfg.source, partitions))
+    tally = write_history(decoded, cfg.out, group=cfg.group)
+    if not tally["records"]:
+        what = f" for group '{cfg.group}'" if cfg.group else ""
+        raise UsageError(f"{cfg.source.describe()} holds no records{what}; nothing to scan "
+                         "(the development broker keeps __consumer_offsets empty)")
+    summary = ScanSummary(
+        source=cfg.source.describe(), scanned_at=now.isoformat(timespec="seconds"),
+        scanned_at_ms=int(now.timestamp() * 1000), group=cfg.group, source_partitions=partitions,
+        seconds=round(time.monotonic() - started, 2), **tally)  # type: ignore[arg-type]
+    write_text_atomic(scan_json_path(cfg.out), summary.to_json(), what="scan summary")
+    progress(ProgressEvent("scan", 1, 1, message="done"))
+    return summary
