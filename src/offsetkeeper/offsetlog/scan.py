@@ -211,13 +211,14 @@ def decode_frame(records):
     in Arrow batches, into the decoded schema (offsetlog.batch)."""
     from pyspark.sql import functions as F
 
+    from offsetkeeper.offsetlog.arrow_map import map_in_arrow
     from offsetkeeper.offsetlog.batch import decode_batches, decoded_schema
 
     df = records.select(F.col("key"), F.col("value"),
                         F.col("partition").cast("int").alias("source_partition"),
                         F.col("offset").cast("long").alias("source_offset"),
                         F.col("timestamp").cast("long").alias("record_timestamp"))
-    return df.mapInArrow(decode_batches, decoded_schema())
+    return map_in_arrow(df, decode_batches, decoded_schema())
 
 
 # -- the scan --------------------------------------------------------------------------------------
