@@ -13,6 +13,7 @@ the same meaning as a Kafka-stored committed offset, so it is migrated 1:1.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import (
@@ -68,7 +69,8 @@ def parse_address(text: str) -> str:
     if not _ADDRESS.match(text):
         raise UsageError(f"--zookeeper '{text}' is not HOST:PORT[,HOST:PORT][/chroot], "
                          "e.g. zk1:2181/kafka")
-    chroot = text.partition("/")[2]
+    slash = text.find("/")
+    chroot = text[slash:] if slash >= 0 else ""
     if chroot and (chroot.endswith("/") or "//" in chroot):
         raise UsageError(f"--zookeeper '{text}': the chroot must look like /path (no trailing or double '/')")
     return text
@@ -87,7 +89,10 @@ class _Client:
 
         self.zk = KazooClient(hosts=self.address, timeout=self.timeout, read_only=True)
         try:
-            self.zk.start(timeout=self.timeout)
+            with warnings.catch_warnings():
+                # A chroot that does not exist is answered below ("no consumer offsets").
+                warnings.simplefilter("ignore", UserWarning)
+                self.zk.start(timeout=self.timeout)
         except KazooTimeoutError:
             self.zk.close()
             raise OffsetkeeperError(f"cannot connect to ZooKeeper at {self.address} within "
