@@ -23,6 +23,7 @@ from rich.console import Console
 
 from offsetkeeper import devbroker
 from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.offsetlog import demo as offsetlog_demo
 
 TOPIC = "orders"
 PARTITIONS = 3
@@ -127,6 +128,7 @@ def _part_backup_restore(ctx: DemoContext) -> None:
 PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
     ("offsets: inspect, reset, snapshot, rollback", _part_offsets, False),
     ("backup and restore with an exact offset mapping", _part_backup_restore, True),
+    ("__consumer_offsets decoded on Spark; ZooKeeper-era offsets", offsetlog_demo.part, True),
 ]
 
 
