@@ -3,6 +3,7 @@ then (only where ZooKeeper is installed) ZooKeeper-era offsets exported and migr
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def _zookeeper(ctx) -> None:
     proc, hosts = start_zookeeper(ctx.work / "zookeeper")
     ctx.stack.callback(stop_zookeeper, proc)
     ctx.console.print(f"started a local ZooKeeper at {hosts}")
+    logging.getLogger("kazoo.client").setLevel(logging.ERROR)  # retries while it warms up
     zk = KazooClient(hosts=hosts)
     zk.start(timeout=30)
     try:

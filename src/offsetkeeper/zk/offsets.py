@@ -12,6 +12,7 @@ the same meaning as a Kafka-stored committed offset, so it is migrated 1:1.
 
 from __future__ import annotations
 
+import logging
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -87,6 +88,8 @@ class _Client:
         from kazoo.client import KazooClient
         from kazoo.handlers.threading import KazooTimeoutError
 
+        # kazoo logs each failed connection attempt; the outcome is reported here, in one sentence.
+        logging.getLogger("kazoo.client").setLevel(logging.ERROR)
         self.zk = KazooClient(hosts=self.address, timeout=self.timeout, read_only=True)
         try:
             with warnings.catch_warnings():
