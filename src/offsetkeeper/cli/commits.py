@@ -16,6 +16,7 @@ from offsetkeeper.cli.common import (
     connection,
 )
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.progress import progress_bar
 
 app = typer.Typer(help="Decode __consumer_offsets into a commit history (Spark) and query it.",
                   no_args_is_help=True)
@@ -58,9 +59,8 @@ def scan(
     source = backup_source(backup, topic) if backup else \
         KafkaSource(connection(bootstrap, command_config, cluster, config), topic)
     cfg = ScanConfig(source=source, out=out, group=group, master=master, spark_conf=parse_conf_pairs(conf))
-    if output is not OutputFormat.json:
-        stderr_console().print(f"scanning {source.describe()} on Spark ...", highlight=False)
-    s = run_scan(cfg)
+    with progress_bar(output) as progress:
+        s = run_scan(cfg, progress=progress)
     if output is OutputFormat.json:
         render_json(s.__dict__ | {"skipped": [k.__dict__ for k in s.skipped]})
         return

@@ -271,11 +271,12 @@ def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress)
     fs, path = open_fs(scan_json_path(cfg.out))
     if fs.exists(path):
         fs.rm(path)  # the tables are about to change: the old summary no longer describes them
-    progress(ProgressEvent("scan", 0, None, message=f"reading {cfg.source.describe()}"))
+    progress(ProgressEvent("scan", 0, 3, "steps", "starting Spark"))
     if spark is None:
         from offsetkeeper.spark.session import get_spark
 
         spark = get_spark(cfg.master, cfg.spark_conf, app_name="offsetkeeper-commits-scan")
+    progress(ProgressEvent("scan", 1, 3, "steps", f"decoding {cfg.source.describe()}"))
     decoded = decode_frame(read_source(spark, cfg.source, partitions))
     tally = write_history(decoded, cfg.out, group=cfg.group)
     if not tally["records"]:
@@ -287,5 +288,5 @@ def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress)
         scanned_at_ms=int(now.timestamp() * 1000), group=cfg.group, source_partitions=partitions,
         seconds=round(time.monotonic() - started, 2), **tally)  # type: ignore[arg-type]
     write_text_atomic(scan_json_path(cfg.out), summary.to_json(), what="scan summary")
-    progress(ProgressEvent("scan", 1, 1, message="done"))
+    progress(ProgressEvent("scan", 3, 3, "steps", "done"))
     return summary
