@@ -232,15 +232,22 @@ def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, o
         decoded = decoded.where((F.col("group") == group) | F.col("group").isNull())
     decoded = decoded.persist()
     try:
-        counts = decoded.groupBy("kind", "key_version", "value_version", "tombstone").count().collect()
+        # One job for the counts and the error samples (each Spark job costs seconds here).
+        error_text = F.concat(F.lit("partition "), F.col("source_partition").cast("string"),
+                              F.lit(" offset "), F.col("source_offset").cast("string"), F.lit(": "),
+                              F.col("error"))
+        counts = (decoded.groupBy("kind", "key_version", "value_version", "tombstone")
+                  .agg(F.count("*").alias("count"),
+                       F.slice(F.collect_list(F.when(F.col("kind") == "error", error_text)), 1,
+                               _ERROR_SAMPLES).alias("samples"))
+                  .collect())
         commits = decoded.where(F.col("kind") == "offset_commit").select(*COMMIT_COLUMNS)
         commits.write.mode("overwrite").parquet(join(out, "commits"))
         groups = decoded.where(F.col("kind") == "group_metadata").select(*GROUP_COLUMNS)
         groups.write.mode("overwrite").parquet(join(out, "groups"))
-        samples = [f"partition {r.source_partition} offset {r.source_offset}: {r.error}" for r in
-                   decoded.where(F.col("kind") == "error").limit(_ERROR_SAMPLES).collect()]
     finally:
         decoded.unpersist()
+    samples = [x for r in counts for x in (r["samples"] or [])][:_ERROR_SAMPLES]
     tally: dict[str, object] = {"records": 0, "offset_commits": 0, "offset_tombstones": 0,
                                 "group_metadata": 0, "group_tombstones": 0, "errors": 0}
     skipped: dict[tuple[str, int], int] = {}
