@@ -13,14 +13,16 @@ Output directory:
     OUT/groups/    Parquet: group, generation, protocol_type, protocol, leader,
                    current_state_timestamp, members (with decoded subscriptions/assignments),
                    tombstone, value_version, source_partition, source_offset, record_timestamp
-    OUT/scan.json  what was read and what was skipped; written last, removed first, so a scan
-                   that did not finish is never read back as if it had.
+    OUT/scan.json  what was read and what was skipped. A scan writes into a hidden work
+                   directory and replaces the old tables only when it succeeded (scan.json removed
+                   first, written last), so a failed scan leaves the previous history readable.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -224,29 +226,36 @@ def decode_frame(records):
 # -- the scan --------------------------------------------------------------------------------------
 
 def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, object]:
-    """Write the commit and group tables from a decoded DataFrame; returns the counts."""
+    """Write the commit and group tables from a decoded DataFrame; returns the counts.
+
+    Decoding runs once: every decoded record is written to `OUT/_staging` partitioned by kind,
+    and the tables and counts are then made from those files by the JVM alone. (Caching the
+    decoded rows instead, and running one job per table, was 3-4x slower here.)
+    """
     from pyspark.sql import functions as F
+
+    from offsetkeeper.offsetlog.batch import decoded_schema
 
     if group is not None:
         # The partition holds other groups too; records of no group (errors) are kept for counting.
         decoded = decoded.where((F.col("group") == group) | F.col("group").isNull())
-    decoded = decoded.persist()
-    try:
-        # One job for the counts and the error samples (each Spark job costs seconds here).
-        error_text = F.concat(F.lit("partition "), F.col("source_partition").cast("string"),
-                              F.lit(" offset "), F.col("source_offset").cast("string"), F.lit(": "),
-                              F.col("error"))
-        counts = (decoded.groupBy("kind", "key_version", "value_version", "tombstone")
-                  .agg(F.count("*").alias("count"),
-                       F.slice(F.collect_list(F.when(F.col("kind") == "error", error_text)), 1,
-                               _ERROR_SAMPLES).alias("samples"))
-                  .collect())
-        commits = decoded.where(F.col("kind") == "offset_commit").select(*COMMIT_COLUMNS)
-        commits.write.mode("overwrite").parquet(join(out, "commits"))
-        groups = decoded.where(F.col("kind") == "group_metadata").select(*GROUP_COLUMNS)
-        groups.write.mode("overwrite").parquet(join(out, "groups"))
-    finally:
-        decoded.unpersist()
+    staging = join(out, "_staging")
+    decoded.write.mode("overwrite").partitionBy("kind").parquet(staging)
+    staged = decoded.sparkSession.read.schema(decoded_schema()).parquet(staging)
+    error_text = F.concat(F.lit("partition "), F.col("source_partition").cast("string"),
+                          F.lit(" offset "), F.col("source_offset").cast("string"), F.lit(": "),
+                          F.col("error"))
+    counts = (staged.groupBy("kind", "key_version", "value_version", "tombstone")
+              .agg(F.count("*").alias("count"),
+                   F.slice(F.collect_list(F.when(F.col("kind") == "error", error_text)), 1,
+                           _ERROR_SAMPLES).alias("samples"))
+              .collect())
+    staged.where(F.col("kind") == "offset_commit").select(*COMMIT_COLUMNS) \
+        .write.mode("overwrite").parquet(join(out, "commits"))
+    staged.where(F.col("kind") == "group_metadata").select(*GROUP_COLUMNS) \
+        .write.mode("overwrite").parquet(join(out, "groups"))
+    fs, path = open_fs(staging)
+    fs.rm(path, recursive=True)
     samples = [x for r in counts for x in (r["samples"] or [])][:_ERROR_SAMPLES]
     tally: dict[str, object] = {"records": 0, "offset_commits": 0, "offset_tombstones": 0,
                                 "group_metadata": 0, "group_tombstones": 0, "errors": 0}
@@ -267,33 +276,52 @@ def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, o
     return tally
 
 
+def _publish(work: str, out: str, summary: ScanSummary) -> None:
+    """Replace the history in `out` by the finished scan in `work`; scan.json last."""
+    fs, _ = open_fs(out)
+    summary_path = scan_json_path(out)
+    if fs.exists(open_fs(summary_path)[1]):
+        fs.rm(open_fs(summary_path)[1])  # from here until the end, readers refuse the directory
+    for table in ("commits", "groups"):
+        target = open_fs(join(out, table))[1]
+        if fs.exists(target):
+            fs.rm(target, recursive=True)
+        fs.mv(open_fs(join(work, table))[1], target, recursive=True)
+    write_text_atomic(summary_path, summary.to_json(), what="scan summary")
+
+
 def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress) -> ScanSummary:
     """Scan the source into `cfg.out` (see the module docstring); returns the summary.
 
+    The tables are written into a hidden work directory inside `cfg.out` and replace the old
+    history only when the scan succeeded, so a failed scan leaves the previous history intact.
     A scan that reads no record at all is an error: nothing was learned.
     """
     started = time.monotonic()
     now = datetime.now(UTC)
     partitions, _count = source_partitions(cfg.source, cfg.group)
-    fs, path = open_fs(scan_json_path(cfg.out))
-    if fs.exists(path):
-        fs.rm(path)  # the tables are about to change: the old summary no longer describes them
     progress(ProgressEvent("scan", 0, 3, "steps", "starting Spark"))
     if spark is None:
         from offsetkeeper.spark.session import get_spark
 
         spark = get_spark(cfg.master, cfg.spark_conf, app_name="offsetkeeper-commits-scan")
     progress(ProgressEvent("scan", 1, 3, "steps", f"decoding {cfg.source.describe()}"))
-    decoded = decode_frame(read_source(spark, cfg.source, partitions))
-    tally = write_history(decoded, cfg.out, group=cfg.group)
-    if not tally["records"]:
-        what = f" for group '{cfg.group}'" if cfg.group else ""
-        raise UsageError(f"{cfg.source.describe()} holds no records{what}; nothing to scan "
-                         "(the development broker keeps __consumer_offsets empty)")
-    summary = ScanSummary(
-        source=cfg.source.describe(), scanned_at=now.isoformat(timespec="seconds"),
-        scanned_at_ms=int(now.timestamp() * 1000), group=cfg.group, source_partitions=partitions,
-        seconds=round(time.monotonic() - started, 2), **tally)  # type: ignore[arg-type]
-    write_text_atomic(scan_json_path(cfg.out), summary.to_json(), what="scan summary")
+    work = join(cfg.out, f".scan-{uuid.uuid4().hex[:12]}")
+    fs, work_path = open_fs(work)
+    try:
+        decoded = decode_frame(read_source(spark, cfg.source, partitions))
+        tally = write_history(decoded, work, group=cfg.group)
+        if not tally["records"]:
+            what = f" for group '{cfg.group}'" if cfg.group else ""
+            raise UsageError(f"{cfg.source.describe()} holds no records{what}; nothing to scan "
+                             "(the development broker keeps __consumer_offsets empty)")
+        summary = ScanSummary(
+            source=cfg.source.describe(), scanned_at=now.isoformat(timespec="seconds"),
+            scanned_at_ms=int(now.timestamp() * 1000), group=cfg.group, source_partitions=partitions,
+            seconds=round(time.monotonic() - started, 2), **tally)  # type: ignore[arg-type]
+        _publish(work, cfg.out, summary)
+    finally:
+        if fs.exists(work_path):
+            fs.rm(work_path, recursive=True)
     progress(ProgressEvent("scan", 3, 3, "steps", "done"))
     return summary
