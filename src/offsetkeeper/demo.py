@@ -24,6 +24,7 @@ from rich.console import Console
 from offsetkeeper import devbroker
 from offsetkeeper.consumer.demo import part as _consumer_part
 from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.offsetlog import demo as offsetlog_demo
 from offsetkeeper.snapshots import demo as snapshots_demo
 from offsetkeeper.streaming import demo as streaming_demo
 
@@ -135,6 +136,7 @@ PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
     ("dashboard: groups page and a plan preview over HTTP", lambda ctx: __import__("offsetkeeper.web.demo", fromlist=["part"]).part(ctx), False),
     ("spark streaming: a query's offsets as a group, reset in time, rolled back", streaming_demo.part, True),
     ("consumer: delivery guarantees measured, live reset of a running app", _consumer_part, False),
+    ("__consumer_offsets decoded on Spark; ZooKeeper-era offsets", offsetlog_demo.part, True),
 ]
 
 

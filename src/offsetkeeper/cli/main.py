@@ -75,6 +75,10 @@ def _register() -> None:
     from offsetkeeper.cli import ui
 
     app.command("ui")(ui.run)
+    from offsetkeeper.cli import commits, zk
+
+    app.add_typer(commits.app, name="commits")
+    app.add_typer(zk.app, name="zk")
 
 
 _register()

@@ -102,6 +102,12 @@ def reset(
                                                    "offset history store.")] = None,
     history_store: Annotated[str | None, typer.Option("--history-store", envvar="OFFSETKEEPER_HISTORY_STORE",
                                                       help="History store URL for --to-history.")] = None,
+    to_commit_time: Annotated[str | None, typer.Option("--to-commit-time", help="ISO-8601 time: the offsets "
+                                                       "committed as of then, from --commit-history.")] = None,
+    commit_history: Annotated[str | None, typer.Option("--commit-history", metavar="DIR", help="Commit "
+                                                       "history from 'commits scan'.")] = None,
+    from_zookeeper: Annotated[str | None, typer.Option("--from-zookeeper", metavar="HOST:PORT[/chroot]",
+                                                       help="Migrate ZooKeeper-era offsets of --group.")] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (default: dry run).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only print the plan (the default).")] = False,
     export: Annotated[Path | None, typer.Option("--export", help="Write the plan as CSV for --from-file.")] = None,
@@ -142,8 +148,9 @@ def reset(
         TargetKind.TO_DATETIME: to_datetime, TargetKind.BY_DURATION: by_duration,
         TargetKind.FROM_FILE: None if from_file is None else str(from_file),
         TargetKind.FROM_SNAPSHOT: from_snapshot, TargetKind.FROM_MAPPING: from_mapping,
-        TargetKind.FROM_GROUP: from_group, TargetKind.TO_HISTORY: to_history},
-        {"history_store": history_store} if history_store else None)
+        TargetKind.FROM_GROUP: from_group, TargetKind.TO_HISTORY: to_history,
+        TargetKind.TO_COMMIT_TIME: to_commit_time, TargetKind.FROM_ZOOKEEPER: from_zookeeper},
+        {k: v for k, v in (("history_store", history_store), ("commit_history", commit_history)) if v})
     conn = connection(bootstrap, command_config, cluster, config)
     req = ResetRequest(
         target=target, groups=tuple(group_ids(group)), all_groups=all_groups,

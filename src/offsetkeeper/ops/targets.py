@@ -43,6 +43,8 @@ class TargetKind(StrEnum):
     FROM_MAPPING = "from-mapping"
     FROM_GROUP = "from-group"
     TO_HISTORY = "to-history"
+    TO_COMMIT_TIME = "to-commit-time"
+    FROM_ZOOKEEPER = "from-zookeeper"
 
     @property
     def flag(self) -> str:
@@ -178,7 +180,23 @@ def _to_history(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     return ResolvedTarget(target, spec.label)
 
 
-# Kind -> provider. Other packages register theirs with `register_target`.
+def _to_commit_time(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
+    """The offsets the groups had committed at a time, replayed from a commit history written
+    by `commits scan` (option `commit_history`)."""
+    from offsetkeeper.offsetlog.target import commit_time_target
+
+    target = commit_time_target(spec.options.get("commit_history"), spec.value or "", ctx.groups)
+    return ResolvedTarget(target, spec.label)
+
+
+def _from_zookeeper(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
+    """ZooKeeper-era offsets of the groups (refused while their old consumers are alive)."""
+    from offsetkeeper.zk.offsets import from_zookeeper
+
+    return ResolvedTarget(from_zookeeper(spec.value or "", ctx.groups), spec.label)
+
+
+# Kind -> provider.
 _PROVIDERS: dict[TargetKind | str, Provider] = {
     **{k: _simple for k in (TargetKind.TO_EARLIEST, TargetKind.TO_LATEST, TargetKind.TO_CURRENT,
                             TargetKind.TO_OFFSET, TargetKind.SHIFT_BY, TargetKind.TO_DATETIME,
@@ -188,6 +206,8 @@ _PROVIDERS: dict[TargetKind | str, Provider] = {
     TargetKind.FROM_MAPPING: _from_mapping,
     TargetKind.FROM_GROUP: _from_group,
     TargetKind.TO_HISTORY: _to_history,
+    TargetKind.TO_COMMIT_TIME: _to_commit_time,
+    TargetKind.FROM_ZOOKEEPER: _from_zookeeper,
 }
 
 

@@ -1,0 +1,162 @@
+"""`offsetkeeper commits scan|show|at|generations|rate|rewinds|topics|expired|rebalances`:
+the `__consumer_offsets` log as a commit history."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    OutputOpt,
+    connection,
+)
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.progress import progress_bar
+
+app = typer.Typer(help="Decode __consumer_offsets into a commit history (Spark) and query it.",
+                  no_args_is_help=True)
+
+HistoryOpt = Annotated[str, typer.Option(
+    "--history", "-H", envvar="OFFSETKEEPER_COMMIT_HISTORY", metavar="DIR",
+    help="Commit history directory written by 'commits scan --out DIR'.")]
+GroupArg = Annotated[str, typer.Argument(help="Consumer group.", show_default=False)]
+GroupFilterOpt = Annotated[str | None, typer.Option("--group", "-g", metavar="GROUP",
+                                                    help="Only this group.", show_default=False)]
+MasterOpt = Annotated[str | None, typer.Option("--master", metavar="URL",
+                                               help="Spark master [default: local[*]].", show_default=False)]
+
+
+@app.command("scan")
+def scan(
+    out: Annotated[str, typer.Option("--out", "-O", metavar="DIR",
+                                     help="Directory for the commit history (Parquet + scan.json).")],
+    topic: Annotated[str, typer.Option("--topic", "-t", help="Topic holding the records.")] = "__consumer_offsets",
+    backup: Annotated[str | None, typer.Option(
+        "--backup", metavar="DEST/BACKUP_ID", help="Read a backup of the topic made by 'backup run' "
+        "instead of the cluster.", show_default=False)] = None,
+    group: GroupFilterOpt = None,
+    master: MasterOpt = None,
+    conf: Annotated[list[str] | None, typer.Option(
+        "--conf", metavar="KEY=VALUE", help="Spark configuration (repeatable).", show_default=False)] = None,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Read __consumer_offsets on Spark, decode it in Arrow batches, write the commit history.
+
+    With --group only the partition holding that group is read. Unknown record types and
+    versions are counted and skipped; malformed records are counted with samples.
+
+    Example: offsetkeeper commits scan -b localhost:9092 --out /data/commit-history
+    """
+    from offsetkeeper.offsetlog.scan import KafkaSource, ScanConfig, backup_source, run_scan
+    from offsetkeeper.spark.session import parse_conf_pairs
+
+    source = backup_source(backup, topic) if backup else \
+        KafkaSource(connection(bootstrap, command_config, cluster, config), topic)
+    cfg = ScanConfig(source=source, out=out, group=group, master=master, spark_conf=parse_conf_pairs(conf))
+    with progress_bar(output) as progress:
+        s = run_scan(cfg, progress=progress)
+    if output is OutputFormat.json:
+        render_json(s.__dict__ | {"skipped": [k.__dict__ for k in s.skipped]})
+        return
+    rows = [{"field": k, "value": v} for k, v in [
+        ("source", s.source), ("group", s.group), ("source partitions", s.source_partitions),
+        ("records", s.records), ("offset commits", s.offset_commits),
+        ("offset tombstones", s.offset_tombstones), ("group metadata", s.group_metadata),
+        ("group tombstones", s.group_tombstones),
+        ("skipped (unknown)", ", ".join(f"{k.part} v{k.version}: {k.count}" for k in s.skipped) or 0),
+        ("malformed", s.errors), ("seconds", s.seconds), ("history", out)]]
+    render_rows(rows, ["field", "value"], output, title="commit history scan")
+    for sample in s.error_samples:
+        stderr_console().print(f"malformed record: {sample}", highlight=False, markup=False)
+
+
+@app.command("show")
+def show(
+    group: GroupArg, history: HistoryOpt,
+    since: Annotated[str | None, typer.Option("--since", help="ISO-8601 start (UTC when no zone).",
+                                              show_default=False)] = None,
+    until: Annotated[str | None, typer.Option("--until", help="ISO-8601 end (UTC when no zone).",
+                                              show_default=False)] = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """A group's commits in log order, with the change per partition (REWIND when it went back).
+
+    Example: offsetkeeper commits show payments --history /data/commit-history --since 2026-11-20T09:00:00Z
+    """
+    from offsetkeeper.offsetlog.history import parse_time, show_group
+
+    rows = show_group(history, group, since_ms=parse_time(since, flag="--since") if since else None,
+                      until_ms=parse_time(until, flag="--until") if until else None)
+    render_rows(rows, ["time", "topic", "partition", "offset", "change", "metadata", "leader_epoch",
+                       "source_offset"], output, title=f"commits of group {group}" if output is OutputFormat.table else None)
+
+
+@app.command("at")
+def at(
+    group: GroupArg, history: HistoryOpt,
+    time: Annotated[str, typer.Option("--time", "-T", help="ISO-8601 time (UTC when no zone).")],
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """The group's committed offsets as of a time, replayed exactly from the log.
+
+    Example: offsetkeeper commits at payments --history /data/commit-history --time 2026-11-20T09:40:00Z
+    """
+    from offsetkeeper.offsetlog.history import at_rows, offsets_at, parse_time
+
+    rows = at_rows(offsets_at(history, group, parse_time(time, flag="--time")))
+    if not rows:
+        from offsetkeeper.errors import OffsetkeeperError
+
+        raise OffsetkeeperError(f"group '{group}' had committed nothing by {time}", group=group)
+    render_rows(rows, ["group", "topic", "partition", "offset", "committed_at", "metadata",
+                       "leader_epoch", "status"], output)
+
+
+@app.command("generations")
+def generations(group: GroupArg, history: HistoryOpt, output: OutputOpt = OutputFormat.table) -> None:
+    """A group's generations: members, their subscriptions and assignments, per rebalance.
+
+    Example: offsetkeeper commits generations payments --history /data/commit-history
+    """
+    from offsetkeeper.errors import UnknownGroupError
+    from offsetkeeper.offsetlog.history import generation_rows
+
+    rows = generation_rows(history, group)
+    if not rows:
+        raise UnknownGroupError(f"group '{group}' has no group metadata in the history in {history}",
+                                group=group)
+    render_rows(rows, ["time", "generation", "state", "member", "client", "host", "subscribed",
+                       "assigned"], output)
+
+
+def _report(name: str, help_text: str, example: str) -> None:
+    def command(history: HistoryOpt, group: GroupFilterOpt = None, master: MasterOpt = None,
+                output: OutputOpt = OutputFormat.table) -> None:
+        from offsetkeeper.offsetlog.analytics import COLUMNS, Report, run_report
+
+        report = Report(name)
+        rows = run_report(report, history, group=group, master=master)
+        render_rows(rows, COLUMNS[report], output)
+        if not rows and output is OutputFormat.table:
+            stderr_console().print(f"no {name} found", highlight=False)
+
+    command.__doc__ = f"{help_text} (Spark).\n\nExample: {example}"
+    app.command(name)(command)
+
+
+_report("rate", "Commits per group: count, partitions, first/last commit, commits per minute",
+        "offsetkeeper commits rate --history /data/commit-history")
+_report("rewinds", "REWIND events: a partition's committed offset went backwards",
+        "offsetkeeper commits rewinds --history /data/commit-history -g payments")
+_report("topics", "Groups per topic, and how many still hold a live offset on it",
+        "offsetkeeper commits topics --history /data/commit-history")
+_report("expired", "Groups whose offsets all expired or were deleted, or whose metadata was deleted",
+        "offsetkeeper commits expired --history /data/commit-history")
+_report("rebalances", "Rebalances (new generations) per group and hour",
+        "offsetkeeper commits rebalances --history /data/commit-history -g payments")

@@ -1,0 +1,58 @@
+"""`offsetkeeper zk export`: ZooKeeper-era consumer offsets (Kafka < 0.9)."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from offsetkeeper.cli.output import OutputFormat, render_rows, stderr_console
+
+app = typer.Typer(help="ZooKeeper-era consumer offsets: export them (migrate with "
+                  "'offsets reset --from-zookeeper').", no_args_is_help=True)
+
+ZookeeperOpt = Annotated[str, typer.Option(
+    "--zookeeper", "-z", envvar="OFFSETKEEPER_ZOOKEEPER", metavar="HOST:PORT[/chroot]",
+    help="ZooKeeper connect string, with the chroot Kafka used if any.")]
+
+
+@app.command("export")
+def export(
+    zookeeper: ZookeeperOpt,
+    group: Annotated[list[str] | None, typer.Option(
+        "--group", "-g", metavar="GROUP", help="Group (repeatable) [default: every group under /consumers].",
+        show_default=False)] = None,
+    output: Annotated[OutputFormat, typer.Option(
+        "--output", "-o", case_sensitive=False,
+        help="table, json, or csv in the reset file format (group,topic,partition,offset; no header).")]
+        = OutputFormat.table,
+) -> None:
+    """Read /consumers/GROUP/offsets/TOPIC/PARTITION from ZooKeeper.
+
+    The csv output is the --from-file format of 'offsets reset'. Nodes that do not hold an
+    offset are reported on stderr and make the exit code 1.
+
+    Example: offsetkeeper zk export --zookeeper zk1:2181/kafka -g payments -o csv > payments.csv
+    """
+    from offsetkeeper.zk.offsets import read_zk_offsets
+
+    result = read_zk_offsets(zookeeper, tuple(group or ()))
+    rows = result.rows()
+    if output is OutputFormat.csv:
+        w = csv.writer(sys.stdout, lineterminator="\n")  # RFC 4180 quoting for odd names
+        for r in rows:
+            w.writerow([r["group"], r["topic"], r["partition"], r["offset"]])
+    else:
+        render_rows(rows, ["group", "topic", "partition", "offset"], output)
+    err = stderr_console()
+    for g, ids in sorted(result.live.items()):
+        if ids:
+            err.print(f"warning: group {escape(g)} has {len(ids)} live consumer(s) in ZooKeeper; "
+                      "its offsets may still move", highlight=False)
+    for p in result.problems:
+        err.print(f"[bold red]error:[/] {escape(p.path)}: {escape(p.reason)}", highlight=False)
+    if result.problems:
+        raise typer.Exit(1)
