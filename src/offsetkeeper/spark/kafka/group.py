@@ -1,9 +1,10 @@
 """`commitToGroup`: publish a streaming query's position as a consumer group's offsets.
 
-A light path, called once per batch from the driver: the group must be inactive (no members,
-as the reset executor requires), the commit is read back per partition. It takes no snapshot
-(one per batch would flood the store); `offsetkeeper streaming commit-to-group` is the
-audited, one-off way through the reset executor.
+Called once per batch from the driver, through the one reset executor like every other offset
+change: the group must be inactive (no members), its offsets must not have been moved by
+another writer since the plan, and the commit is read back per partition. No snapshot is
+taken (one per batch would flood the store); `offsetkeeper streaming commit-to-group` is the
+audited, one-off way.
 """
 
 from __future__ import annotations
@@ -16,14 +17,18 @@ from offsetkeeper.errors import GroupActiveError, KafkaOperationError
 def commit_positions(admin, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
     """Commit `offsets` ({(topic, partition): next offset}) for the inactive `group`."""
     from offsetkeeper.models import TopicPartition
+    from offsetkeeper.reset.apply import ApplyOptions, GroupStatus, apply_plan
+    from offsetkeeper.reset.facts import build_plan
+    from offsetkeeper.reset.plan import ResetScope
+    from offsetkeeper.reset.targets import FromOffsets
 
-    info = admin.describe_groups([group])[group]
-    if info.refusal:
-        raise GroupActiveError(info.refusal, group=group)
-    tps = {TopicPartition(t, p): o for (t, p), o in offsets.items()}
-    result = admin.alter_result(group, admin.alter_offsets_async(group, tps))
-    failed = {str(tp): err for tp, err in result.items() if err}
-    if failed:
-        first = sorted(failed.items())[0]
-        raise KafkaOperationError(f"commit to group {group} failed for {len(failed)} "
-                                  f"partition(s), first {first[0]}: {first[1]}", group=group)
+    target = FromOffsets({group: {TopicPartition(t, p): o for (t, p), o in offsets.items()}},
+                         source="streaming query position")
+    plan = build_plan(admin, ResetScope(groups=(group,)), target, label="commitToGroup")
+    [result] = apply_plan(admin, plan, ApplyOptions(retries=2, deadline_s=30)).results
+    if result.status is GroupStatus.REFUSED:
+        raise GroupActiveError(result.error or f"group {group} is active", group=group)
+    if result.status is GroupStatus.FAILED:
+        detail = "; ".join(f"{k}: {v}" for k, v in sorted(result.partition_errors.items()))
+        raise KafkaOperationError(f"commit to group {group} failed: {result.error}"
+                                  + (f" ({detail})" if detail else ""), group=group)
