@@ -1,6 +1,7 @@
 """One sampling cycle: every group's committed offsets, then log starts/ends, then the
-timestamps of the next records to consume — batched, so 1,000 groups cost a handful of
-round trips instead of thousands.
+timestamps of the next records to consume — batched: one request lists every group's state, the
+log offsets of all partitions take two, and the one committed-offset request per group (the
+admin API takes one group per call) are all in flight at once.
 
 Read order matters: committed offsets are read before log ends, so `log_end - committed` is
 never negative from read order (a commit cannot overtake a log end read after it).
