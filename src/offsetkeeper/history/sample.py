@@ -91,9 +91,6 @@ class NextRecordTimes:
     def timestamps(self, wanted: Mapping[Key, int]) -> dict[Key, int | None]:
         """Timestamp (ms) of the first record at or after each offset, per (topic, partition);
         None when none was read."""
-        from confluent_kafka import KafkaError
-        from confluent_kafka import TopicPartition as CkTP
-
         out: dict[Key, int | None] = {}
         todo: dict[Key, int] = {}
         for tp, off in wanted.items():
@@ -102,15 +99,30 @@ class NextRecordTimes:
                 out[tp] = hit[1]
             else:
                 todo[tp] = off
+        items = list(todo.items())
+        # At most CHUNK partitions at a time: a fetch returns at least one record batch per
+        # partition (some brokers return far more), so this bounds the memory a cycle needs.
+        for i in range(0, len(items), self.CHUNK):
+            self._fetch(dict(items[i:i + self.CHUNK]), time.monotonic() + self.timeout_s)
+        for key, off in todo.items():
+            hit = self._cache.get(key)
+            out[key] = hit[1] if hit is not None and hit[0] == off else None
+        return out
+
+    CHUNK = 1000
+
+    def _fetch(self, todo: dict[Key, int], deadline: float) -> None:
+        from confluent_kafka import KafkaError
+        from confluent_kafka import TopicPartition as CkTP
+
         if todo:
             c = self._client()
             self.fetched += len(todo)
             c.assign([CkTP(t, p, o) for (t, p), o in todo.items()])
-            deadline = time.monotonic() + self.timeout_s
             remaining = dict(todo)
             try:
                 while remaining and time.monotonic() < deadline:
-                    for m in c.consume(num_messages=10_000, timeout=0.1):
+                    for m in c.consume(num_messages=500, timeout=0.1):
                         key = (m.topic(), m.partition())
                         if key not in remaining:
                             continue
@@ -127,10 +139,6 @@ class NextRecordTimes:
                         c.incremental_unassign([CkTP(*key)])
             finally:
                 c.unassign()
-            for key, off in todo.items():
-                hit = self._cache.get(key)
-                out[key] = hit[1] if hit is not None and hit[0] == off else None
-        return out
 
     def retain(self, tps: Collection[Key]) -> None:
         """Forget partitions not in `tps` (a set or dict: membership is checked directly)."""
