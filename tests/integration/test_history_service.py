@@ -112,7 +112,14 @@ def test_store_outage_keeps_samples_in_memory_and_writes_them_later(bootstrap, a
         out = sampler.run_once()
         assert out.stored and out.buffered == 0
         kept = store.series(group)
-        assert len(kept) == 3                               # the newest 3 cycles (the bound)
+        # the newest cycles holding at most 3 samples (a cycle whose group read failed holds 0)
+        expected, total = [], 0
+        for o in reversed([*outs, out]):
+            if total + o.samples > 3:
+                break
+            total += o.samples
+            expected[:0] = [o.ts] * o.samples
+        assert [s.ts for s in kept] == expected and len(kept) >= 2
         gaps = store.gaps()
         assert len(gaps) == 1 and "dropped" in gaps[0].reason
         sampler.finish()
@@ -236,3 +243,11 @@ def test_plot_is_a_real_png(bootstrap, unique, capsys, tmp_path):
     assert len(np.unique((rgb * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 50
     assert (rgb.mean(axis=2) < 0.9).mean() > 0.01
     shutil.copy(out, "/tmp/okh-history-plot.png")
+
+
+def test_once_exits_1_naming_the_failure(capsys, tmp_path):
+    """For cron: `--once` fails loudly (exit 1, one line) when nothing could be recorded."""
+    r = run_cli(capsys, "history", "record", "-g", "x", "--once", "--store", str(tmp_path / "h.db"),
+                "-b", f"127.0.0.1:{free_port()}")
+    assert r.code == 1 and "error: nothing recorded:" in r.err and "Traceback" not in r.err
+    assert open_store(str(tmp_path / "h.db")).groups() == []

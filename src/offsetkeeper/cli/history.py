@@ -43,11 +43,23 @@ def render(rows: list[dict], columns: list[str], output: OutputFormat, **kw) -> 
     render_rows(rows, columns, output, **kw)
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is now (not the one at set-up time)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def setup_logging() -> None:
     """One line per event on stderr, UTC timestamps (the sampler's log)."""
     logger = logging.getLogger("offsetkeeper.history")
     if not any(getattr(h, "_offsetkeeper", False) for h in logger.handlers):
-        h = logging.StreamHandler(sys.stderr)
+        h = _StderrHandler()
         fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%SZ")
         fmt.converter = time.gmtime
         h.setFormatter(fmt)

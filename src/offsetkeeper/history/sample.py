@@ -1,6 +1,7 @@
 """One sampling cycle: every group's committed offsets, then log starts/ends, then the
-timestamps of the next records to consume — batched, so 1,000 groups cost a handful of
-round trips instead of thousands.
+timestamps of the next records to consume — batched: one request lists every group's state, the
+log offsets of all partitions take two, and the one committed-offset request per group (the
+admin API takes one group per call) are all in flight at once.
 
 Read order matters: committed offsets are read before log ends, so `log_end - committed` is
 never negative from read order (a commit cannot overtake a log end read after it).
@@ -90,9 +91,6 @@ class NextRecordTimes:
     def timestamps(self, wanted: Mapping[Key, int]) -> dict[Key, int | None]:
         """Timestamp (ms) of the first record at or after each offset, per (topic, partition);
         None when none was read."""
-        from confluent_kafka import KafkaError
-        from confluent_kafka import TopicPartition as CkTP
-
         out: dict[Key, int | None] = {}
         todo: dict[Key, int] = {}
         for tp, off in wanted.items():
@@ -101,15 +99,30 @@ class NextRecordTimes:
                 out[tp] = hit[1]
             else:
                 todo[tp] = off
+        items = list(todo.items())
+        # At most CHUNK partitions at a time: a fetch returns at least one record batch per
+        # partition (some brokers return far more), so this bounds the memory a cycle needs.
+        for i in range(0, len(items), self.CHUNK):
+            self._fetch(dict(items[i:i + self.CHUNK]), time.monotonic() + self.timeout_s)
+        for key, off in todo.items():
+            hit = self._cache.get(key)
+            out[key] = hit[1] if hit is not None and hit[0] == off else None
+        return out
+
+    CHUNK = 1000
+
+    def _fetch(self, todo: dict[Key, int], deadline: float) -> None:
+        from confluent_kafka import KafkaError
+        from confluent_kafka import TopicPartition as CkTP
+
         if todo:
             c = self._client()
             self.fetched += len(todo)
             c.assign([CkTP(t, p, o) for (t, p), o in todo.items()])
-            deadline = time.monotonic() + self.timeout_s
             remaining = dict(todo)
             try:
                 while remaining and time.monotonic() < deadline:
-                    for m in c.consume(num_messages=10_000, timeout=0.1):
+                    for m in c.consume(num_messages=500, timeout=0.1):
                         key = (m.topic(), m.partition())
                         if key not in remaining:
                             continue
@@ -126,10 +139,6 @@ class NextRecordTimes:
                         c.incremental_unassign([CkTP(*key)])
             finally:
                 c.unassign()
-            for key, off in todo.items():
-                hit = self._cache.get(key)
-                out[key] = hit[1] if hit is not None and hit[0] == off else None
-        return out
 
     def retain(self, tps: Collection[Key]) -> None:
         """Forget partitions not in `tps` (a set or dict: membership is checked directly)."""

@@ -64,6 +64,7 @@ class CycleOutcome:
     buffered: int
     message: str
     group_errors: dict[str, str]
+    error: str = ""  # why the cycle or its write failed ("" when it did not)
 
 
 class Sampler:
@@ -146,7 +147,8 @@ class Sampler:
             msg += f"; {store_msg}; {self._buffered} samples kept in memory"
         log.info(msg)
         return CycleOutcome(result.ts, True, len(result.samples), result.groups, result.total_lag,
-                            result.duration_ms, stored, self._buffered, msg, dict(result.errors))
+                            result.duration_ms, stored, self._buffered, msg, dict(result.errors),
+                            error=store_msg)
 
     def _cluster_failed(self, started: int, exc: OffsetkeeperError) -> CycleOutcome:
         if self._gap_start is None:
@@ -164,7 +166,7 @@ class Sampler:
                f"retrying in {self.config.interval_ms / 1000:g}s")
         log.warning(msg)
         return CycleOutcome(started, False, 0, 0, 0, int(time.time() * 1000) - started, stored,
-                            self._buffered, msg, {})
+                            self._buffered, msg, {}, error=str(exc))
 
     def _trim_buffer(self) -> None:
         """Drop the oldest buffered cycles beyond the limit; record them as one gap."""

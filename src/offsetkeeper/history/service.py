@@ -53,9 +53,9 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
                 finally:
                     sampler.finish()
                 if not out.ok:
-                    raise KafkaOperationError(out.message, retriable=True)
+                    raise KafkaOperationError(f"nothing recorded: {out.error}", retriable=True)
                 if not out.stored:
-                    raise StoreError(out.message)
+                    raise StoreError(f"nothing recorded: {out.error}")
                 return RecordSummary(1, out, store.display_url)
             last: list[CycleOutcome] = []
             stop = stop or threading.Event()
