@@ -17,8 +17,10 @@ ROOT = Path(offsetkeeper.__file__).parent
 LAYERS = {
     0: {"errors", "models", "redact", "storage", "progress", "config"},
     1: {"kafka", "spark", "devbroker"},
+    # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/
+    # (its streaming source commits to groups through the reset executor).
     2: {"reset", "snapshots", "backup", "restore", "inspect", "history", "consumer", "streaming",
-        "offsetlog", "zk"},
+        "offsetlog", "zk", "spark.kafka"},
     3: {"ops"},
     4: {"cli", "web", "demo"},
 }
@@ -27,12 +29,16 @@ FORBIDDEN = {"reset": {"snapshots", "restore", "ops"}}
 
 def _top(module: str) -> str:
     parts = module.split(".")
+    if parts[1:3] == ["spark", "kafka"]:
+        return "spark.kafka"
     return parts[1] if len(parts) > 1 else ""
 
 
 def _layer(path: Path) -> tuple[int, str] | None:
     rel = path.relative_to(ROOT)
     top = rel.parts[0].removesuffix(".py")
+    if rel.parts[:2] == ("spark", "kafka"):
+        top = "spark.kafka"
     if rel.name == "demo.py" or rel.parts[-1].startswith("demo_"):
         return 4, top  # a package's demo part renders for the demo command
     for n, names in LAYERS.items():

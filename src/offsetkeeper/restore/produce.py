@@ -5,7 +5,7 @@ each with its own idempotent producer in its own thread, so one route's wait for
 acknowledgements overlaps another's reading and producing (librdkafka and pyarrow release the
 GIL while they work). Per route:
 
-1. resume: `writer._RouteWriter` finds what an earlier attempt wrote but did not map (the target
+1. resume: `writer.RouteResume` finds what an earlier attempt wrote but did not map (the target
    records after the last mapped one) and maps those rows instead of producing them;
 2. the remaining rows are produced in chunks of ``chunk_records``: the columns of each Arrow
    batch become Python lists once (``to_pylist``; the offset and timestamp headers are made by
@@ -48,8 +48,8 @@ from offsetkeeper.restore.writer import (
     TIMESTAMP_HEADER,
     TOPIC_HEADER,
     RestoreWriteError,
+    RouteResume,
     WriterConfig,
-    _RouteWriter,
     read_target_tail,
     spec_records,
     write_progress,
@@ -66,13 +66,6 @@ BATCH_ROWS = 5_000
 # Called when a chunk starts, after its target log end was read, with (target, log end):
 # tests use it to write to the target partition in the middle of a restore.
 on_chunk_start: Callable[[TopicPartition, int], None] | None = None
-
-
-class _Cfg:
-    """What `_RouteWriter` needs of a task writer (its config only: the resume part)."""
-
-    def __init__(self, cfg: WriterConfig) -> None:
-        self.cfg = cfg
 
 
 class _Producer:
@@ -110,7 +103,7 @@ class RouteProducer:
                  producer: _Producer, *, records_per_second: float | None = None,
                  bytes_per_second: float | None = None, stop: threading.Event | None = None) -> None:
         self.cfg, self.source, self.target = cfg, source, target
-        self.rw = _RouteWriter(_Cfg(cfg), source, target)  # resume: mapping + unmapped target tail
+        self.rw = RouteResume(cfg, source, target)  # resume: mapping + unmapped target tail
         self.summary = self.rw.summary
         self.summary.update(mapping="derived" if cfg.derive_mapping else "read-back",
                             foreign_records=0)

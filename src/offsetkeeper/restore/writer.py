@@ -14,7 +14,6 @@ Kafka clients are created here, inside the task; nothing unpicklable is captured
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -106,13 +105,14 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
         c.close()
 
 
-class _RouteWriter:
-    """Writes the rows of one route; one per (source, target) pair within a task."""
+class RouteResume:
+    """Where a route continues after an interruption: its mapping so far, and the records already
+    on the target that the mapping does not know yet (written before a crash), which are
+    recovered — mapped, not produced again."""
 
-    def __init__(self, w: _TaskWriter, source: TopicPartition, target: TopicPartition) -> None:
-        self.w, self.source, self.target = w, source, target
+    def __init__(self, cfg: WriterConfig, source: TopicPartition, target: TopicPartition) -> None:
+        self.cfg, self.source, self.target = cfg, source, target
         self.t0 = time.monotonic()
-        cfg = w.cfg
         mapped = read_mapping(cfg.mapping_root, source)
         check_route_rows(mapped, cfg.restore_id, source, target,
                          cfg.start_log_ends.get(f"{target.topic}:{target.partition}", 0))
@@ -123,8 +123,6 @@ class _RouteWriter:
         # Records already on the target that the mapping does not know (written before a crash).
         self.tail = read_target_tail(cfg.consumer_conf, target, scan_from) if (so or scan_from >= 0) else []
         self.tail_i = 0
-        self.pending_src: list[int] = []
-        self.pending_ts: list[int] = []
         self.recovered_src: list[int] = []
         self.recovered_tgt: list[int] = []
         self.recovered_ts: list[int] = []
@@ -150,7 +148,7 @@ class _RouteWriter:
             ok = (int(hdr) == offset and _header(msg.headers(), PARTITION_HEADER) == str(self.source.partition).encode()
                   and _header(msg.headers(), TOPIC_HEADER) == self.source.topic.encode())
         else:
-            ok = not self.w.cfg.offset_headers and msg.key() == key and msg.value() == value
+            ok = not self.cfg.offset_headers and msg.key() == key and msg.value() == value
         if not ok:
             raise RestoreWriteError(
                 f"target {self.target} offset {msg.offset()} holds a record this restore did not "
@@ -163,44 +161,11 @@ class _RouteWriter:
 
     def flush_recovered(self) -> None:
         if self.recovered_src:
-            write_chunk(self.w.cfg.mapping_root, self.w.cfg.restore_id, self.source, self.target,
+            write_chunk(self.cfg.mapping_root, self.cfg.restore_id, self.source, self.target,
                         self.recovered_src, self.recovered_tgt, self.recovered_ts)
             self._note(self.recovered_src[0], self.recovered_src[-1], self.recovered_tgt[0], self.recovered_tgt[-1])
             self.summary["recovered"] += len(self.recovered_src)
             self.recovered_src, self.recovered_tgt, self.recovered_ts = [], [], []
-
-    def flush(self) -> None:
-        """Wait for every produced record of this route, then write its mapping chunk."""
-        self.flush_recovered()
-        if not self.pending_src:
-            return
-        w = self.w
-        remaining = w.producer.flush(120)
-        if w.errors:
-            raise RestoreWriteError(f"producing to {self.target} failed: {w.errors[0]}")
-        if remaining:
-            raise RestoreWriteError(f"producing to {self.target}: {remaining} records not acknowledged in 120 s")
-        delivered = w.delivered
-        if len(delivered) != len(self.pending_src) or any(
-                b <= a for a, b in itertools.pairwise(delivered)):
-            raise RestoreWriteError(f"delivery reports for {self.target} are incomplete or out of order")
-        write_chunk(w.cfg.mapping_root, w.cfg.restore_id, self.source, self.target,
-                    self.pending_src, delivered, self.pending_ts)
-        self._note(self.pending_src[0], self.pending_src[-1], delivered[0], delivered[-1])
-        self.summary["records"] += len(delivered)
-        w.delivered = []
-        self.pending_src, self.pending_ts = [], []
-        if w.cfg.report_path:
-            write_progress(w.cfg.report_path, self.summary)
-
-    def finish(self) -> dict[str, Any]:
-        self.flush()
-        if self.tail_i < len(self.tail):
-            m = self.tail[self.tail_i]
-            raise RestoreWriteError(f"target {self.target} holds more records than the backup "
-                                    f"selection (offset {m.offset()} and later); cannot resume safely")
-        self.summary["seconds"] = round(time.monotonic() - self.t0, 3)
-        return self.summary
 
 
 def producer_config(props: Mapping[str, str]) -> dict[str, str]:
@@ -218,119 +183,6 @@ def consumer_config(props: Mapping[str, str]) -> dict[str, str]:
             "enable.partition.eof": "true", "isolation.level": "read_uncommitted",
             "auto.offset.reset": "earliest"}
 
-
-class _TaskWriter:
-    def __init__(self, cfg: WriterConfig) -> None:
-        self.cfg = cfg
-        self._producer = None
-        self.delivered: list[int] = []
-        self.errors: list[str] = []
-        self.t0 = time.monotonic()
-        self.sent_records = 0
-        self.sent_bytes = 0
-
-    @property
-    def producer(self):
-        if self._producer is None:
-            from confluent_kafka import Producer
-
-            self._producer = Producer({**producer_config(self.cfg.producer_conf),
-                                       "on_delivery": self.on_delivery})
-        return self._producer
-
-    def on_delivery(self, err, msg) -> None:
-        if err is not None:
-            self.errors.append(str(err))
-        else:
-            self.delivered.append(msg.offset())
-
-    def throttle(self) -> None:
-        need = 0.0
-        if self.cfg.records_per_second:
-            need = self.sent_records / self.cfg.records_per_second
-        if self.cfg.bytes_per_second:
-            need = max(need, self.sent_bytes / self.cfg.bytes_per_second)
-        wait = need - (time.monotonic() - self.t0)
-        if wait > 0:
-            self.producer.poll(0)
-            time.sleep(wait)
-
-    def write_route(self, source: TopicPartition, target: TopicPartition,
-                    batches: Iterator[pa.RecordBatch]) -> dict[str, Any]:
-        """Produce one route's records (batches in source-offset order)."""
-        import pyarrow.compute as pc
-
-        route = _RouteWriter(self, source, target)
-        headers_on = self.cfg.offset_headers
-        limited = bool(self.cfg.records_per_second or self.cfg.bytes_per_second)
-        chunk = self.cfg.chunk_records
-        produce = self.producer.produce
-        poll = self.producer.poll
-        ttopic, tpart = target.topic, target.partition
-        part_header = (PARTITION_HEADER, str(source.partition).encode())
-        topic_header = (TOPIC_HEADER, source.topic.encode())
-        last_source = route.last_source if route.last_source is not None else -1
-        pending_src, pending_ts = route.pending_src, route.pending_ts
-        skipped = 0
-        for batch in batches:
-            n = batch.num_rows
-            if n == 0:
-                continue
-            offs = batch.column("offset").to_pylist()
-            ts_col = batch.column("timestamp")
-            tss = pc.if_else(pc.greater(ts_col, 0), ts_col, 0).fill_null(0).to_pylist()
-            keys = batch.column("key").to_pylist()
-            values = batch.column("value").to_pylist()
-            hcol = batch.column("headers")
-            hdrs = [None] * n if len(hcol.flatten()) == 0 else hcol.to_pylist()
-            nbytes = (pc.sum(pc.binary_length(batch.column("key"))).as_py() or 0) + \
-                (pc.sum(pc.binary_length(batch.column("value"))).as_py() or 0)
-            for i in range(n):
-                off = offs[i]
-                if off <= last_source:
-                    skipped += 1
-                    continue
-                ts = tss[i]
-                if route.tail_i < len(route.tail) and route.recover(off, ts, keys[i], values[i]):
-                    continue
-                h = hdrs[i]
-                if h:
-                    h = [(d["key"], d["value"]) for d in h]
-                if headers_on:
-                    o = [(OFFSET_HEADER, str(off).encode()), (TIMESTAMP_HEADER, str(ts).encode()),
-                         part_header, topic_header]
-                    h = h + o if h else o
-                while True:
-                    try:
-                        if h:
-                            produce(ttopic, values[i], keys[i], tpart, timestamp=ts, headers=h)
-                        else:
-                            produce(ttopic, values[i], keys[i], tpart, timestamp=ts)
-                        break
-                    except BufferError:
-                        poll(0.05)
-                pending_src.append(off)
-                pending_ts.append(ts)
-                if limited:
-                    self.sent_records += 1
-                    self.sent_bytes += (len(keys[i]) if keys[i] else 0) + (len(values[i]) if values[i] else 0)
-                    if self.sent_records % 64 == 0:
-                        self.throttle()
-                if len(pending_src) >= chunk:
-                    route.flush()
-                    pending_src, pending_ts = route.pending_src, route.pending_ts
-            route.summary["bytes"] += nbytes
-            poll(0)
-        route.summary["skipped"] += skipped
-        return route.finish()
-
-    def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(30)
-            self._producer = None
-
-
-# -- reading one route's records from the backup files (backup/read.py) ----------------------
 
 def route_records(files: list[str], resume_after: int, cfg: WriterConfig,
                   batch_rows: int = 20_000) -> Iterator[pa.RecordBatch]:
