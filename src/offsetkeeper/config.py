@@ -288,7 +288,7 @@ def _unescape(text: str, *, where: str) -> str:
 
 def parse_properties(text: str, *, source: str = "properties") -> dict[str, str]:
     """Parse a Java properties file as java.util.Properties.load does: `key=value`, `key: value`
-    and `key value`, continuation lines, `\\` escapes (`\\uXXXX`, `\\=`, `\\:`), `#`/`!`
+    and `key value`, continuation lines, `\\` escapes (`\\u00e9`, `\\=`, `\\:`), `#`/`!`
     comments; multi-line JAAS configs included. Values are never quoted in errors (they may be
     secrets): errors name the file, the line and the key."""
     props: dict[str, str] = {}

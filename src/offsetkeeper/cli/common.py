@@ -36,6 +36,14 @@ ConfigOpt = Annotated[
                  help="YAML config file [default: ~/.config/offsetkeeper/config.yaml].",
                  show_default=False),
 ]
+# Reset targets that mean the same for a consumer group and a streaming checkpoint.
+ToEarliestOpt = Annotated[bool, typer.Option("--to-earliest", help="Log start.")]
+ToLatestOpt = Annotated[bool, typer.Option("--to-latest", help="Log end.")]
+ToOffsetOpt = Annotated[str | None, typer.Option("--to-offset", help="Absolute offset N.")]
+ToDatetimeOpt = Annotated[str | None, typer.Option(
+    "--to-datetime", help="ISO-8601 time, UTC when no zone: first record at/after it.")]
+ByDurationOpt = Annotated[str | None, typer.Option(
+    "--by-duration", help="ISO-8601 duration back from now, e.g. PT1H30M.")]
 OutputOpt = Annotated[
     OutputFormat,
     typer.Option("--output", "-o", case_sensitive=False, help="Output format."),

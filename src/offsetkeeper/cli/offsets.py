@@ -9,10 +9,15 @@ import typer
 
 from offsetkeeper.cli.common import (
     BootstrapOpt,
+    ByDurationOpt,
     ClusterOpt,
     CommandConfigOpt,
     ConfigOpt,
     OutputOpt,
+    ToDatetimeOpt,
+    ToEarliestOpt,
+    ToLatestOpt,
+    ToOffsetOpt,
     connection,
     group_ids,
 )
@@ -78,16 +83,14 @@ def reset(
     topic: TopicOpt = None,
     all_topics: Annotated[bool, typer.Option("--all-topics", help="Every partition the group has "
                                              "committed offsets for.")] = False,
-    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Log start.")] = False,
-    to_latest: Annotated[bool, typer.Option("--to-latest", help="Log end.")] = False,
+    to_earliest: ToEarliestOpt = False,
+    to_latest: ToLatestOpt = False,
     to_current: Annotated[bool, typer.Option("--to-current", help="Committed offset "
                                              "(log end when none); clamps out-of-range commits.")] = False,
-    to_offset: Annotated[str | None, typer.Option("--to-offset", help="Absolute offset N.")] = None,
+    to_offset: ToOffsetOpt = None,
     shift_by: Annotated[int | None, typer.Option("--shift-by", help="Move committed offset by ±N.")] = None,
-    to_datetime: Annotated[str | None, typer.Option("--to-datetime", help="ISO-8601 time, UTC when no "
-                                                    "zone: first record at/after it.")] = None,
-    by_duration: Annotated[str | None, typer.Option("--by-duration", help="ISO-8601 duration back "
-                                                    "from now, e.g. PT1H30M.")] = None,
+    to_datetime: ToDatetimeOpt = None,
+    by_duration: ByDurationOpt = None,
     from_file: Annotated[Path | None, typer.Option("--from-file", help="CSV topic,partition,offset or "
                                                    "group,topic,partition,offset (no header).")] = None,
     from_snapshot: Annotated[str | None, typer.Option("--from-snapshot", help="Snapshot id (rollback).")] = None,

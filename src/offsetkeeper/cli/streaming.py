@@ -12,10 +12,15 @@ from rich.markup import escape
 
 from offsetkeeper.cli.common import (
     BootstrapOpt,
+    ByDurationOpt,
     ClusterOpt,
     CommandConfigOpt,
     ConfigOpt,
     OutputOpt,
+    ToDatetimeOpt,
+    ToEarliestOpt,
+    ToLatestOpt,
+    ToOffsetOpt,
     connection,
 )
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
@@ -134,16 +139,14 @@ def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datet
 @app.command("reset")
 def reset(
     checkpoint: CheckpointArg,
-    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Log start.")] = False,
-    to_latest: Annotated[bool, typer.Option("--to-latest", help="Log end.")] = False,
+    to_earliest: ToEarliestOpt = False,
+    to_latest: ToLatestOpt = False,
     to_current: Annotated[bool, typer.Option("--to-current", help="The checkpoint's position, "
                                              "clamped into the log.")] = False,
-    to_offset: Annotated[str | None, typer.Option("--to-offset", help="Absolute offset N.")] = None,
+    to_offset: ToOffsetOpt = None,
     shift_by: Annotated[int | None, typer.Option("--shift-by", help="Move the position by ±N.")] = None,
-    to_datetime: Annotated[str | None, typer.Option("--to-datetime", help="ISO-8601 time, UTC when "
-                                                    "no zone: first record at/after it.")] = None,
-    by_duration: Annotated[str | None, typer.Option("--by-duration", help="ISO-8601 duration back "
-                                                    "from now, e.g. PT1H30M.")] = None,
+    to_datetime: ToDatetimeOpt = None,
+    by_duration: ByDurationOpt = None,
     from_file: Annotated[Path | None, typer.Option("--from-file", help="CSV topic,partition,offset "
                                                    "(no header).")] = None,
     from_group: Annotated[str | None, typer.Option("--from-group", metavar="GROUP",

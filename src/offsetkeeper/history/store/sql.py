@@ -16,6 +16,7 @@ database got, so an old file is upgraded when a newer offsetkeeper opens it.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import threading
 from collections import defaultdict
@@ -83,7 +84,7 @@ def _sample_row(s: Sample) -> tuple:
             s.time_lag_interp_ms)
 
 
-class SqlStore(HistoryStore):
+class SqlStore(HistoryStore, abc.ABC):
     """Shared implementation; subclasses provide `_connect`, the placeholder and upsert words."""
 
     P = "?"                      # parameter placeholder
@@ -100,8 +101,9 @@ class SqlStore(HistoryStore):
         self._ready = False
 
     # -- connection --------------------------------------------------------------------------
-    def _connect(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _connect(self):
+        """A new DB-API connection to the store (SQLite file, PostgreSQL server)."""
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
         return StoreUnavailable(f"history store {self.display_url} is not reachable: "
