@@ -5,7 +5,9 @@ Creates G groups with committed offsets on a broker (a fresh local noida-db unle
 the same run, each the median of --repeat runs:
   (a) the groups page: GET /c/default/groups through the ASGI app in-process (server time only:
       cluster reads, history status + sparklines, filter/sort, rendering 1 row per group),
-      with every group's history read again (as after a new sampling cycle); also between
+      with every group's history read again (as after a new sampling cycle) — the new way (one
+      `recent_many` store call for all groups, issue 15) and the old way (one `recent` query
+      per group) in the same run on the same store; also between
       cycles, when the history view's cache (invalidated by each group's last sample) is warm,
       and after a new cycle once the background warmer of `offsetkeeper ui` has caught up,
   (b) the same page without a history store,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -152,6 +155,12 @@ def main() -> None:
                 dash.history._cache.clear()
                 return with_hist.get(q)
             page_s, _ = timed(cold, args.repeat)
+            dash.history.batched = False   # the old way: one store query per group
+            page_old_s, _ = timed(cold, args.repeat)
+            dash.history.batched = True
+            t_many, _ = timed(lambda: dash.history._store.recent_many(groups, 20), args.repeat)
+            t_one, _ = timed(lambda: [dash.history._store.recent(g, 20) for g in groups],
+                             args.repeat)
             page_warm_s, _ = timed(lambda: with_hist.get(q), args.repeat)
 
             # As `offsetkeeper ui` runs it: the history warmer recomputes the shown groups when
@@ -193,7 +202,13 @@ def main() -> None:
         "groups": args.groups,
         "history_samples": samples,
         "repeat": args.repeat,
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "groups_page_s": round(page_s, 4),
+        "groups_page_old_per_group_reads_s": round(page_old_s, 4),
+        "ratio_page_old_vs_new": round(page_old_s / page_s, 2),
+        "store_recent_many_1000_groups_s": round(t_many, 4),
+        "store_recent_per_group_1000_groups_s": round(t_one, 4),
+        "ratio_store_per_group_vs_many": round(t_one / t_many, 2),
         "groups_page_between_cycles_s": round(page_warm_s, 4),
         "groups_page_after_cycle_warmer_s": round(page_warmed_s, 4),
         "warmer_catch_up_after_cycle_s": round(warmer_catch_up_s, 4),

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from offsetkeeper.history.store import SCHEMA_VERSION, StoreUnavailable, open_store
-from tests.unit.test_history_store import check_contract, check_prune
+from tests.unit.test_history_store import check_contract, check_prune, check_recent_many
 
 
 def _pg_db(postgres_url: str, name: str) -> str:
@@ -26,6 +26,16 @@ def test_postgres_contract(postgres_url, unique):
         check_contract(s)
     with open_store(_pg_db(postgres_url, unique("p").replace("-", "_"))) as s:
         check_prune(s)
+
+
+def test_postgres_recent_many(postgres_url, unique):
+    with open_store(_pg_db(postgres_url, unique("rm").replace("-", "_"))) as s:
+        check_recent_many(s)
+
+
+def test_redis_recent_many(redis_url, unique):
+    with open_store(f"{redis_url}?prefix={unique('rm')}") as s:
+        check_recent_many(s)
 
 
 def test_postgres_two_openers_migrate_once(postgres_url, unique):

@@ -77,6 +77,46 @@ def check_prune(store):
     assert [(g.group, g.first_ts, g.last_ts) for g in store.groups()] == [("g", 9_000, 19_000)]
 
 
+def check_recent_many(store):
+    """Invariant: recent_many(groups, N)[g] == recent(g, N) for every group with samples, in
+    one call; groups without samples are absent. Groups sampled at different times, a group
+    with fewer than N cycles, names with quotes/newlines/SQL, and more groups than one
+    statement takes (SQL stores chunk the list) all answer the same as one by one."""
+    odd = ["we'ird\n<script>[/]", "x'); DROP TABLE samples; --", 'q"uote%_', "ümlaut:g:*"]
+    names = [*odd, *[f"g-{i:02d}" for i in range(7)]]
+    for i in range(6):
+        for k, g in enumerate(names):
+            if k == 4 and i < 4:
+                continue  # g-00 has only 2 cycles
+            ts = 2_000_000 + i * 1000 + k  # every group at its own times
+            store.write(cycle_samples(ts, g, 10 * i, 10 * i + 3 + k, parts=1 + k % 3),
+                        Cycle(ts, 1000, 1, 3, 1))
+    if hasattr(store, "MANY_CHUNK"):
+        store.MANY_CHUNK = 3  # several statements for these 11 groups
+    asked = [*reversed(names), "unknown", names[0], ""]
+    many = store.recent_many(asked, 4)
+    assert set(many) == set(names)
+    for g in names:
+        one = store.recent(g, 4)
+        assert many[g] == one and one, g
+        assert all(s.group == g for s in many[g])
+    assert len({s.ts for s in many["g-00"]}) == 2
+    assert len({s.ts for s in many[odd[0]]}) == 4 and len(many[odd[0]]) == 4
+    assert store.recent_many([], 4) == {} and store.recent_many(["unknown"], 4) == {}
+    assert {g: len(v) for g, v in store.recent_many(odd, 1).items()} == \
+        {g: 1 + k % 3 for k, g in enumerate(odd)}
+    assert len(store.groups()) == len(names)  # the odd names did not break anything
+
+
+def test_sqlite_recent_many(tmp_path):
+    with open_store(str(tmp_path / "m.db")) as s:
+        check_recent_many(s)
+
+
+def test_memory_recent_many():
+    check_recent_many(open_store("memory://"))
+
+
 def test_sqlite_contract(tmp_path):
     with open_store(str(tmp_path / "h.db")) as s:
         check_contract(s)

@@ -185,3 +185,34 @@ def test_backup_destination_passwords_hidden():
 
     assert shown("s3://key:s3cret@bucket/backups") == "s3://key:******@bucket/backups"
     assert shown("/backups") == "/backups"
+
+
+def test_groups_page_history_batched_equals_per_group(tmp_path):
+    """Invariant: the groups page's batch read (one recent_many call) gives every group the
+    same status, reason, time lag and sparkline as reading each group alone; a new cycle of
+    one group re-reads only that group."""
+    url = str(tmp_path / "h.db")
+    names = ["a", "we'ird\n<script>", "short"]
+    with open_store(url) as s:
+        for c in range(25):
+            ts = 1_000_000 + c * 60_000
+            s.write([Sample(ts=ts, group=g, topic="t", partition=p, committed=5 + (c if k else 0),
+                            log_start=0, log_end=10 + c * (k + 1), time_lag_ms=100 * c)
+                     for k, g in enumerate(names) if g != "short" or c > 21 for p in range(2)],
+                    Cycle(ts, 60_000, 3, 6, 1))
+    batched, single = HistoryView(url), HistoryView(url)
+    single.batched = False
+    try:
+        many = batched.groups([*names, "unknown"])
+        alone = single.groups([*names, "unknown"])
+        assert many == alone and many["unknown"].status is None
+        assert len(many["a"].spark) == 20 and len(many["short"].spark) == 3
+        assert all(many[g] == batched.group(g) for g in names)
+        with open_store(url) as s:
+            s.write([Sample(ts=9_000_000, group="a", topic="t", partition=0, committed=5,
+                            log_start=0, log_end=99)], Cycle(9_000_000, 60_000, 1, 1, 1))
+        again = batched.groups(names)
+        assert again["a"].last_sample_ms == 9_000_000 and again["short"] is many["short"]
+    finally:
+        batched.close()
+        single.close()

@@ -6,6 +6,7 @@ Read API (stable; the web dashboard builds on it):
     latest(group)                    -> [Sample]         the group's most recent cycle
     at(group, ts)                    -> [Sample]         the group's latest cycle at or before ts
     recent(group, cycles=N)          -> [Sample]         the last N cycles (status windows)
+    recent_many(groups, cycles=N)    -> {group: [Sample]} recent() of many groups in one call
     series(group, topic=None, since=None, until=None) -> [Sample]   ordered by time
     cycles(since, until)             -> [Cycle]          when sampling ran, at what interval
     gaps(since, until)               -> [Gap]            when it could not
@@ -116,6 +117,17 @@ class HistoryStore(ABC):
 
     @abstractmethod
     def recent(self, group: str, cycles: int) -> list[Sample]: ...
+
+    def recent_many(self, groups: Sequence[str], cycles: int) -> dict[str, list[Sample]]:
+        """`recent(g, cycles)` for every group in `groups`, in as few round trips as the
+        backend allows (the dashboard's groups page reads 1,000 groups at once). Groups without
+        samples are left out; each list is ordered by ts, topic, partition like `recent`."""
+        out = {}
+        for g in dict.fromkeys(groups):
+            samples = self.recent(g, cycles)
+            if samples:
+                out[g] = samples
+        return out
 
     @abstractmethod
     def series(self, group: str, topic: str | None = None, since: int | None = None,

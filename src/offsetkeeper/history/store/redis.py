@@ -170,6 +170,23 @@ class RedisStore(HistoryStore):
         raw = self._call(lambda: self.r.zrevrange(self._k("g", group), 0, max(0, cycles - 1)))
         return [s for m in reversed(raw) for s in _decode(group, m)]
 
+    def recent_many(self, groups: Sequence[str], cycles: int) -> dict[str, list[Sample]]:
+        """One pipelined round trip: a ZREVRANGE of the last N cycle members per group."""
+        names = list(dict.fromkeys(groups))
+        if not names:
+            return {}
+
+        def go():
+            pipe = self.r.pipeline(transaction=False)
+            for g in names:
+                pipe.zrevrange(self._k("g", g), 0, max(0, cycles - 1))
+            return pipe.execute()
+        out = {}
+        for g, raw in zip(names, self._call(go), strict=True):
+            if raw:
+                out[g] = [s for m in reversed(raw) for s in _decode(g, m)]
+        return out
+
     def series(self, group: str, topic: str | None = None, since: int | None = None,
                until: int | None = None) -> list[Sample]:
         raw = self._call(lambda: self.r.zrangebyscore(

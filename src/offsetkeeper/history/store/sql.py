@@ -273,6 +273,35 @@ class SqlStore(HistoryStore, abc.ABC):
             "(SELECT DISTINCT ts FROM samples WHERE grp = ? ORDER BY ts DESC LIMIT ?) r), 0) "
             "ORDER BY ts, topic, part", (group, group, int(cycles)))
 
+    # Groups per recent_many statement: well under SQLite's and PostgreSQL's parameter limits,
+    # and few statements for a dashboard of thousands of groups.
+    MANY_CHUNK = 500
+
+    def recent_many(self, groups: Sequence[str], cycles: int) -> dict[str, list[Sample]]:
+        """One statement per MANY_CHUNK groups: per group, the ts of its N-th newest cycle (an
+        index range on samples_grp_ts, newest first) bounds an index range read of its samples."""
+        names = list(dict.fromkeys(groups))
+        cols = ", ".join(f"s.{c}" for c in COLUMNS)
+        n = max(1, int(cycles))
+
+        def go(cur):
+            out: dict[str, list[Sample]] = {}
+            for i in range(0, len(names), self.MANY_CHUNK):
+                chunk = names[i:i + self.MANY_CHUNK]
+                marks = ", ".join(["?"] * len(chunk))
+                # The group list goes through group_index (one row per group), so an unknown name
+                # costs nothing; a group with fewer than N cycles starts at its first sample.
+                cur.execute(self._q(
+                    f"SELECT {cols} FROM group_index w JOIN samples s ON s.grp = w.grp AND s.ts >= "
+                    "COALESCE((SELECT DISTINCT x.ts FROM samples x WHERE x.grp = w.grp "
+                    "ORDER BY x.ts DESC LIMIT 1 OFFSET ?), w.first_ts) "
+                    f"WHERE w.grp IN ({marks}) ORDER BY s.grp, s.ts, s.topic, s.part"),
+                    (n - 1, *chunk))
+                for r in cur.fetchall():
+                    out.setdefault(r[1], []).append(_row_to_sample(r))
+            return out
+        return self._run(go) if names else {}
+
     def series(self, group: str, topic: str | None = None, since: int | None = None,
                until: int | None = None) -> list[Sample]:
         sql = f"SELECT {_COLS} FROM samples WHERE grp = ? AND ts >= ? AND ts <= ?"
