@@ -22,6 +22,8 @@ The YAML file (``--config``, else ``$OFFSETKEEPER_CONFIG``, else
       token: ${OFFSETKEEPER_UI_TOKEN}
       history_store: /var/lib/offsetkeeper/history.db
       backup_destinations: [/backups]
+      checkpoints:                                       # Spark streaming checkpoints to show
+        - {name: orders-job, path: /chk/orders, cluster: prod}
 
 ``${VAR}`` (and ``${VAR:-default}``) is expanded from the environment; unknown keys are errors.
 """
@@ -73,12 +75,23 @@ class SparkModel(_Strict):
     conf: dict[str, str | int | bool] = Field(default_factory=dict)
 
 
+class UiCheckpointModel(_Strict):
+    """A Spark Structured Streaming checkpoint the dashboard shows (its lag on `cluster`)."""
+
+    path: str                       # local path or fsspec URL of the checkpoint directory
+    name: str | None = None         # default: the last part of the path
+    cluster: str | None = None      # default: the dashboard's default cluster
+    source: int | None = None       # the query's Kafka source, when it has several
+
+
 class UiModel(_Strict):
-    """The web dashboard: its access token, history store and backup destinations to list."""
+    """The web dashboard: its access token, history store, backup destinations and streaming
+    checkpoints to list."""
 
     token: str | None = Field(default=None, repr=False)
     history_store: str | None = None
     backup_destinations: list[str] = Field(default_factory=list)
+    checkpoints: list[UiCheckpointModel] = Field(default_factory=list)
 
 
 class ConfigFile(_Strict):

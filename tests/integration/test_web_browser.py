@@ -261,3 +261,35 @@ def test_backups_page(browser, bootstrap, tmp_path):
         shot(d, "17-backup-restore-mapping")
     finally:
         srv.stop()
+
+
+def test_streaming_checkpoints_pages(browser, bootstrap, tmp_path, topic):
+    """The checkpoints page shows each query's batch and lag (a missing checkpoint as an error
+    row), and a checkpoint's page its partitions against the log; names render as text."""
+    from offsetkeeper.web.checkpoints import CheckpointEntry
+    from tests.streaming_support import jvm_checkpoint
+
+    good = jvm_checkpoint(tmp_path / "orders-ck", {0: {topic: {"0": 3, "1": 4}},
+                                                   1: {topic: {"0": 6, "1": 7}}}, commits=[0, 1])
+    cks = (CheckpointEntry("orders-to-parquet", good),
+           CheckpointEntry("<b>gone</b>", str(tmp_path / "missing")))
+    srv = Server(make_app(bootstrap, tmp_path, checkpoints=cks))
+    try:
+        d = browser
+        d.get(f"{srv.url}/checkpoints")
+        rows = all_by(d, "#checkpoints-table tbody tr")
+        assert "orders-to-parquet" in rows[0].text and "OK" in rows[0].text
+        assert by(d, "#checkpoints-table .total-lag").text == "7"   # (10-6) + (10-7)
+        assert "<b>gone</b>" in by(d, "#checkpoints-table").text     # shown as text
+        assert "does not exist" in by(d, "tr.reason-row .error").text
+        shot(d, "18-streaming-checkpoints")
+        by(d, "#checkpoints-table a").click()
+        assert by(d, "#checkpoint-name").text == "orders-to-parquet"
+        assert by(d, "#total-lag").text == "7"
+        lags = [e.text for e in all_by(d, "#partitions-table td.lag")]
+        assert lags == ["4", "3"]
+        assert "offsets/1 (committed)" in by(d, "#position-from").text
+        assert "offsetkeeper streaming reset" in by(d, "#commands").text
+        shot(d, "19-streaming-checkpoint")
+    finally:
+        srv.stop()

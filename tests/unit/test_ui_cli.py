@@ -29,3 +29,31 @@ def test_ui_token_from_environment_allows_other_addresses(monkeypatch):
     s = app.state.dash.settings
     assert (host, port) == ("0.0.0.0", 9999) and s.token == "t0ken-xyz"
     assert s.allowed_hosts == ("*",) and "t0ken-xyz" not in repr(s)
+
+
+def test_ui_checkpoints_from_config_and_flags(tmp_path, monkeypatch, capsys):
+    """ui.checkpoints in the config come first, then each --checkpoint; a checkpoint on a
+    cluster that is not configured, or a name given twice, is refused before serving (exit 2)."""
+    from offsetkeeper.web.checkpoints import CheckpointEntry
+    from offsetkeeper.web.server import ServeOptions, build
+
+    monkeypatch.delenv("OFFSETKEEPER_UI_TOKEN", raising=False)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("clusters:\n  prod: {bootstrap_servers: '127.0.0.1:1'}\n"
+                   "ui:\n  checkpoints:\n    - {name: orders-job, path: /chk/orders, cluster: prod}\n"
+                   "    - {path: '/chk/x''s <job>', source: 1}\n")
+    app, _, _ = build(ServeOptions(config_path=cfg, checkpoints=("pay=/chk/payments",)))
+    assert app.state.dash.settings.checkpoints == (
+        CheckpointEntry("orders-job", "/chk/orders", "prod"),
+        CheckpointEntry("x's <job>", "/chk/x's <job>", None, 1),
+        CheckpointEntry("pay", "/chk/payments"))
+    r = run_cli(capsys, "ui", "--config", str(cfg), "--checkpoint", "/other/orders-job")
+    assert r.code == 2 and "'orders-job' is given twice" in r.err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("clusters:\n  prod: {bootstrap_servers: '127.0.0.1:1'}\n"
+                   "ui:\n  checkpoints: [{path: /chk/a, cluster: dr}]\n")
+    r = run_cli(capsys, "ui", "--config", str(bad))
+    assert r.code == 2 and "cluster 'dr' is not configured" in r.err
+    bad.write_text("ui:\n  checkpoints: [{name: a}]\n")
+    r = run_cli(capsys, "ui", "--config", str(bad), "-b", "127.0.0.1:1")
+    assert r.code == 2 and "path" in r.err

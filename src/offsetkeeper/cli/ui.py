@@ -22,6 +22,9 @@ def run(
     backup_dest: Annotated[list[str] | None, typer.Option("--backup-dest", metavar="PATH|URL",
                                                           help="Backup destination to list "
                                                           "(repeatable).")] = None,
+    checkpoint: Annotated[list[str] | None, typer.Option(
+        "--checkpoint", metavar="[NAME=]PATH|URL", help="Spark streaming checkpoint to show "
+        "with its lag (repeatable; adds to ui.checkpoints in the config).")] = None,
     snapshot_store: Annotated[str | None, typer.Option("--snapshot-store", help="Snapshot store "
                                                        "path or fsspec URL.")] = None,
     tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="Serve HTTPS with this "
@@ -30,12 +33,14 @@ def run(
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Serve the dashboard: groups, lag over time, the reset wizard, snapshots, backups.
+    """Serve the dashboard: groups, lag over time, the reset wizard, snapshots, backups,
+    streaming checkpoints.
 
     Example: offsetkeeper ui --listen 127.0.0.1:8080 --history-store ~/history.db --read-only
     """
     from offsetkeeper.web.server import ServeOptions, serve
 
     serve(ServeOptions(listen=listen, read_only=read_only, history_store=history_store,
-                       backup_destinations=tuple(backup_dest or ()), snapshot_store=snapshot_store,
+                       backup_destinations=tuple(backup_dest or ()),
+                       checkpoints=tuple(checkpoint or ()), snapshot_store=snapshot_store,
                        config_path=config, bootstrap=bootstrap, tls_cert=tls_cert, tls_key=tls_key))

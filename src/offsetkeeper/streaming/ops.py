@@ -145,6 +145,30 @@ def checkpoint_lag(admin, location: str, *, source: int | None = None,
     return view, rows
 
 
+@dataclass(frozen=True)
+class PositionRow:
+    """One partition of a checkpoint against its log (the dashboard's checkpoint page)."""
+
+    topic: str
+    partition: int
+    position: int | None        # end offset of the batch the query resumes after
+    pending_offset: int | None  # end offset of a planned, uncommitted batch
+    log_start: int
+    log_end: int                # last stable offset, as read_committed reads (lag is against it)
+    lag: int | None
+    time_lag_s: float | None
+
+
+def checkpoint_positions(admin, location: str, *, source: int | None = None,
+                         time_lag: bool = True) -> tuple[CheckpointView, list[PositionRow]]:
+    """`checkpoint_lag` plus each partition's log start: where the query stands in the log."""
+    view, rows = checkpoint_lag(admin, location, source=source, time_lag=time_lag)
+    wm = admin.watermarks([TopicPartition(r.topic, r.partition) for r in rows])
+    return view, [PositionRow(r.topic, r.partition, r.position, r.pending_offset,
+                              wm[TopicPartition(r.topic, r.partition)].low, r.log_end, r.lag,
+                              r.time_lag_s) for r in rows]
+
+
 # -- reset ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CheckpointResetPlan:

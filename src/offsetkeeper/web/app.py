@@ -42,6 +42,8 @@ def create_app(settings: UiSettings, clusters: Clusters,
         Route(f"{c}/snapshots/{{sid}}/rollback", wizard.rollback_preview, methods=["POST"]),
         Route("/backups", pages.backups),
         Route("/backups/{dest}/{bid}", pages.backup),
+        Route("/checkpoints", pages.checkpoints),
+        Route("/checkpoints/{idx}", pages.checkpoint),
         Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts)),

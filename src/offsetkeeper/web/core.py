@@ -22,6 +22,7 @@ from starlette.templating import Jinja2Templates
 
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
 from offsetkeeper.web import security as sec
+from offsetkeeper.web.checkpoints import CheckpointEntry
 from offsetkeeper.web.data import HistoryView
 from offsetkeeper.web.service import (
     Clusters,
@@ -41,6 +42,7 @@ class UiSettings:
     token: str | None = field(default=None, repr=False)
     history_store: str | None = None
     backup_destinations: tuple[str, ...] = ()
+    checkpoints: tuple[CheckpointEntry, ...] = ()
     snapshot_store: str | None = None
     config_path: Path | None = None
     allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -104,7 +106,8 @@ class Dashboard:
         base = {"request": request, "read_only": self.settings.read_only,
                 "csrf": self.sessions.csrf_token(request.state.session_id),
                 "clusters": self.clusters.names, "cluster": cluster,
-                "has_history": self.history is not None, "auth": bool(self.settings.token)}
+                "has_history": self.history is not None,
+                "has_checkpoints": bool(self.settings.checkpoints), "auth": bool(self.settings.token)}
         return self.templates.TemplateResponse(request, name, {**base, **ctx}, status_code=status)
 
     def error(self, request: Request, status: int, message: str) -> Response:

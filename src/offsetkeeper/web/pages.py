@@ -8,7 +8,9 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
+from offsetkeeper.errors import UsageError
 from offsetkeeper.web import backups as bk
+from offsetkeeper.web import checkpoints as ck
 from offsetkeeper.web import security as sec
 from offsetkeeper.web.core import Dashboard, HttpError, handler, in_thread
 from offsetkeeper.web.data import RANGES_MS
@@ -187,6 +189,33 @@ async def backup(dash: Dashboard, request: Request) -> Response:
         mapping = {"restore_id": rid, "status": status, "rows": rows}
     return dash.page(request, "backup.html", {"idx": idx, "d": detail, "mapping": mapping},
                      data={"backup": asdict(detail), "mapping": mapping})
+
+
+# -- streaming checkpoints -------------------------------------------------------------------------
+
+def _admin_for(dash: Dashboard):
+    # Clusters.admin raises UsageError for an unknown cluster: the checkpoint's error row.
+    return dash.clusters.admin
+
+
+@handler
+async def checkpoints(dash: Dashboard, request: Request) -> Response:
+    lines = await in_thread(ck.list_checkpoints, dash.settings.checkpoints, _admin_for(dash),
+                            dash.clusters.default)
+    return dash.page(request, "checkpoints.html", {"lines": lines},
+                     data={"checkpoints": [asdict(x) for x in lines]})
+
+
+@handler
+async def checkpoint(dash: Dashboard, request: Request) -> Response:
+    idx = request.path_params["idx"]
+    try:
+        ck.entry_at(dash.settings.checkpoints, idx)  # 404 before any read
+    except UsageError as exc:
+        raise HttpError(404, exc.message) from None
+    d = await in_thread(ck.checkpoint_detail, dash.settings.checkpoints, idx, _admin_for(dash),
+                        dash.clusters.default)
+    return dash.page(request, "checkpoint.html", {"d": d}, data={"checkpoint": asdict(d)})
 
 
 async def not_found(request: Request, exc) -> Response:

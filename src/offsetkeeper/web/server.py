@@ -22,6 +22,7 @@ class ServeOptions:
     read_only: bool = False
     history_store: str | None = None
     backup_destinations: tuple[str, ...] = ()
+    checkpoints: tuple[str, ...] = ()        # --checkpoint [NAME=]PATH, after ui.checkpoints
     snapshot_store: str | None = None
     config_path: Path | None = None
     bootstrap: str | None = None
@@ -32,6 +33,7 @@ class ServeOptions:
 def build(opts: ServeOptions):
     """The app plus the host and port to bind; UsageError for unsafe or malformed settings."""
     from offsetkeeper.web.app import UiSettings, create_app
+    from offsetkeeper.web.checkpoints import entries
     from offsetkeeper.web.data import open_history
     from offsetkeeper.web.service import Clusters
 
@@ -43,12 +45,14 @@ def build(opts: ServeOptions):
         raise UsageError("--tls-cert and --tls-key go together: give both or neither")
     history_url = opts.history_store or cfg.ui.history_store or os.environ.get(HISTORY_ENV)
     allowed = ("127.0.0.1", "localhost", "[::1]", "::1") if sec.is_loopback(host) else ("*",)
+    clusters = Clusters(cfg, bootstrap=opts.bootstrap)
+    checkpoints = entries(cfg.ui.checkpoints, tuple(opts.checkpoints), clusters.names)
     settings = UiSettings(
         read_only=opts.read_only, token=token, history_store=history_url,
         backup_destinations=tuple(opts.backup_destinations) or tuple(cfg.ui.backup_destinations),
+        checkpoints=checkpoints,
         snapshot_store=opts.snapshot_store, config_path=opts.config_path,
         allowed_hosts=allowed, tls=opts.tls_cert is not None)
-    clusters = Clusters(cfg, bootstrap=opts.bootstrap)
     history = open_history(history_url)
     if history is not None:
         history.start_warming()
