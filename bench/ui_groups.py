@@ -17,6 +17,7 @@ the same run, each the median of --repeat runs:
 Prints one JSON document with the times and ratios.
 
     .venv/bin/python bench/ui_groups.py --groups 1000
+    .venv/bin/python bench/ui_groups.py --groups 1000 --history-store postgresql://…/db   # or redis://…
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=30, help="history cycles per group")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--bootstrap-server", default=None)
+    ap.add_argument("--history-store", default=None,
+                    help="store URL (default: a fresh SQLite file); this run's groups are new names")
     args = ap.parse_args()
 
     run = uuid.uuid4().hex[:8]
@@ -130,7 +133,7 @@ def main() -> None:
             bootstrap = ctx.__enter__()
         try:
             setup(bootstrap, topic, groups, args.partitions)
-            hist = str(Path(d) / "history.db")
+            hist = args.history_store or str(Path(d) / "history.db")
             samples = fill_history(hist, topic, groups, args.partitions, args.cycles)
             settings = UiSettings(snapshot_store=str(Path(d) / "snaps"),
                                   allowed_hosts=("127.0.0.1",))
@@ -200,6 +203,7 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "ui_groups",
         "groups": args.groups,
+        "history_store": hist.split("://", 1)[0] if "://" in hist else "sqlite",
         "history_samples": samples,
         "repeat": args.repeat,
         "load_average_1m": round(os.getloadavg()[0], 2),

@@ -135,6 +135,7 @@ PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
     ("plans as files, rollback twice", snapshots_demo.part, False),
     ("dashboard: groups page and a plan preview over HTTP", lambda ctx: __import__("offsetkeeper.web.demo", fromlist=["part"]).part(ctx), False),
     ("spark streaming: a query's offsets as a group, reset in time, rolled back", streaming_demo.part, True),
+    ("dashboard: the streaming query's checkpoint and its lag", lambda ctx: __import__("offsetkeeper.web.demo", fromlist=["checkpoints_part"]).checkpoints_part(ctx), True),
     ("consumer: delivery guarantees measured, live reset of a running app", _consumer_part, False),
     ("__consumer_offsets decoded on Spark; ZooKeeper-era offsets", offsetlog_demo.part, True),
 ]

@@ -1,8 +1,10 @@
-"""The dashboard part of `offsetkeeper demo`: start `offsetkeeper ui`, read the groups page and
-a reset plan preview over HTTP (what a browser gets, as JSON), print them, stop the server."""
+"""The dashboard parts of `offsetkeeper demo`: start `offsetkeeper ui`, read the groups page and
+a reset plan preview over HTTP (what a browser gets, as JSON), print them, stop the server; after
+the streaming part, the checkpoints page on the streaming query's checkpoint."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
@@ -18,23 +20,21 @@ def _fail(ctx, message: str) -> None:
     ctx.console.print(f"[bold red]{escape(message)}")
 
 
-def part(ctx) -> None:
+@contextlib.contextmanager
+def _dashboard(ctx, args: list[str]):
+    """`offsetkeeper ui ARGS` on a free loopback port; yields an HTTP client (None when it did
+    not start), stops the server after."""
     import httpx
 
     from offsetkeeper.devbroker import free_port
 
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    args = ["ui", "--listen", f"127.0.0.1:{port}", "-b", ctx.prod]
-    history = ctx.work / "history.db"
-    if history.exists():  # recorded by the history part of the demo
-        args += ["--history-store", str(history)]
-    ctx.console.rule("[bold]Start the dashboard (loopback only; no token needed there)")
-    ctx.console.print(f"[green]$ offsetkeeper {' '.join(args)}", highlight=False)
+    args = ["ui", "--listen", f"127.0.0.1:{port}", *args]
+    ctx.console.print(f"[green]$ offsetkeeper {escape(' '.join(args))}", highlight=False)
     proc = subprocess.Popen([sys.executable, "-m", "offsetkeeper.cli.main", *args], env=ctx.env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        with httpx.Client(base_url=url, timeout=30) as http:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
             deadline = time.monotonic() + 30
             while True:
                 try:
@@ -44,11 +44,11 @@ def part(ctx) -> None:
                     pass
                 if proc.poll() is not None or time.monotonic() > deadline:
                     _fail(ctx, f"the dashboard did not start: {(proc.stderr.read() or '')[-300:]}")
+                    yield None
                     return
                 time.sleep(0.2)
-            ctx.console.print(f"dashboard up at {url}/")
-            _groups(ctx, http)
-            _preview(ctx, http)
+            ctx.console.print(f"dashboard up at http://127.0.0.1:{port}/")
+            yield http
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -57,6 +57,60 @@ def part(ctx) -> None:
             proc.kill()
             proc.wait()
         ctx.console.print("dashboard stopped")
+
+
+def part(ctx) -> None:
+    args = ["-b", ctx.prod]
+    history = ctx.work / "history.db"
+    if history.exists():  # recorded by the history part of the demo
+        args += ["--history-store", str(history)]
+    ctx.console.rule("[bold]Start the dashboard (loopback only; no token needed there)")
+    with _dashboard(ctx, args) as http:
+        if http is not None:
+            _groups(ctx, http)
+            _preview(ctx, http)
+
+
+def checkpoints_part(ctx) -> None:
+    """After the streaming part: the dashboard's checkpoints page on the demo query's
+    checkpoint (and one that does not exist, shown as an error row)."""
+    ck = ctx.work / "streaming" / "checkpoint"
+    if not ck.exists():
+        ctx.console.print("no streaming checkpoint from the streaming part: skipped")
+        return
+    args = ["-b", ctx.prod, "--checkpoint", f"orders-spark={ck}",
+            "--checkpoint", f"typo={ctx.work / 'streaming' / 'no-such-checkpoint'}"]
+    with _dashboard(ctx, args) as http:
+        if http is None:
+            return
+        ctx.console.rule("[bold]GET /checkpoints (the streaming checkpoints page, as JSON)")
+        r = http.get("/checkpoints", params={"format": "json"})
+        if r.status_code != 200:
+            _fail(ctx, f"checkpoints page answered {r.status_code}")
+            return
+        t = Table("checkpoint", "status", "latest batch", "committed", "total lag",
+                  "lag per topic", "error")
+        for c in r.json()["checkpoints"]:
+            t.add_row(escape(c["name"]), c["status"], _dash(c["latest_batch"]),
+                      _dash(c["last_committed_batch"]),
+                      "-" if c["total_lag"] is None else str(c["total_lag"]),
+                      escape(", ".join(f"{x['topic']}: {x['lag']}" for x in c["topics"])),
+                      escape(c["error"] or ""))
+        ctx.console.print(t)
+        rows = r.json()["checkpoints"]
+        if not rows or rows[0]["status"] == "ERROR" or rows[-1]["status"] != "ERROR":
+            _fail(ctx, "the demo checkpoint should read fine and the missing one be an error row")
+        d = http.get("/checkpoints/0", params={"format": "json"}).json()["checkpoint"]
+        t = Table("topic", "partition", "checkpoint offset", "log start", "log end", "lag",
+                  title=f"GET /checkpoints/0: {escape(d['position_from'])}")
+        for p in d["partitions"]:
+            t.add_row(escape(p["topic"]), str(p["partition"]), _dash(p["offset"]),
+                      _dash(p["log_start"]), _dash(p["log_end"]), _dash(p["lag"]))
+        ctx.console.print(t)
+
+
+def _dash(v) -> str:
+    return "-" if v is None else str(v)
 
 
 def _groups(ctx, http) -> None:
