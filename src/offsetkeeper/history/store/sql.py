@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import dataclasses
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
@@ -71,11 +72,14 @@ MIGRATIONS: list[list[str]] = [
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
+# COLUMNS are Sample's fields in order (grp/part renamed), so a row is Sample's positional
+# arguments: ~2x faster than keywords when the groups page reads 20,000 rows.
+assert [f.name for f in dataclasses.fields(Sample)] == [
+    {"grp": "group", "part": "partition"}.get(c, c) for c in COLUMNS]
+
+
 def _row_to_sample(r: Sequence) -> Sample:
-    return Sample(ts=r[0], group=r[1], topic=r[2], partition=r[3], committed=r[4], log_start=r[5],
-                  log_end=r[6], metadata=r[7], state=r[8], members=r[9], consumer_id=r[10],
-                  client_id=r[11], host=r[12], next_ts=r[13], time_lag_ms=r[14],
-                  time_lag_interp_ms=r[15])
+    return Sample(*r)
 
 
 def _sample_row(s: Sample) -> tuple:
