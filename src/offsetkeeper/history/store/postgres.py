@@ -15,6 +15,7 @@ class PostgresStore(SqlStore):
     ON_CONFLICT = " ON CONFLICT DO NOTHING"
     GREATEST = "GREATEST"
     LEAST = "LEAST"
+    MATERIALIZED = " MATERIALIZED"
     UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
     MISSING_TABLE = (psycopg.errors.UndefinedTable,)
 

@@ -97,6 +97,7 @@ class SqlStore(HistoryStore, abc.ABC):
     GREATEST = "MAX"  # two-argument max(): SQLite's MAX, PostgreSQL's GREATEST
     LEAST = "MIN"
     UNAVAILABLE: tuple[type[BaseException], ...] = ()
+    MATERIALIZED = ""            # PostgreSQL: " MATERIALIZED" (compute a CTE once)
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -295,11 +296,15 @@ class SqlStore(HistoryStore, abc.ABC):
                 marks = ", ".join(["?"] * len(chunk))
                 # The group list goes through group_index (one row per group), so an unknown name
                 # costs nothing; a group with fewer than N cycles starts at its first sample.
+                # The cut-off per group first (a materialised CTE: otherwise PostgreSQL runs the
+                # correlated subquery once per sample row of a hash join — measured 2x slower
+                # than one query per group), then an index range read per group.
                 cur.execute(self._q(
-                    f"SELECT {cols} FROM group_index w JOIN samples s ON s.grp = w.grp AND s.ts >= "
-                    "COALESCE((SELECT DISTINCT x.ts FROM samples x WHERE x.grp = w.grp "
-                    "ORDER BY x.ts DESC LIMIT 1 OFFSET ?), w.first_ts) "
-                    f"WHERE w.grp IN ({marks}) ORDER BY s.grp, s.ts, s.topic, s.part"),
+                    f"WITH c AS{self.MATERIALIZED} (SELECT w.grp AS grp, COALESCE((SELECT DISTINCT "
+                    "x.ts FROM samples x WHERE x.grp = w.grp ORDER BY x.ts DESC LIMIT 1 OFFSET ?), "
+                    f"w.first_ts) AS since FROM group_index w WHERE w.grp IN ({marks})) "
+                    f"SELECT {cols} FROM c JOIN samples s ON s.grp = c.grp AND s.ts >= c.since "
+                    "ORDER BY s.grp, s.ts, s.topic, s.part"),
                     (n - 1, *chunk))
                 for r in cur.fetchall():
                     out.setdefault(r[1], []).append(_row_to_sample(r))
