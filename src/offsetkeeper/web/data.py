@@ -20,6 +20,7 @@ from offsetkeeper.errors import OffsetkeeperError
 # Samples the groups page uses per group: the status window plus a longer sparkline.
 SPARK_CYCLES = 20
 PREWARM_MAX = 5000   # groups read at start, newest first
+BATCH = 500          # groups per history store call on the groups page
 RANGES_MS = {"1h": 3600_000, "24h": 86_400_000, "7d": 7 * 86_400_000}
 
 
@@ -157,10 +158,13 @@ class HistoryView:
         if stale:
             cycles = max(SPARK_CYCLES, self.window)
             if self.batched:
-                # Every stale group in one store call (one statement per 500 groups in SQL, one
-                # pipelined round trip in Redis) instead of one query per group.
-                with self._lock:
-                    fresh = self._store.recent_many(stale, cycles)
+                # The stale groups in one store call per 500 (one SQL statement, one pipelined
+                # Redis round trip) instead of one query per group; the lock is released between
+                # calls so a group page is not kept waiting behind the warmer's start-up read.
+                fresh = {}
+                for i in range(0, len(stale), BATCH):
+                    with self._lock:
+                        fresh.update(self._store.recent_many(stale[i:i + BATCH], cycles))
             else:  # the old way, one query per group (kept for the benchmark's comparison)
                 fresh = {g: self._recent(g, cycles) for g in stale}
             for g in stale:
