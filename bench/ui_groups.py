@@ -235,13 +235,19 @@ def main() -> None:
                 # A new sampling cycle since the last load: every group's history is read again.
                 dash.history._cache.clear()
                 return with_hist.get(q)
-            page_s, _ = timed(cold, args.repeat)
-            dash.history.batched = False   # the old way: one store query per group
-            page_old_s, _ = timed(cold, args.repeat)
+            # New and old way alternate within each repeat, so a load swing on this shared
+            # machine hits both alike.
+            new_t, old_t, many_t, one_t = [], [], [], []
+            for _ in range(args.repeat):
+                for batched, out in ((True, new_t), (False, old_t)):
+                    dash.history.batched = batched  # False: one store query per group
+                    out.append(timed(cold, 1)[0])
+                many_t.append(timed(lambda: dash.history._store.recent_many(groups, 20), 1)[0])
+                one_t.append(timed(lambda: [dash.history._store.recent(g, 20) for g in groups],
+                                   1)[0])
             dash.history.batched = True
-            t_many, _ = timed(lambda: dash.history._store.recent_many(groups, 20), args.repeat)
-            t_one, _ = timed(lambda: [dash.history._store.recent(g, 20) for g in groups],
-                             args.repeat)
+            page_s, page_old_s = statistics.median(new_t), statistics.median(old_t)
+            t_many, t_one = statistics.median(many_t), statistics.median(one_t)
             page_warm_s, _ = timed(lambda: with_hist.get(q), args.repeat)
 
             # As `offsetkeeper ui` runs it: the history warmer recomputes the shown groups when

@@ -306,7 +306,7 @@ class SqlStore(HistoryStore, abc.ABC):
                     f"SELECT {cols} FROM c JOIN samples s ON s.grp = c.grp AND s.ts >= c.since "
                     "ORDER BY s.grp, s.ts, s.topic, s.part"),
                     (n - 1, *chunk))
-                for r in cur.fetchall():
+                for r in cur:  # row by row: no list of 20,000 tuples beside the samples
                     out.setdefault(r[1], []).append(_row_to_sample(r))
             return out
         return self._run(go) if names else {}
