@@ -54,7 +54,8 @@ def setup(bootstrap, topic, tmp_path):
     evil = jvm_checkpoint(tmp_path / "evil", {0: {topic: {"0": 20, "1": 20}}}, commits=[0])
     cks = (CheckpointEntry("orders-job", good), CheckpointEntry("gone", str(tmp_path / "nope")),
            CheckpointEntry("corrupt", str(bad)), CheckpointEntry(EVIL, evil),
-           CheckpointEntry("elsewhere", good, cluster="dr"))
+           CheckpointEntry("elsewhere", good, cluster="dr"),
+           CheckpointEntry("s3-no-s3fs", "nosuch://bucket/ck"))
     return client(make_app(bootstrap, tmp_path, checkpoints=cks))
 
 
@@ -64,7 +65,9 @@ def test_checkpoints_list_json_and_error_rows(setup, topic):
     r = setup.get("/checkpoints?format=json")
     assert r.status_code == 200
     rows = {c["name"]: c for c in r.json()["checkpoints"]}
-    assert list(rows) == ["orders-job", "gone", "corrupt", EVIL, "elsewhere"]
+    assert list(rows) == ["orders-job", "gone", "corrupt", EVIL, "elsewhere", "s3-no-s3fs"]
+    odd = rows["s3-no-s3fs"]
+    assert odd["status"] == "ERROR" and "cannot open checkpoint nosuch://bucket/ck" in odd["error"]
     good = rows["orders-job"]
     assert good["status"] == "PENDING" and good["error"] is None
     assert (good["latest_batch"], good["last_committed_batch"], good["pending_batch"]) == (2, 1, 2)
@@ -87,7 +90,7 @@ def test_checkpoints_html_escapes_names_and_shows_errors(setup):
     page = setup.get("/checkpoints")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "<script>alert(1)" not in page.text and "&lt;script&gt;alert(1)&lt;/script&gt;[/]" in page.text
-    assert page.text.count('class="error-row"') == 3 and "does not exist" in page.text
+    assert page.text.count('class="error-row"') == 4 and "does not exist" in page.text
     assert 'href="/checkpoints">Checkpoints</a>' in page.text           # in the nav
     assert 'href="/checkpoints/0"' in page.text and ">19<" in page.text   # total lag
 
@@ -194,3 +197,5 @@ def test_checkpoint_settings_from_config_and_flag(tmp_path):
         entries(cfg, ("/other/orders",), ["prod"])
     with pytest.raises(UsageError, match="names no path"):
         entry_from_flag("job=")
+    with pytest.raises(UsageError, match="empty path"):
+        entries([UiCheckpointModel(path=" ")], (), [])

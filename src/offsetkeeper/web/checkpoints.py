@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
 from offsetkeeper.web.backups import shown
 
 
@@ -55,6 +55,8 @@ def entries(configured, flags: tuple[str, ...], clusters: list[str]) -> tuple[Ch
     out += [entry_from_flag(f) for f in flags]
     seen: set[str] = set()
     for e in out:
+        if not e.location.strip():
+            raise UsageError(f"checkpoint '{e.name}' has an empty path")
         if e.cluster is not None and e.cluster not in clusters:
             raise UsageError(f"checkpoint '{e.name}': cluster '{e.cluster}' is not configured "
                              f"(clusters: {', '.join(clusters) or 'none'})")
@@ -139,6 +141,11 @@ def _read(admin_of, e: CheckpointEntry, *, time_lag: bool):
         view = ops.load_view(e.location, source=e.source)
     except (OffsetkeeperError, OSError) as exc:
         return None, None, _message(exc, e.location)
+    except (ImportError, ValueError) as exc:
+        # fsspec: an unknown URL scheme (ValueError), or a filesystem whose package is not
+        # installed, e.g. s3fs (ImportError) — the row says so instead of failing the page.
+        return None, None, _message(StoreError(f"cannot open checkpoint {e.location}: {exc}"),
+                                    e.location)
     try:
         _, rows = ops.checkpoint_positions(admin_of(), e.location, source=e.source,
                                            time_lag=time_lag)
