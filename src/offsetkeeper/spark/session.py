@@ -25,10 +25,11 @@ DEFAULT_MASTER = "local[*]"
 # spark.driver.extraJavaOptions come after these and win (-XX:TieredStopAtLevel=4 = the default).
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
-# What the backup and restore tasks import: a started worker has done it once.
+# What the backup and restore tasks import: a started worker has done it once. A module with a
+# ``warm_up()`` function has it called too (to run its code once, for lazy imports and set-up).
 WORKER_IMPORTS = (
     "pyarrow", "pyarrow.parquet", "numpy", "confluent_kafka", "fsspec",
-    "offsetkeeper.backup.task", "offsetkeeper.backup.task_failure",
+    "offsetkeeper.backup.task_failure", "offsetkeeper.backup.task",
 )
 
 _last_start: dict[str, float] = {}
@@ -98,13 +99,16 @@ def java_options(user: str | None) -> str:
 
 
 def _warm_worker(_it):
-    """A task of `start_python_workers`: import what the real tasks import."""
+    """A task of `start_python_workers`: import what the real tasks import (and warm up)."""
     import contextlib
     import importlib
 
     for name in WORKER_IMPORTS:
-        with contextlib.suppress(ImportError):  # the job that needs it reports it, in context
-            importlib.import_module(name)
+        # a head start only: the job that needs a module reports its failure, in context
+        with contextlib.suppress(Exception):
+            warm = getattr(importlib.import_module(name), "warm_up", None)
+            if warm is not None:
+                warm()
     time.sleep(0.05)  # hold the slot, so that every task gets a worker of its own
     yield os.getpid()
 
