@@ -3,8 +3,9 @@
 A local session is set up for offsetkeeper's jobs, which do their work in Python tasks (plain RDD
 tasks and Python data sources) and leave little to the JVM: one shuffle partition per core, the
 driver on the loopback address, no UI, and a JVM that starts with the quick (C1) JIT compiler
-only (`QUICK_START_JAVA_OPTIONS`: half the CPU of a session start, measured in bench/README.md).
-Then Spark's Python workers are started — one per task slot, each having imported the task
+only (`QUICK_START_JAVA_OPTIONS`: half the CPU of a session start, measured in bench/README.md)
+and maps Spark's classes from a class-data-sharing archive (`offsetkeeper.spark.cds`: half
+again). Then Spark's Python workers are started — one per task slot, each having imported the task
 modules — so the first job does not pay for them; `last_start_timings` says how long each part
 took (reported as session start, apart from the job).
 """
@@ -93,9 +94,16 @@ def last_start_timings() -> dict[str, float]:
     return dict(_last_start)
 
 
-def java_options(user: str | None) -> str:
-    """The driver JVM options of a local session: the quick-start ones, then the user's."""
-    return " ".join(x for x in (QUICK_START_JAVA_OPTIONS, (user or "").strip()) if x)
+def java_options(user: str | None, *, class_data_sharing: bool = True) -> str:
+    """The driver JVM options of a local session: the quick-start ones, the class-data-sharing
+    archive's (`offsetkeeper.spark.cds`), then the user's."""
+    user = (user or "").strip()
+    cds = ""
+    if class_data_sharing:
+        from offsetkeeper.spark.cds import java_options as cds_options
+
+        cds = cds_options(QUICK_START_JAVA_OPTIONS, user)
+    return " ".join(x for x in (QUICK_START_JAVA_OPTIONS, cds, user) if x)
 
 
 def _warm_worker(_it):
