@@ -12,7 +12,13 @@ Creates a topic of PARTITIONS x MB records (random, incompressible values), then
   ``--repeat``.
 Prints JSON: records/s, MB/s, ratios to kcat, peak memory (RSS of the process tree).
 Goal: backup throughput without session start >= 0.7x kcat; peak memory (--memory-mb-per-partition:
-1x and 4x the data, new session) does not grow with the data.
+1x and 4x the data, new session) does not grow with the data. The memory check also runs one
+backup task of one partition (1x, 4x) in a fresh process without Spark and prints its peak RSS,
+the Python heap's peak (tracemalloc) and the Arrow pool's peak — the parts the task controls —
+with the backup's consumer settings and with small fetch limits (`SMALL_FETCH`), to show what the
+development broker's whole-partition fetch responses add. ``--memory-only`` runs just that.
+Session start is reported with its parts (`spark_session_start_parts`: the JVM session and
+Spark's Python workers, started before the first job). Temporary data is deleted at the end.
 """
 
 from __future__ import annotations
