@@ -67,9 +67,11 @@ def main() -> None:
         out: dict = {"records": records, "partitions": args.partitions, "master": args.master,
                      "load_average_1m_at_start": round(os.getloadavg()[0], 2)}
 
-        kcat_c, _ = timed(["kcat", "-C", "-b", source, "-t", topic, "-o", "beginning", "-e", "-q",
-                           "-f", "%o %k %s\n"])
+        kcat_c, kcat_out = timed(["kcat", "-C", "-b", source, "-t", topic, "-o", "beginning", "-e",
+                                  "-q", "-f", "%o %k %s\n"])
         out["kcat_consume_seconds"] = round(kcat_c, 2)
+        # a yardstick that read nothing (kcat exits 0 on some metadata errors) is no yardstick
+        out["kcat_consume_records"] = kcat_out.count("\n")
         t_import, _ = timed([sys.executable, "-c", "import pyspark, offsetkeeper.cli.main"])
         out["python_imports_seconds"] = round(t_import, 2)
         t_session, _ = timed([sys.executable, "-c",
