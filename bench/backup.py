@@ -12,7 +12,13 @@ Creates a topic of PARTITIONS x MB records (random, incompressible values), then
   ``--repeat``.
 Prints JSON: records/s, MB/s, ratios to kcat, peak memory (RSS of the process tree).
 Goal: backup throughput without session start >= 0.7x kcat; peak memory (--memory-mb-per-partition:
-1x and 4x the data, new session) does not grow with the data.
+1x and 4x the data, new session) does not grow with the data. The memory check also runs one
+backup task of one partition (1x, 4x) in a fresh process without Spark and prints its peak RSS,
+the Python heap's peak (tracemalloc) and the Arrow pool's peak — the parts the task controls —
+with the backup's consumer settings and with small fetch limits (`SMALL_FETCH`), to show what the
+development broker's whole-partition fetch responses add. ``--memory-only`` runs just that.
+Session start is reported with its parts (`spark_session_start_parts`: the JVM session and
+Spark's Python workers, started before the first job). Temporary data is deleted at the end.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -88,6 +95,64 @@ def memory_check(bootstrap: str, tmp: Path, args) -> dict:
     return out
 
 
+# Consumer settings that bound a consumer's fetched data on Apache Kafka (librdkafka
+# CONFIGURATION.md); the development broker answers a fetch with the rest of the partition anyway.
+SMALL_FETCH = {"fetch.message.max.bytes": "1048576", "fetch.max.bytes": "1048576",
+               "queued.max.messages.kbytes": "1024"}
+
+
+def task_memory(bootstrap: str, topic: str, end: int, run_dir: str, extra: dict) -> dict:
+    """(Runs in a fresh process.) One backup task of partition 0 of `topic`, in this process
+    without Spark: peak RSS, the Python heap's peak (tracemalloc) and the Arrow pool's peak —
+    the parts the task controls — and what is left, librdkafka's fetch buffers."""
+    import resource
+    import tracemalloc
+
+    import pyarrow as pa
+
+    from offsetkeeper.backup.task import BackupTaskConfig, backup_task
+    from offsetkeeper.spark.kafka.options import parse_options
+
+    opts = {"kafka.bootstrap.servers": bootstrap, "kafka.isolation.level": "read_committed",
+            "kafka.queued.max.messages.kbytes": "16384", "assign": "{}",
+            **{f"kafka.{k}": v for k, v in extra.items()}}
+    cfg = BackupTaskConfig(source=parse_options(opts), run_dir=run_dir)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    tracemalloc.start()
+    rows = list(backup_task(cfg, iter([json.dumps([topic, 0, 0, end])])))
+    py_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    arrow_peak = pa.default_memory_pool().max_memory()
+    mb = 2**20
+    return {"records": rows[0]["records"], "peak_rss_mb": round(peak / mb, 1),
+            "rss_before_mb": round(base / mb, 1), "python_heap_peak_mb": round(py_peak / mb, 1),
+            "arrow_pool_peak_mb": round(arrow_peak / mb, 1),
+            "rest_mb (librdkafka fetch buffers, allocator)":
+                round((peak - base - py_peak - arrow_peak) / mb, 1)}
+
+
+def task_memory_check(bootstrap: str, tmp: Path, args) -> dict:
+    """`task_memory` of one partition of 1x and 4x the data, each in a fresh process, with the
+    backup's consumer settings and with small fetch limits (`SMALL_FETCH`)."""
+    from offsetkeeper.config import Connection
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.models import TopicPartition
+
+    out = {}
+    for scale in (1, 4):
+        topic = f"bench-tmem{scale}-{uuid.uuid4().hex[:6]}"
+        fill_topic(bootstrap, topic, 1, args.memory_mb_per_partition * scale, args.value_bytes)
+        with KafkaAdmin(Connection(bootstrap)) as admin:
+            end = admin.watermarks([TopicPartition(topic, 0)])[TopicPartition(topic, 0)].high
+        for name, extra in (("backup_settings", {}), ("small_fetch_limits", SMALL_FETCH)):
+            spec = json.dumps([bootstrap, topic, end, str(tmp / f"tmem-{scale}-{name}"), extra])
+            proc = subprocess.run([sys.executable, __file__, "--task-memory", spec],
+                                  capture_output=True, text=True, check=True)
+            out[f"{scale}x_{name}"] = json.loads(proc.stdout)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb-per-partition", type=float, default=25)
@@ -99,7 +164,12 @@ def main() -> None:
     ap.add_argument("--memory-mb-per-partition", type=float, default=16,
                     help="the 1x size of the memory check (then 4x); 0 skips it")
     ap.add_argument("--memory-partitions", type=int, default=2)
+    ap.add_argument("--memory-only", action="store_true", help="only the memory checks")
+    ap.add_argument("--task-memory", help=argparse.SUPPRESS)  # internal: one task_memory run
     args = ap.parse_args()
+    if args.task_memory:
+        print(json.dumps(task_memory(*json.loads(args.task_memory))))
+        return
 
     from offsetkeeper import devbroker
 
@@ -110,6 +180,12 @@ def main() -> None:
         started_broker = tmp / "broker"
         bootstrap = devbroker.start(devbroker.free_port(), started_broker).bootstrap
     try:
+        if args.memory_only:
+            mem_out = memory_check(bootstrap, tmp, args)
+            mem_out["one_task_in_process"] = task_memory_check(bootstrap, tmp, args)
+            print(json.dumps({"memory_check": mem_out, "load_average_1m": round(os.getloadavg()[0], 2)},
+                             indent=2))
+            return
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         t = time.monotonic()
         records, nbytes = fill_topic(bootstrap, topic, args.partitions, args.mb_per_partition,
@@ -128,6 +204,11 @@ def main() -> None:
         t = time.monotonic()
         spark = get_spark(args.master)
         session_s = time.monotonic() - t
+        try:  # the JVM session and Spark's Python workers, apart (older code: no such split)
+            from offsetkeeper.spark.session import last_start_timings
+            session_parts = {k: round(v, 2) for k, v in last_start_timings().items()}
+        except ImportError:
+            session_parts = {}
         results: dict[str, list] = {"no_session": [], "warm": []}
         timings = {}
         with PeakMemory(os.getpid()) as mem:
@@ -141,6 +222,8 @@ def main() -> None:
                 assert r.records == records, (r.records, records)
         spark.stop()
         memory = memory_check(bootstrap, tmp, args) if args.memory_mb_per_partition else None
+        if memory is not None:
+            memory["one_task_in_process"] = task_memory_check(bootstrap, tmp, args)
 
         def rate(secs: float) -> dict:
             return {"seconds": round(secs, 2), "records_per_s": round(records / secs),
@@ -154,6 +237,7 @@ def main() -> None:
             "backup_e2e": {**rate(e2e["seconds"]), "peak_rss_mb": round(e2e["peak_rss_mb"], 1),
                            "bytes_written_mb": round(e2e["summary"]["bytes_written"] / 2**20, 1)},
             "spark_session_start_seconds": round(session_s, 2),
+            "spark_session_start_parts": session_parts,
             "backup_no_session": rate(results["no_session"][0]),
             "backup_warm": {**rate(min(results["warm"])),
                             "all_seconds": [round(x, 2) for x in results["warm"]]},
@@ -171,6 +255,7 @@ def main() -> None:
     finally:
         if started_broker:
             devbroker.stop(started_broker)
+        shutil.rmtree(tmp, ignore_errors=True)  # the topic copies and backups (GBs)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -118,6 +119,7 @@ def main() -> None:
     finally:
         if started:
             devbroker.stop(started)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

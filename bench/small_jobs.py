@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,11 +64,14 @@ def main() -> None:
         mb = args.records * 100 / args.partitions / 2**20
         records, _ = fill_topic(source, topic, args.partitions, mb, 100)
         dest = str(tmp / "backups")
-        out: dict = {"records": records, "partitions": args.partitions, "master": args.master}
+        out: dict = {"records": records, "partitions": args.partitions, "master": args.master,
+                     "load_average_1m_at_start": round(os.getloadavg()[0], 2)}
 
-        kcat_c, _ = timed(["kcat", "-C", "-b", source, "-t", topic, "-o", "beginning", "-e", "-q",
-                           "-f", "%o %k %s\n"])
+        kcat_c, kcat_out = timed(["kcat", "-C", "-b", source, "-t", topic, "-o", "beginning", "-e",
+                                  "-q", "-f", "%o %k %s\n"])
         out["kcat_consume_seconds"] = round(kcat_c, 2)
+        # a yardstick that read nothing is no yardstick: >= records lines (values hold newlines)
+        out["kcat_consume_lines"] = kcat_out.count("\n")
         t_import, _ = timed([sys.executable, "-c", "import pyspark, offsetkeeper.cli.main"])
         out["python_imports_seconds"] = round(t_import, 2)
         t_session, _ = timed([sys.executable, "-c",
@@ -98,6 +102,7 @@ def main() -> None:
     finally:
         for d in started:
             devbroker.stop(d)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

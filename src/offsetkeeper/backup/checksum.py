@@ -258,8 +258,10 @@ def record_hashes(batch):
         for j in range(int(counts.max()) if n else 0):
             rows = np.nonzero(counts > j)[0]
             idx = offs[rows] + j
-            _chain(h, rows, hkeys.take(pa.array(idx)))
-            _chain(h, rows, hvals.take(pa.array(idx)))
+            # an index array from its buffer: `pa.array` would import pandas in a new worker
+            take = pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)])
+            _chain(h, rows, hkeys.take(take))
+            _chain(h, rows, hvals.take(take))
     return h
 
 

@@ -1,23 +1,56 @@
-"""Creating Spark sessions the way offsetkeeper needs them (local[*] by default)."""
+"""Creating Spark sessions the way offsetkeeper needs them (local[*] by default).
+
+A local session is set up for offsetkeeper's jobs, which do their work in Python tasks (plain RDD
+tasks and Python data sources) and leave little to the JVM: one shuffle partition per core, the
+driver on the loopback address, no UI, and a JVM that starts with the quick (C1) JIT compiler
+only (`QUICK_START_JAVA_OPTIONS`: half the CPU of a session start, measured in bench/README.md)
+and maps Spark's classes from a class-data-sharing archive (`offsetkeeper.spark.cds`: half
+again). Then Spark's Python workers are started — one per task slot, each having imported the task
+modules — so the first job does not pay for them; `last_start_timings` says how long each part
+took (reported as session start, apart from the job).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import time
 from collections.abc import Mapping
 
 DEFAULT_MASTER = "local[*]"
 
+# The driver JVM of a local session is also its executor; offsetkeeper's tasks run in Python, so
+# the JVM's hot code is short-lived (scheduling, results) and the optimising C2 compiler costs
+# more CPU at start than it ever pays back. Options the user gives in
+# spark.driver.extraJavaOptions come after these and win (-XX:TieredStopAtLevel=4 = the default).
+QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
-def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *, app_name: str = "offsetkeeper"):
+# What the backup and restore tasks import: a started worker has done it once. A module with a
+# ``warm_up()`` function has it called too (to run its code once, for lazy imports and set-up).
+WORKER_IMPORTS = (
+    "pyarrow", "pyarrow.parquet", "numpy", "confluent_kafka", "fsspec",
+    "offsetkeeper.backup.task_failure", "offsetkeeper.backup.task",
+)
+
+_last_start: dict[str, float] = {}
+
+
+def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *,
+              app_name: str = "offsetkeeper", start_workers: bool | None = None):
     """Return a SparkSession for `master` with `conf` applied (imports pyspark lazily).
 
     Executors run the interpreter running this code, so they can import offsetkeeper.
+    `start_workers` (default: for local masters) starts Spark's Python workers, one per task
+    slot, before returning (`start_python_workers`); an existing session is returned as is.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    t0 = time.monotonic()
+    existing = SparkContext._active_spark_context is not None
     builder = SparkSession.builder.appName(app_name)
     # Under spark-submit (the JVM started this interpreter) the master comes from spark-submit.
     local = None
@@ -34,15 +67,75 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, 
         # one Python worker per core serves every task of a job and the next jobs
         "spark.python.worker.reuse": "true",
     }
+    settings = {**defaults, **dict(conf or {})}
     if local is not None:
-        defaults.update(small_local_conf(local))
+        settings = {**defaults, **small_local_conf(local), **dict(conf or {})}
+        settings["spark.driver.extraJavaOptions"] = java_options(
+            (conf or {}).get("spark.driver.extraJavaOptions"))
         # without it Spark resolves the host name and scans the interfaces at every start
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    for k, v in {**defaults, **dict(conf or {})}.items():
+    for k, v in settings.items():
         builder = builder.config(k, str(v))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    t1 = time.monotonic()
+    _last_start.clear()
+    if existing:
+        return spark
+    _last_start["jvm"] = t1 - t0
+    if start_workers if start_workers is not None else local is not None:
+        _last_start["python_workers"] = start_python_workers(spark)
     return spark
+
+
+def last_start_timings() -> dict[str, float]:
+    """Seconds of the last `get_spark` that started a session: ``jvm`` (the session) and
+    ``python_workers`` (`start_python_workers`, when it ran); empty when it reused a session."""
+    return dict(_last_start)
+
+
+def java_options(user: str | None, *, class_data_sharing: bool = True) -> str:
+    """The driver JVM options of a local session: the quick-start ones, the class-data-sharing
+    archive's (`offsetkeeper.spark.cds`), then the user's."""
+    user = (user or "").strip()
+    cds = ""
+    if class_data_sharing:
+        from offsetkeeper.spark.cds import java_options as cds_options
+
+        cds = cds_options(QUICK_START_JAVA_OPTIONS, user)
+    return " ".join(x for x in (QUICK_START_JAVA_OPTIONS, cds, user) if x)
+
+
+def _warm_worker(_it):
+    """A task of `start_python_workers`: import what the real tasks import (and warm up)."""
+    import contextlib
+    import importlib
+
+    for name in WORKER_IMPORTS:
+        # a head start only: the job that needs a module reports its failure, in context
+        with contextlib.suppress(Exception):
+            warm = getattr(importlib.import_module(name), "warm_up", None)
+            if warm is not None:
+                warm()
+    time.sleep(0.05)  # hold the slot, so that every task gets a worker of its own
+    yield os.getpid()
+
+
+def start_python_workers(spark) -> float:
+    """Start Spark's Python workers (one per task slot, kept for the next jobs by
+    ``spark.python.worker.reuse``) by running a job of one tiny task per slot; returns seconds.
+
+    The first Python job of a session otherwise pays for the workers' start and their imports
+    of pyarrow, numpy, confluent-kafka and the task modules (1–2 s here, more under load).
+    """
+    t = time.monotonic()
+    sc = spark.sparkContext
+    n = max(1, sc.defaultParallelism)
+    try:
+        sc.parallelize(range(n), n).mapPartitions(_warm_worker).collect()
+    except Exception as exc:  # a head start only: the real job reports failures, in context
+        logging.getLogger("offsetkeeper.spark").debug("starting the Python workers failed: %s", exc)
+    return time.monotonic() - t
 
 
 def local_cores(master: str) -> int | None:
