@@ -81,9 +81,26 @@ class _Producer:
                 "enable.idempotence": "true", "delivery.report.only.error": True,
                 "on_delivery": self._on_error}
         conf.setdefault("acks", "all")
-        # librdkafka asks for the producer id right away and, with no connection up yet, again
-        # after 0.5-1 s: create producers early so that wait overlaps reading the backup
         self.p = Producer(conf)
+        self.warm = False
+
+    def warm_up(self, topic: str) -> None:
+        """Have the producer id acquired now rather than 0.5 s later.
+
+        librdkafka (2.10 and later) asks for the producer id when its first metadata response
+        arrives; at that moment it has just dropped its bootstrap connection and the broker's
+        own connection is not up yet, so it retries on a fixed 500 ms timer. Every metadata
+        response retries at once, so two metadata requests (the second one waits for the
+        broker's connection) get the id within milliseconds (measured: first delivery after
+        0.07 s instead of 0.51 s; kcat, built on librdkafka 2.0, does not have the wait)."""
+        if self.warm:
+            return
+        self.warm = True
+        for _ in range(2):
+            try:
+                self.p.list_topics(topic, timeout=10)
+            except Exception:  # only a speed-up: the timer still gets the id
+                return
 
     def _on_error(self, err, _msg) -> None:
         self.errors.append(str(err))
@@ -352,6 +369,7 @@ def restore_routes(cfg: WriterConfig, routes: list[dict[str, Any]]) -> list[dict
                            records_per_second=cfg.records_per_second / share if cfg.records_per_second else None,
                            bytes_per_second=cfg.bytes_per_second / share if cfg.bytes_per_second else None)
         try:
+            producer.warm_up(tgt.topic)  # after the resume read, which overlaps its connecting
             return rp.write(spec_records(spec, cfg, batch_rows=BATCH_ROWS))
         except OffsetkeeperError as exc:
             stop.set()
