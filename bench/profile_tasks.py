@@ -141,6 +141,10 @@ def main() -> None:
     finally:
         if started:
             devbroker.stop(started)
+        import shutil
+
+        for sub in ("broker", "backup", "mapping"):  # keep only the .pstats files
+            shutil.rmtree(tmp / sub, ignore_errors=True)
 
 
 if __name__ == "__main__":

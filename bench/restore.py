@@ -181,6 +181,9 @@ def main() -> None:
     finally:
         for d in started:
             devbroker.stop(d)
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)  # brokers' logs and backups: GBs per run
 
 
 if __name__ == "__main__":
