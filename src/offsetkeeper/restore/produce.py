@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -94,6 +95,39 @@ class _Producer:
         conf.setdefault("acks", "all")
         self.p = Producer(conf)
         self.warm = False
+        # flush() returns when the producer's whole queue is empty; while one route waits for
+        # its chunk, the others must not keep adding records, or it may never be empty.
+        self._cv = threading.Condition()
+        self._producing = 0   # routes inside a produce() run
+        self._flushing = 0    # routes waiting for their acknowledgements
+
+    @contextmanager
+    def producing(self) -> Iterator[None]:
+        """Around a run of produce() calls: waits while another route flushes."""
+        with self._cv:
+            while self._flushing:
+                self._cv.wait()
+            self._producing += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._producing -= 1
+                self._cv.notify_all()
+
+    def flush(self, timeout: float) -> int:
+        """Wait until every record produced so far is acknowledged (or failed); the other
+        routes pause producing meanwhile. Returns the records still unacknowledged."""
+        with self._cv:
+            self._flushing += 1
+            while self._producing:
+                self._cv.wait()
+        try:
+            return self.p.flush(timeout)
+        finally:
+            with self._cv:
+                self._flushing -= 1
+                self._cv.notify_all()
 
     def warm_up(self, topic: str) -> None:
         """Have the producer id acquired now rather than 0.5 s later.
@@ -174,8 +208,8 @@ class RouteProducer:
             reader.close()
 
     def _wait_acks(self) -> None:
-        # flush() waits for the other routes' records too: it is the task's producer
-        remaining = self.producer.flush(120)
+        # the task's producer: this waits for the other routes' records too (they pause)
+        remaining = self.shared.flush(120)
         if (err := self.shared.error_for(self.target)) is not None:
             raise RestoreWriteError(f"producing to {self.target} failed: {err}")
         if remaining:
@@ -301,7 +335,8 @@ class RouteProducer:
                     chunk.keys.extend(keys[i:j])
                     chunk.values.extend(values[i:j])
                     chunk.headers.extend(own[i:j] if own is not None else [None] * (j - i))
-                self._produce(ttopic, tpart, values, keys, tss, hdrs, i, j)
+                with self.shared.producing():
+                    self._produce(ttopic, tpart, values, keys, tss, hdrs, i, j)
                 if limited:
                     self._throttle(j - i, keys[i:j], values[i:j])
                 i = j
