@@ -65,7 +65,7 @@ def main() -> None:
         from offsetkeeper.restore import produce
 
         backup_task_module.RANGES_IN_PARALLEL = 1
-        produce.MAX_PRODUCERS_PER_TASK = 1
+        produce.ROUTES_IN_PARALLEL = 1
     tmp = Path(tempfile.mkdtemp(prefix="okprof-"))
     out_dir = Path(args.out) if args.out else tmp
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -141,6 +141,10 @@ def main() -> None:
     finally:
         if started:
             devbroker.stop(started)
+        import shutil
+
+        for sub in ("broker", "backup", "mapping"):  # keep only the .pstats files
+            shutil.rmtree(tmp / sub, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ tab/newline-delimited file), backs it up with run_backup, then measures on the t
   written) — the restore itself, without Spark session start;
 - restore_warm: a second restore (new restore id, new target topic) in the same session;
 - restore_e2e (--e2e): ``offsetkeeper restore run`` as a fresh process (Python + Spark start).
+Also the CPU seconds each side used (kcat, Spark driver / JVM / Python workers, target broker).
+Each phase starts on an idle target broker holding the same data (the topic of the phase before
+is deleted, see `settle`); kcat runs again at the end as a check on the yardstick's own spread.
 Prints JSON: records/s, MB/s (key + value bytes), and ratios to kcat. Goal: restore >= 0.5x kcat.
 """
 
@@ -34,6 +37,95 @@ from memory import PeakMemory
 
 def _value(n: int) -> bytes:
     return base64.b64encode(os.urandom(n * 3 // 4 + 3))[:n]
+
+
+def _cpu_by_kind(root: int) -> dict[str, float]:
+    """CPU seconds (user + system, finished children included) so far of the processes below
+    `root` by kind — Spark's JVM, its Python workers — and of `root` itself (the driver)."""
+    tck = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, str, float, float]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                head, rest = f.read().rsplit(")", 1)
+        except OSError:
+            continue
+        x = rest.split()
+        own = (int(x[11]) + int(x[12])) / tck
+        stats[int(d)] = (int(x[1]), head.split("(", 1)[1], own, own + (int(x[13]) + int(x[14])) / tck)
+    out = {"driver": stats.get(root, (0, "", 0.0, 0.0))[2], "jvm": 0.0, "python_workers": 0.0}
+    todo = [p for p, v in stats.items() if v[0] == root]
+    while todo:
+        p = todo.pop()
+        _ppid, comm, own, total = stats[p]
+        if comm.startswith("java"):
+            out["jvm"] += own  # its children are the Python workers, counted below
+        elif comm.startswith(("python", "pyspark")):
+            out["python_workers"] += total
+        todo.extend(q for q, v in stats.items() if v[0] == p)
+    return out
+
+
+def _pid_cpu(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            x = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(x[11]) + int(x[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds used during a block: Spark driver, JVM and Python workers (below this
+    process) and the target broker; a yardstick on the machine's load, which wall time is not."""
+
+    def __init__(self, broker_pid: int | None) -> None:
+        self.broker_pid = broker_pid
+
+    def __enter__(self) -> CpuMeter:
+        self.t0, self.b0, self.c0 = _cpu_by_kind(os.getpid()), _pid_cpu(self.broker_pid), _children_cpu()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        t1 = _cpu_by_kind(os.getpid())
+        self.result = {k: round(t1[k] - self.t0[k], 2) for k in t1}
+        self.result["kcat"] = round(_children_cpu() - self.c0, 2)  # waited-for children: kcat
+        self.result["broker"] = round(_pid_cpu(self.broker_pid) - self.b0, 2)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def settle(bootstrap: str, broker_pid: int | None, delete: str | None = None) -> None:
+    """Delete `delete` (a topic measured before) and wait until the target broker is idle.
+
+    The development broker rewrites its whole state file after changes: 1-2 CPU seconds after
+    each 200 MB written, more the more it holds, on a 2-core machine. Without this, that work
+    of the previous phase (kcat's) lands on the next measured phase (the restore), and every
+    phase finds a bigger broker than the one before."""
+    if delete:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result
+        for f in admin.delete_topics([delete]).values():
+            f.result(30)
+    if broker_pid is None:
+        time.sleep(2)
+        return
+    deadline, quiet, last = time.monotonic() + 60, 0, _pid_cpu(broker_pid)
+    while quiet < 3 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = _pid_cpu(broker_pid)
+        quiet = quiet + 1 if now - last < 0.05 else 0
+        last = now
 
 
 def run_kcat(bootstrap: str, topic: str, partitions: int, file: Path) -> float:
@@ -112,13 +204,17 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="ok-bench-restore-"))
     started: list[Path] = []
+    pids: dict[str, int | None] = {}
 
     def broker(given: str | None, name: str) -> str:
         if given:
+            pids[name] = None
             return given
         d = tmp / name
         started.append(d)
-        return devbroker.start(devbroker.free_port(), d).bootstrap
+        st = devbroker.start(devbroker.free_port(), d)
+        pids[name] = st.pid
+        return st.bootstrap
 
     try:
         source, target = broker(args.source, "src-broker"), broker(args.target, "dst-broker")
@@ -139,18 +235,27 @@ def main() -> None:
         run_backup(BackupConfig(connection=Connection(source), include=(topic,), destination=dest,
                                 backup_id="bench", master=args.master), spark=spark)
 
-        kcat_s, kcat_n = run_kcat(target, f"{topic}-kcat", args.partitions, file)
+        dst_pid = pids["dst-broker"]
+        settle(target, dst_pid)
+        with CpuMeter(dst_pid) as kcat_cpu:
+            kcat_s, kcat_n = run_kcat(target, f"{topic}-kcat", args.partitions, file)
         assert kcat_n == records, f"kcat produced {kcat_n} of {records} records"
+        settle(target, dst_pid, f"{topic}-kcat")
         t = time.monotonic()
-        res = run_restore(RestoreOptions(dest, "bench", Connection(target), restore_id="r1",
-                                         rename={topic: f"{topic}-restored"}, master=args.master),
-                          spark=spark)
+        with CpuMeter(pids["dst-broker"]) as restore_cpu:
+            res = run_restore(RestoreOptions(dest, "bench", Connection(target), restore_id="r1",
+                                             rename={topic: f"{topic}-restored"}, master=args.master),
+                              spark=spark)
         restore_s = time.monotonic() - t
         assert res.records == records, (res.records, records)
+        settle(target, dst_pid, f"{topic}-restored")
         t = time.monotonic()
-        run_restore(RestoreOptions(dest, "bench", Connection(target), restore_id="r1-warm",
-                                   rename={topic: f"{topic}-warm"}, master=args.master), spark=spark)
+        with CpuMeter(pids["dst-broker"]) as warm_cpu:
+            run_restore(RestoreOptions(dest, "bench", Connection(target), restore_id="r1-warm",
+                                       rename={topic: f"{topic}-warm"}, master=args.master), spark=spark)
         warm_s = time.monotonic() - t
+        settle(target, dst_pid, f"{topic}-warm")
+        kcat_again_s, _ = run_kcat(target, f"{topic}-kcat2", args.partitions, file)
 
         def rate(secs: float) -> dict:
             return {"seconds": round(secs, 3), "records_per_s": round(records / secs),
@@ -158,10 +263,16 @@ def main() -> None:
 
         out = {"records": records, "mb": round(nbytes / 2**20, 2), "partitions": args.partitions,
                "value_bytes": args.value_bytes, "master": args.master,
-               "kcat": rate(kcat_s), "restore": rate(restore_s),
+               "kcat": rate(kcat_s), "kcat_again_after_the_restores": rate(kcat_again_s),
+               "restore": rate(restore_s),
                "ratio_restore_to_kcat": round(kcat_s / restore_s, 3),
                "restore_task_seconds": sorted(r.get("seconds") or 0 for r in res.partitions),
-               "restore_warm": rate(warm_s), "ratio_restore_warm_to_kcat": round(kcat_s / warm_s, 3)}
+               "restore_warm": rate(warm_s), "ratio_restore_warm_to_kcat": round(kcat_s / warm_s, 3),
+               # CPU seconds of each side (the brokers' included): what the machine's load
+               # does not change much, unlike wall time
+               "cpu_seconds": {"kcat": {"kcat": kcat_cpu.result["kcat"], "broker": kcat_cpu.result["broker"]},
+                               "restore": {k: v for k, v in restore_cpu.result.items() if k != "kcat"},
+                               "restore_warm": {k: v for k, v in warm_cpu.result.items() if k != "kcat"}}}
         if args.e2e:
             exe = Path(sys.executable).parent / "offsetkeeper"
             t = time.monotonic()
@@ -181,6 +292,9 @@ def main() -> None:
     finally:
         for d in started:
             devbroker.stop(d)
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)  # brokers' logs and backups: GBs per run
 
 
 if __name__ == "__main__":

@@ -40,7 +40,9 @@ def run_task(tmp_path, dr_bootstrap, unique, *, headers: bool, n: int = 60, chun
     write_backup(str(tmp_path), "b", {topic: {0: records(n, 0)}})
     conn = Connection(dr_bootstrap)
     with KafkaAdmin(conn) as admin:
-        admin.create_topic(target, 1)
+        # the records carry 2023 timestamps: without retention.ms=-1 the development broker
+        # deletes them within seconds, sometimes before they are read back
+        admin.create_topic(target, 1, configs={"retention.ms": "-1"})
         start = admin.watermarks([TopicPartition(target, 0)])[TopicPartition(target, 0)].high
     root = str(tmp_path / "mapping")
     cfg = WriterConfig(restore_id="r", mapping_root=root, producer_conf=conn.client_config(),
