@@ -121,6 +121,74 @@ def bench_cycle(bootstrap: str, args) -> dict:
     }
 
 
+class MemProbe:
+    """Diagnostics for the soak, one JSON line every --log-every seconds: RSS, glibc malloc
+    in-use vs mapped (native growth vs fragmentation), Python blocks/objects, gc counts, the
+    sampler's per-partition state sizes, store file sizes, and (--tracemalloc) the top growth
+    by line since the first snapshot after a minute."""
+
+    def __init__(self, path: str, proc) -> None:
+        import ctypes
+        import gc
+        import sys
+        import tracemalloc
+
+        self.f = open(path, "a", buffering=1)  # noqa: SIM115 - a log kept open for the soak
+        self.proc, self.gc, self.sys, self.tm = proc, gc, sys, tracemalloc
+        self.last = -1e9
+        self.base = None
+        try:
+            self.libc = ctypes.CDLL("libc.so.6")
+
+            class MI2(ctypes.Structure):
+                _fields_ = [(n, ctypes.c_size_t) for n in (
+                    "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                    "uordblks", "fordblks", "keepcost")]
+            self.MI2 = MI2
+            self.libc.mallinfo2.restype = MI2
+        except (OSError, AttributeError):
+            self.libc = None
+
+    def maybe(self, el: float, sampler, store_dir: str) -> None:
+        if el - self.last < args_log_every[0]:
+            return
+        self.last = el
+        rec: dict = {"t": round(el), "rss_mb": round(self.proc.memory_info().rss / 2**20, 1)}
+        if self.libc is not None:
+            mi = self.libc.mallinfo2()
+            rec["malloc_inuse_mb"] = round(mi.uordblks / 2**20, 1)
+            rec["malloc_free_mb"] = round(mi.fordblks / 2**20, 1)
+            rec["malloc_arena_mb"] = round(mi.arena / 2**20, 1)
+            rec["malloc_mmap_mb"] = round(mi.hblkhd / 2**20, 1)
+        rec["py_blocks"] = self.sys.getallocatedblocks()
+        rec["gc_objects"] = len(self.gc.get_objects())
+        rec["gc_counts"] = self.gc.get_count()
+        rec["threads"] = self.proc.num_threads()
+        cy = sampler.cycler
+        rec["table_parts"] = len(cy.table)
+        if cy.next_times is not None:
+            rec["next_cache"] = len(cy.next_times._cache)
+            rec["fetched"] = cy.next_times.fetched
+        rec["recent_groups"] = len(sampler._recent)
+        rec["buffered"] = sampler._buffered
+        rec["store_mb"] = {p.name: round(p.stat().st_size / 2**20, 1)
+                           for p in Path(store_dir).iterdir()}
+        if self.tm.is_tracing():
+            rec["tracemalloc_mb"] = round(self.tm.get_traced_memory()[0] / 2**20, 1)
+            rec["tracemalloc_self_mb"] = round(self.tm.get_tracemalloc_memory() / 2**20, 1)
+            if self.base is None and el >= 60:
+                self.base = self.tm.take_snapshot()
+            elif self.base is not None and int(el) % 300 < args_log_every[0]:
+                top = self.tm.take_snapshot().compare_to(self.base, "lineno")[:8]
+                rec["tm_top"] = [f"{s.size_diff / 1024:+.0f}K {s.count_diff:+d} "
+                                 f"{s.traceback[0].filename.split('/')[-1]}:{s.traceback[0].lineno}"
+                                 for s in top]
+        self.f.write(json.dumps(rec) + "\n")
+
+
+args_log_every = [20.0]
+
+
 def soak(bootstrap: str, args) -> dict:
     """Sample every second for --soak seconds while offsets and log ends move; RSS every 10 s."""
     import psutil
@@ -132,7 +200,10 @@ def soak(bootstrap: str, args) -> dict:
     stop = threading.Event()
 
     def churn():
-        """Producers and consumers keep moving: 1 record/s per partition, groups commit +1/s."""
+        """Producers and consumers keep moving: --produce-rate records/s per partition of the first
+        10 topics; 50 groups commit every second. `--churn advance` (real life): their committed
+        offsets advance with the log (lag stays ~records/2); `--churn wrap` (the old soak): they
+        cycle through the first `records` offsets, so their backlog grows without bound."""
         p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
         admin = AdminClient({"bootstrap.servers": bootstrap})
         step = 0
@@ -140,20 +211,42 @@ def soak(bootstrap: str, args) -> dict:
             step += 1
             for t in topics[:10]:
                 for part in range(args.partitions):
-                    p.produce(t, value=b"y" * 16, partition=part)
+                    for _ in range(args.produce_rate):
+                        p.produce(t, value=b"y" * 16, partition=part)
             p.poll(0)
             fs = []
             for i, g in enumerate(names[:50]):
                 t = topics[i % len(topics)]
-                tps = [CkTP(t, part, args.records // 2 + step % args.records)
-                       for part in range(args.partitions)]
+                if args.churn == "wrap" or i % len(topics) >= 10:
+                    off = args.records // 2 + step % args.records
+                else:
+                    off = args.records // 2 + step * args.produce_rate
+                tps = [CkTP(t, part, off) for part in range(args.partitions)]
                 fs.append(admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(g, tps)])[g])
             for f in fs:
                 with contextlib.suppress(Exception):
                     f.result(30)
         p.flush(10)
 
+    import os
+    exp = os.environ.get("OKH_EXP", "")
+    if exp:  # temporary diagnosis hooks
+        import ctypes
+
+        from offsetkeeper.history import sample as sample_mod
+        libc = ctypes.CDLL("libc.so.6")
+        if "mmap" in exp:
+            libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD fixed: no dynamic raise
+        if "trim" in exp:
+            orig = sample_mod.NextRecordTimes.timestamps
+
+            def patched(self, wanted):
+                out = orig(self, wanted)
+                libc.malloc_trim(0)
+                return out
+            sample_mod.NextRecordTimes.timestamps = patched
     proc = psutil.Process()
+    probe = MemProbe(args.log, proc) if args.log else None
     rss: list[tuple[float, int]] = []
     cycles: list[float] = []
     store_dir = tempfile.mkdtemp(prefix="okh-soak-")
@@ -163,8 +256,13 @@ def soak(bootstrap: str, args) -> dict:
     start = time.monotonic()
     with KafkaAdmin(Connection(bootstrap), timeout=30) as admin:
         sampler = Sampler(admin, store, SamplerConfig(scope=SampleScope(all_groups=True),
-                                                      interval_ms=1000))
+                                                      interval_ms=1000,
+                                                      time_lag=not args.no_time_lag))
         run_stop = threading.Event()
+        import signal
+
+        # SIGTERM ends the soak early but cleanly (the JSON is still printed, the broker stopped).
+        signal.signal(signal.SIGTERM, lambda *_: run_stop.set())
 
         def on_cycle(o):
             cycles.append(o.duration_ms / 1000)
@@ -174,6 +272,8 @@ def soak(bootstrap: str, args) -> dict:
                 if args.progress:
                     print(json.dumps({"t": round(el), "rss_mb": round(rss[-1][1] / 2**20, 1),
                                       "cycle_s": cycles[-1]}), flush=True)
+            if probe is not None:
+                probe.maybe(el, sampler, store_dir)
             if el >= args.soak:
                 run_stop.set()
 
@@ -189,6 +289,7 @@ def soak(bootstrap: str, args) -> dict:
         "rss_mb_after_1min": round(after_1min / 2**20, 1), "rss_mb_end": round(end / 2**20, 1),
         "rss_end_over_1min": round(end / after_1min, 3),
         "rss_series_mb": [(t, round(r / 2**20, 1)) for t, r in rss],
+        "time_lag": not args.no_time_lag, "churn": args.churn, "produce_rate": args.produce_rate,
         "target": "rss_end_over_1min <= 1.10 after 1 hour",
     }
 
@@ -203,7 +304,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--soak", type=int, default=0, help="seconds of sampling at 1 s (RSS mode)")
     ap.add_argument("--progress", action="store_true", help="print RSS lines while soaking")
+    ap.add_argument("--no-time-lag", action="store_true", help="soak without next-record fetches")
+    ap.add_argument("--churn", choices=["advance", "wrap"], default="advance",
+                    help="soak: committed offsets advance with the log, or wrap (growing backlog)")
+    ap.add_argument("--produce-rate", type=int, default=1, help="soak: records/s per partition")
+    ap.add_argument("--log", help="soak: append diagnostics (JSON lines) to this file")
+    ap.add_argument("--log-every", type=float, default=20.0)
+    ap.add_argument("--tracemalloc", action="store_true", help="soak: trace Python allocations")
     args = ap.parse_args()
+    args_log_every[0] = args.log_every
+    if args.tracemalloc:
+        import tracemalloc
+
+        tracemalloc.start(1)
     run = soak if args.soak else bench_cycle
     if args.bootstrap_server:
         print(json.dumps(run(args.bootstrap_server, args), indent=2))
