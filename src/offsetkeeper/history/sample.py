@@ -300,7 +300,7 @@ class CycleSampler:
             raise failed[0]  # no group answered: an outage, not a per-group problem
         keys = {k for rows in by_group.values() for k, _ in rows}
         wms = {(tp.topic, tp.partition): wm for tp, wm in            # ... log ends after
-               self.admin.watermarks_unordered([TopicPartition(*k) for k in keys]).items()}
+               self.admin.watermarks([TopicPartition(*k) for k in keys], ordered=False).items()}
         ts = _now()
         table = self.table
         for k, wm in wms.items():
