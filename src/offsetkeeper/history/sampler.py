@@ -24,12 +24,7 @@ from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
 from offsetkeeper.history.model import Cycle, Gap, Sample, iso
-from offsetkeeper.history.sample import (
-    CycleResult,
-    CycleSampler,
-    SampleScope,
-    release_native_memory,
-)
+from offsetkeeper.history.sample import CycleResult, CycleSampler, SampleScope
 from offsetkeeper.history.status import DEFAULT_WINDOW
 from offsetkeeper.history.store.base import HistoryStore, RetentionPolicy, StoreUnavailable
 from offsetkeeper.history.timelag import DEFAULT_POINTS
@@ -144,11 +139,6 @@ class Sampler:
         self._trim_buffer()
         stored, store_msg = self._flush()
         self._maybe_prune(result.ts)
-        if self.cycler.next_times is not None:
-            # Again at the end of the cycle: librdkafka frees the Fetch answers of a round only
-            # when it purges the unassigned partitions' queues, asynchronously, often after the
-            # fetch round's own release (docs/history.md, "Memory").
-            release_native_memory()
         msg = (f"cycle {self.cycles}: {result.groups} groups, {len(result.samples)} partitions, "
                f"total lag {result.total_lag}, {result.duration_ms / 1000:.2f}s")
         if result.errors:
