@@ -303,6 +303,10 @@ def soak(bootstrap: str, args) -> dict:
 
         sampler.run(run_stop, on_cycle=on_cycle)
     stop.set()
+    import shutil
+
+    store.close()
+    shutil.rmtree(store_dir, ignore_errors=True)  # an hour at 1 s writes ~1 GB of samples
     after_1min = next((r for t, r in rss if t >= 60), rss[0][1])
     end = rss[-1][1]
     return {
