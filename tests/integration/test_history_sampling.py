@@ -39,6 +39,33 @@ def test_cycle_reads_offsets_metadata_and_exact_time_lag(bootstrap, admin, uniqu
     assert second.samples[0].next_ts == p0.next_ts
 
 
+def test_next_record_fetches_are_batched_exact_and_the_cache_stays_bounded(bootstrap, admin, unique):
+    """Regression (issue 10, RSS grew over an hour of 1 s sampling): the next-record fetches of
+    many lagging partitions are split into batches bounded by their expected tails (the
+    development broker returns whole tails, ignoring fetch limits), every timestamp is still the
+    produced one, and as committed offsets advance the offset cache keeps one entry per
+    partition (nothing accumulates per offset)."""
+    topic, group = unique("t"), unique("g")
+    parts = 6
+    create_topic(bootstrap, topic, parts, {"retention.ms": "-1"})
+    t0 = int(time.time() * 1000) - 3_600_000
+    produce_n(bootstrap, topic, parts, 30, timestamp_ms=lambda p, i: t0 + p * 100_000 + i * 1000)
+    cs = CycleSampler(admin, SampleScope(groups=(group,)))
+    cs.next_times.BATCH_RECORDS = 50   # tails of 30, 29, ... records: one or two per batch
+    try:
+        for step in range(4):
+            commit(bootstrap, group, {(topic, p): step * 5 + p for p in range(parts)})
+            res = cs.sample()
+            for s in res.samples:
+                assert s.next_ts == t0 + s.partition * 100_000 + s.committed * 1000, s
+                assert s.time_lag_ms == s.ts - s.next_ts
+            assert len(cs.next_times._cache) == parts
+    finally:
+        cs.close()
+    assert cs.next_times.fetched == 4 * parts                # one fetch per partition and offset
+    assert cs.next_times.batches >= 4 * 3                    # never all six tails in one answer
+
+
 def test_interpolated_time_lag_tracks_the_produce_times(bootstrap, admin, unique):
     """The interpolated estimate comes from sampled log ends only; checked against the real
     produce timestamps (within the sampling resolution)."""

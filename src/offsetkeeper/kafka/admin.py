@@ -247,12 +247,31 @@ class KafkaAdmin:
         """A group's committed offsets (partitions without a commit are absent)."""
         return self.committed_result(group_id, self.committed_offsets_async(group_id))
 
+    def committed_offsets_each(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError]:
+        """Committed offsets of many groups, every request in flight at once (the admin API takes
+        one group per request); a group that fails maps to its translated error instead of
+        hiding the others' answers. The one reader behind committed_offsets_many/_all."""
+        futures = {g: self.committed_offsets_async(g) for g in dict.fromkeys(group_ids)}
+        out: dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError] = {}
+        for g, fut in futures.items():
+            try:
+                out[g] = self.committed_result(g, fut)
+            except OffsetkeeperError as exc:
+                out[g] = exc
+        return out
+
     def committed_offsets_many(
         self, group_ids: Iterable[str]
     ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
-        """Committed offsets of many groups, fetched concurrently."""
-        futures = {g: self.committed_offsets_async(g) for g in dict.fromkeys(group_ids)}
-        return {g: self.committed_result(g, f) for g, f in futures.items()}
+        """Committed offsets of many groups, fetched concurrently; raises the first failure."""
+        out: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        for g, res in self.committed_offsets_each(group_ids).items():
+            if isinstance(res, Exception):
+                raise res
+            out[g] = res
+        return out
 
     def committed_offsets_all(
         self, topics: Iterable[str] | None = None
@@ -267,14 +286,13 @@ class KafkaAdmin:
         from offsetkeeper.errors import UnknownGroupError
 
         wanted = None if topics is None else set(topics)
-        listing = [g.group_id for g in self.list_groups()]
-        futures = {g: self.committed_offsets_async(g) for g in listing}
         out: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        for gid, fut in futures.items():
-            try:
-                offs = self.committed_result(gid, fut)
-            except UnknownGroupError:
+        each = self.committed_offsets_each(g.group_id for g in self.list_groups())
+        for gid, offs in each.items():
+            if isinstance(offs, UnknownGroupError):
                 continue
+            if isinstance(offs, Exception):
+                raise offs
             if wanted is not None:
                 offs = {tp: o for tp, o in offs.items() if tp.topic in wanted}
                 if not offs:
@@ -381,14 +399,31 @@ class KafkaAdmin:
             out[_tp(ck)] = self._wait(fut, action=action, topic=ck.topic, partition=ck.partition)
         return out
 
-    def watermarks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, Watermarks]:
-        """Log start and log end offsets of each partition, fetched in two batched requests."""
-        tps = sorted(set(tps))
-        lows = self._list_offsets({CkTopicPartition(t.topic, t.partition): OffsetSpec.earliest()
-                                   for t in tps}, "read log start offsets")
-        highs = self._list_offsets({CkTopicPartition(t.topic, t.partition): OffsetSpec.latest()
-                                    for t in tps}, "read log end offsets")
-        return {t: Watermarks(lows[t].offset, highs[t].offset) for t in tps}
+    def watermarks(self, tps: Iterable[TopicPartition], *,
+                   ordered: bool = True) -> dict[TopicPartition, Watermarks]:
+        """Log start and log end offsets of each partition: two batched requests, both in flight
+        at once. Sorted by partition unless `ordered=False` (the history sampler reads thousands
+        of partitions every cycle and needs no order)."""
+        specs_low, specs_high = {}, {}
+        for t in set(tps):
+            ck = CkTopicPartition(t.topic, t.partition)
+            specs_low[ck] = OffsetSpec.earliest()
+            specs_high[ck] = OffsetSpec.latest()
+        if not specs_low:
+            return {}
+        try:
+            f_low = self.admin.list_offsets(specs_low, request_timeout=self.timeout)
+            f_high = self.admin.list_offsets(specs_high, request_timeout=self.timeout)
+        except KafkaException as exc:
+            raise translate(exc, action="read log offsets") from exc
+        out: dict[TopicPartition, Watermarks] = {}
+        for ck, fut in f_high.items():
+            high = self._wait(fut, action="read log end offsets", topic=ck.topic,
+                              partition=ck.partition).offset
+            low = self._wait(f_low[ck], action="read log start offsets", topic=ck.topic,
+                             partition=ck.partition).offset
+            out[TopicPartition(ck.topic, ck.partition)] = Watermarks(low, high)
+        return {t: out[t] for t in sorted(out)} if ordered else out
 
     def offsets_for_time(self, tps: Iterable[TopicPartition], timestamp_ms: int) -> dict[TopicPartition, int | None]:
         """Offset of the first record with timestamp >= `timestamp_ms`; None when there is none."""
@@ -444,41 +479,3 @@ class KafkaAdmin:
             if t is not None and t.error is None and len(t.partitions) >= partitions:
                 return
             time.sleep(0.1)
-
-    # -- history sampling (issue 10): batched reads that report failures per group ------------
-    def committed_offsets_each(
-        self, group_ids: Iterable[str]
-    ) -> dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError]:
-        """Committed offsets of many groups, every request in flight at once; a group that
-        fails maps to its translated error instead of hiding the others' answers."""
-        futures = {g: self.committed_offsets_async(g) for g in dict.fromkeys(group_ids)}
-        out: dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError] = {}
-        for g, fut in futures.items():
-            try:
-                out[g] = self.committed_result(g, fut)
-            except OffsetkeeperError as exc:
-                out[g] = exc
-        return out
-
-    def watermarks_unordered(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, Watermarks]:
-        """Log start and end of many partitions: both batched requests in flight at once, no
-        sorting (the history sampler calls this for thousands of partitions every cycle)."""
-        specs_low, specs_high = {}, {}
-        for t in set(tps):
-            specs_low[CkTopicPartition(t.topic, t.partition)] = OffsetSpec.earliest()
-            specs_high[CkTopicPartition(t.topic, t.partition)] = OffsetSpec.latest()
-        if not specs_low:
-            return {}
-        try:
-            f_low = self.admin.list_offsets(specs_low, request_timeout=self.timeout)
-            f_high = self.admin.list_offsets(specs_high, request_timeout=self.timeout)
-        except KafkaException as exc:
-            raise translate(exc, action="read log offsets") from exc
-        out: dict[TopicPartition, Watermarks] = {}
-        for ck, fut in f_high.items():
-            high = self._wait(fut, action="read log end offsets", topic=ck.topic,
-                              partition=ck.partition).offset
-            low = self._wait(f_low[ck], action="read log start offsets", topic=ck.topic,
-                             partition=ck.partition).offset
-            out[TopicPartition(ck.topic, ck.partition)] = Watermarks(low, high)
-        return out
