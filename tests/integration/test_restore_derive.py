@@ -102,7 +102,7 @@ def test_read_back_mode_maps_every_chunk_from_the_target(tmp_path, dr_bootstrap,
 def test_concurrent_producer_during_a_spark_restore_keeps_the_mapping_exact(tmp_path, dr_bootstrap,
                                                                            spark, unique):
     """End to end on Spark: a producer thread keeps writing to the target partition while the
-    restore runs (rate-limited so the two overlap). Every chunk with a foreign record among its
+    restore runs (rate-limited to 40 records/s, 7.5 s, so the two overlap). Every chunk with a foreign record among its
     own records must have been read back: the mapping points at exactly the restored records,
     and the foreign ones are counted and left out."""
     from confluent_kafka import Consumer, Producer
@@ -139,7 +139,7 @@ def test_concurrent_producer_during_a_spark_restore_keeps_the_mapping_exact(tmp_
     try:
         res = run_restore(RestoreOptions(str(tmp_path), "b", Connection(dr_bootstrap), restore_id="busy",
                                          rename={topic: target}, chunk_records=100,
-                                         records_per_second=60), spark=spark)
+                                         records_per_second=40), spark=spark)
     finally:
         stop.set()
         t.join(10)
@@ -150,7 +150,7 @@ def test_concurrent_producer_during_a_spark_restore_keeps_the_mapping_exact(tmp_
     m = partition_mappings(read_mapping(mapping_root_for(str(tmp_path), "b", "busy")))[TopicPartition(topic, 0)]
     assert list(m.target_offsets) == [x.offset() for x in mine]
     # foreign records that landed between two records of the same chunk (chunks of 100; the
-    # rate limit sends 64 records at a time, so a chunk spans several producer batches)
+    # rate limit sends at most 64 records at a time, so a chunk spans several producer batches)
     targets = list(m.target_offsets)
     inside = [x.offset() for x in got if not is_ours(x, True)
               and any(targets[i] < x.offset() < targets[i + 1]
