@@ -7,8 +7,9 @@ exits (``-XX:ArchiveClassesAtExit``) and map them at the next start (``-XX:Share
 
 How offsetkeeper uses it, for local masters only (`java_options`):
 - the archive lives in the user cache directory (``spark-cds/spark-KEY.jsa``, ~110 MB); KEY
-  hashes the pyspark version, the jar names and sizes, the java binary and the JVM options, so
-  a different Spark or Java never maps a stale archive;
+  hashes the pyspark version, its jars (directory, names, sizes), the java binary and the JVM options, so
+  a different Spark, Java or installation path never maps a stale archive (archives unused for
+  14 days are deleted);
 - when there is none, one session (the one that takes the ``.dumping`` marker) runs with
   ``-XX:ArchiveClassesAtExit`` to a temporary name: its JVM writes the archive after the Python
   process has exited (seconds of CPU, once); the next session renames it into place. The JVM
@@ -34,6 +35,7 @@ from pathlib import Path
 ENV = "OFFSETKEEPER_SPARK_CDS"
 MAGIC = bytes.fromhex("a8ab0bf0")  # 0xf00baba8 little-endian: a complete dynamic archive
 STALE_DUMP_SECONDS = 900
+UNUSED_DAYS = 14
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
@@ -67,7 +69,9 @@ def archive_key(jvm_options: str) -> str | None:
         return None
     jars = Path(pyspark.__file__).parent / "jars"
     st = java.stat()
-    parts = [pyspark.__version__, str(java), st.st_size, int(st.st_mtime), jvm_options,
+    # the archive records the class path: another installation of the same Spark (another
+    # virtualenv) cannot map it, so its path is part of the key
+    parts = [pyspark.__version__, str(jars.resolve()), str(java), st.st_size, int(st.st_mtime), jvm_options,
              sorted((p.name, p.stat().st_size) for p in jars.glob("*.jar")) if jars.is_dir() else []]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
@@ -96,9 +100,15 @@ def java_options(jvm_options: str, user: str) -> str:
                     os.replace(tmp, final)
                     break
         if _complete(final):
-            for old in d.glob("spark-*"):  # archives and leftovers of other Spark/Java versions
-                if not old.name.startswith(f"spark-{key}."):
-                    with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):
+                os.utime(final)  # in use: kept by the clean-up below, wherever it runs
+            now = time.time()
+            for old in d.glob("spark-*"):
+                # archives of other Spark/Java installations, unused for UNUSED_DAYS (two
+                # installations used in turn must not delete, and re-dump, each other's)
+                with contextlib.suppress(OSError):
+                    if (not old.name.startswith(f"spark-{key}.")
+                            and now - old.stat().st_mtime > UNUSED_DAYS * 86400):
                         old.unlink()
             with contextlib.suppress(OSError):
                 (d / f"spark-{key}.dumping").unlink()
