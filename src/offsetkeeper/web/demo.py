@@ -14,6 +14,8 @@ import time
 from rich.markup import escape
 from rich.table import Table
 
+from offsetkeeper.cli.output import print_table
+
 
 def _fail(ctx, message: str) -> None:
     ctx.run.failures.append(f"dashboard: {message}")
@@ -88,7 +90,7 @@ def checkpoints_part(ctx) -> None:
         if r.status_code != 200:
             _fail(ctx, f"checkpoints page answered {r.status_code}")
             return
-        t = Table("checkpoint", "status", "latest batch", "committed", "total lag",
+        t = _table("checkpoint", "status", "latest batch", "committed", "total lag",
                   "lag per topic", "error")
         for c in r.json()["checkpoints"]:
             t.add_row(escape(c["name"]), c["status"], _dash(c["latest_batch"]),
@@ -96,17 +98,25 @@ def checkpoints_part(ctx) -> None:
                       "-" if c["total_lag"] is None else str(c["total_lag"]),
                       escape(", ".join(f"{x['topic']}: {x['lag']}" for x in c["topics"])),
                       escape(c["error"] or ""))
-        ctx.console.print(t)
+        print_table(t, ctx.console)
         rows = r.json()["checkpoints"]
         if not rows or rows[0]["status"] == "ERROR" or rows[-1]["status"] != "ERROR":
             _fail(ctx, "the demo checkpoint should read fine and the missing one be an error row")
         d = http.get("/checkpoints/0", params={"format": "json"}).json()["checkpoint"]
-        t = Table("topic", "partition", "checkpoint offset", "log start", "log end", "lag",
+        t = _table("topic", "partition", "checkpoint offset", "log start", "log end", "lag",
                   title=f"GET /checkpoints/0: {escape(d['position_from'])}")
         for p in d["partitions"]:
             t.add_row(escape(p["topic"]), str(p["partition"]), _dash(p["offset"]),
                       _dash(p["log_start"]), _dash(p["log_end"]), _dash(p["lag"]))
-        ctx.console.print(t)
+        print_table(t, ctx.console)
+
+
+def _table(*headers: str, title: str | None = None) -> Table:
+    """A table whose cells never wrap (printed at its natural width by `print_table`)."""
+    t = Table(title=title)
+    for h in headers:
+        t.add_column(h, no_wrap=True)
+    return t
 
 
 def _dash(v) -> str:
@@ -119,13 +129,13 @@ def _groups(ctx, http) -> None:
     if r.status_code != 200:
         _fail(ctx, f"groups page answered {r.status_code}")
         return
-    t = Table("group", "state", "members", "lag", "time lag s", "status", "reason")
+    t = _table("group", "state", "members", "lag", "time lag s", "status", "reason")
     for g in r.json()["groups"]:
         t.add_row(escape(g["group"]), g["state"], str(g["members"]),
                   "-" if g["lag"] is None else str(g["lag"]),
                   "-" if g["time_lag_s"] is None else f"{g['time_lag_s']:.0f}",
                   g["status"] or "-", escape(g["reason"] or ""))
-    ctx.console.print(t)
+    print_table(t, ctx.console)
     html = http.get("/c/default/groups").text
     rows, sparks = html.count("<tr data-name="), html.count('<svg class="spark"')
     ctx.console.print(f"the HTML page: {rows} rows, {sparks} sparklines")
@@ -154,7 +164,7 @@ def _preview(ctx, http) -> None:
         return
     body = r.json()
     plan = body["plan"]
-    t = Table("group", "topic", "partition", "current", "target", "note",
+    t = _table("group", "topic", "partition", "current", "target", "note",
               title=f"plan {plan['target']} — nothing changed; the page's button executes it")
     for g in plan["groups"]:
         if g["refused"]:
@@ -163,6 +173,6 @@ def _preview(ctx, http) -> None:
         for p in g["partitions"]:
             t.add_row(escape(p["group"]), escape(p["topic"]), str(p["partition"]),
                       str(p["current"]), str(p["target"]), escape(p["note"] or ""))
-    ctx.console.print(t)
+    print_table(t, ctx.console)
     for n in body["notes"]:
         ctx.console.print(f"note: {escape(n)}", highlight=False)
