@@ -15,14 +15,11 @@ import argparse
 import io
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
-from fill import fill_topic  # bench/ is on sys.path when run as a script
+from fill import fill_topic, workspace  # bench/ is on sys.path when run as a script
 
 
 def best(fn, repeat: int = 3) -> float:
@@ -46,19 +43,12 @@ def main() -> None:
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CkTP
 
-    from offsetkeeper import devbroker
     from offsetkeeper.backup import checksum as ck
     from offsetkeeper.backup.task import file_schema
     from offsetkeeper.spark.kafka.read import _Batch
     from offsetkeeper.spark.kafka.schema import arrow_schema as _arrow_schema
 
-    tmp = Path(tempfile.mkdtemp(prefix="okparts-"))
-    started = None
-    bootstrap = args.bootstrap
-    if not bootstrap:
-        started = tmp / "broker"
-        bootstrap = devbroker.start(devbroker.free_port(), started).bootstrap
-    try:
+    with workspace("okparts-", args.bootstrap) as (tmp, bootstrap):
         topic = f"parts-{uuid.uuid4().hex[:8]}"
         n, nbytes = fill_topic(bootstrap, topic, 1, args.mb, args.value_bytes)
         mb = nbytes / 2**20
@@ -116,10 +106,6 @@ def main() -> None:
         out["kcat_mb_per_s"] = round(mb / kcat_s, 1)
         out["load_average_1m"] = round(os.getloadavg()[0], 2)
         print(json.dumps(out, indent=1))
-    finally:
-        if started:
-            devbroker.stop(started)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

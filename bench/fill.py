@@ -1,11 +1,40 @@
-"""Filling a benchmark topic (shared by the backup and restore benchmarks)."""
+"""Shared by the benchmarks: a workspace with a broker, and filling a benchmark topic."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def workspace(prefix: str, bootstrap: str | None, *,
+              keep: tuple[str, ...] = ()) -> Iterator[tuple[Path, str]]:
+    """A temporary directory and a broker: `bootstrap`, or a development broker started in the
+    directory. On exit the broker is stopped and the directory deleted (a run writes GBs: left
+    behind, they filled the disk), except the entries named in `keep`."""
+    from offsetkeeper import devbroker
+
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    started = None
+    try:
+        if not bootstrap:
+            started = tmp / "broker"
+            bootstrap = devbroker.start(devbroker.free_port(), started).bootstrap
+        yield tmp, bootstrap
+    finally:
+        if started:
+            devbroker.stop(started)
+        if keep:
+            for entry in tmp.iterdir():
+                if entry.name not in keep:
+                    shutil.rmtree(entry, ignore_errors=True)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def fill_topic(bootstrap: str, topic: str, partitions: int, mb: float, value_bytes: int, *,

@@ -19,12 +19,11 @@ import io
 import json
 import os
 import pstats
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from fill import fill_topic  # bench/ is on sys.path when run as a script
+from fill import fill_topic, workspace  # bench/ is on sys.path when run as a script
 
 
 def _top(prof: cProfile.Profile, n: int) -> list[dict]:
@@ -52,7 +51,6 @@ def main() -> None:
     ap.add_argument("--no-headers", action="store_true", help="restore without offset headers")
     args = ap.parse_args()
 
-    from offsetkeeper import devbroker
     from offsetkeeper.backup.task import BackupTaskConfig, backup_task
     from offsetkeeper.config import Connection
     from offsetkeeper.kafka.admin import KafkaAdmin
@@ -66,15 +64,9 @@ def main() -> None:
 
         backup_task_module.RANGES_IN_PARALLEL = 1
         produce.ROUTES_IN_PARALLEL = 1
-    tmp = Path(tempfile.mkdtemp(prefix="okprof-"))
-    out_dir = Path(args.out) if args.out else tmp
-    out_dir.mkdir(parents=True, exist_ok=True)
-    started = None
-    bootstrap = args.bootstrap
-    if not bootstrap:
-        started = tmp / "broker"
-        bootstrap = devbroker.start(devbroker.free_port(), started).bootstrap
-    try:
+    with workspace("okprof-", args.bootstrap, keep=("pstats",)) as (tmp, bootstrap):
+        out_dir = Path(args.out) if args.out else tmp / "pstats"
+        out_dir.mkdir(parents=True, exist_ok=True)
         topic = f"prof-{uuid.uuid4().hex[:8]}"
         records, _nbytes = fill_topic(bootstrap, topic, args.partitions, args.mb_per_partition,
                                       args.value_bytes)
@@ -138,13 +130,6 @@ def main() -> None:
             "restore_top_own_time": _top(prof, args.top),
             "pstats": str(out_dir), "load_average_1m": round(os.getloadavg()[0], 2),
         }, indent=1))
-    finally:
-        if started:
-            devbroker.stop(started)
-        import shutil
-
-        for sub in ("broker", "backup", "mapping"):  # keep only the .pstats files
-            shutil.rmtree(tmp / sub, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -24,12 +24,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
-from fill import fill_topic  # bench/ is on sys.path when run as a script
+from fill import fill_topic, workspace  # bench/ is on sys.path when run as a script
 
 
 def main() -> None:
@@ -43,17 +41,10 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
 
-    from offsetkeeper import devbroker
     from offsetkeeper.spark.kafka import SOURCE_NAME, register
     from offsetkeeper.spark.session import get_spark
 
-    tmp = Path(tempfile.mkdtemp(prefix="ok-bench-streaming-"))
-    started = None
-    bootstrap = args.bootstrap
-    if not bootstrap:
-        started = tmp / "broker"
-        bootstrap = devbroker.start(devbroker.free_port(), started).bootstrap
-    try:
+    with workspace("ok-bench-streaming-", args.bootstrap) as (tmp, bootstrap):
         topic = f"bench-stream-{uuid.uuid4().hex[:8]}"
         records, nbytes = fill_topic(bootstrap, topic, args.partitions, args.mb_per_partition,
                                      args.value_bytes)
@@ -120,9 +111,6 @@ def main() -> None:
         }
         print(json.dumps(out, indent=2))
         spark.stop()
-    finally:
-        if started:
-            devbroker.stop(started)
 
 
 if __name__ == "__main__":
