@@ -67,22 +67,24 @@ def run_e2e(bootstrap: str, topic: str, dest: str, master: str) -> dict:
 
 
 def memory_check(bootstrap: str, tmp: Path, args) -> dict:
-    """Peak RSS of a backup of 1x and of 4x the data per partition, in a new Spark session
-    (new Python workers), the whole process tree and Spark's Python workers alone."""
+    """Peak RSS of a backup of each scale of the data per partition (1x and 4x unless
+    --memory-scales), each in its own new Spark session (new Python workers: a worker reused
+    from a smaller backup would carry its heap into the bigger one's figure), the whole process
+    tree and Spark's Python workers alone."""
     from offsetkeeper.backup.config import BackupConfig
     from offsetkeeper.backup.run import run_backup
     from offsetkeeper.config import Connection
     from offsetkeeper.spark.session import get_spark
 
     topics = {}
-    for scale in (1, 4):
+    for scale in args.memory_scales:
         topics[scale] = f"bench-mem{scale}-{uuid.uuid4().hex[:6]}"
         fill_topic(bootstrap, topics[scale], args.memory_partitions,
                    args.memory_mb_per_partition * scale, args.value_bytes)
-    spark = get_spark(args.master)
     out = {}
-    try:
-        for scale in (1, 4):
+    for scale in args.memory_scales:
+        spark = get_spark(args.master)
+        try:
             cfg = BackupConfig(connection=Connection(bootstrap), include=(topics[scale],),
                                destination=str(tmp / "backups"), backup_id=f"mem-{scale}x")
             with PeakMemory(os.getpid()) as mem:
@@ -90,8 +92,8 @@ def memory_check(bootstrap: str, tmp: Path, args) -> dict:
             out[f"{scale}x"] = {"mb": round(r.bytes_written / 2**20, 1),
                                 "peak_rss_mb_tree": round(mem.peak / 2**20, 1),
                                 "peak_rss_mb_python_workers": round(mem.peak_python / 2**20, 1)}
-    finally:
-        spark.stop()
+        finally:
+            spark.stop()
     return out
 
 
@@ -164,6 +166,8 @@ def main() -> None:
     ap.add_argument("--memory-mb-per-partition", type=float, default=16,
                     help="the 1x size of the memory check (then 4x); 0 skips it")
     ap.add_argument("--memory-partitions", type=int, default=2)
+    ap.add_argument("--memory-scales", type=lambda v: [int(x) for x in v.split(",")], default=[1, 4],
+                    help="multiples of the 1x size to measure, each in a new Spark session (default 1,4)")
     ap.add_argument("--memory-only", action="store_true", help="only the memory checks")
     ap.add_argument("--task-memory", help=argparse.SUPPRESS)  # internal: one task_memory run
     args = ap.parse_args()

@@ -212,8 +212,9 @@ def _binary_parts(arr):
     bufs = arr.buffers()
     offs = np.frombuffer(bufs[1], np.int32)[arr.offset:arr.offset + n + 1].astype(np.int64) \
         if bufs[1] is not None else np.zeros(n + 1, np.int64)
-    valid = (np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-             if arr.null_count else np.ones(n, bool))
+    from offsetkeeper.arrowbuf import valid_mask
+
+    valid = valid_mask(arr)
     lo, hi = int(offs[0]), int(offs[-1])
     data = bufs[2][lo:hi] if bufs[2] is not None and hi > lo else None
     starts = offs[:-1] - lo
@@ -252,7 +253,9 @@ def record_hashes(batch):
         offs = np.frombuffer(hdr.buffers()[1], np.int32)[hdr.offset:hdr.offset + n + 1].astype(np.int64)
         counts = offs[1:] - offs[:-1]
         if hdr.null_count:
-            counts[~np.asarray(hdr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)] = 0
+            from offsetkeeper.arrowbuf import valid_mask
+
+            counts[~valid_mask(hdr)] = 0
         elems = hdr.values  # the struct child, indexed by the offsets
         hkeys, hvals = elems.field("key"), elems.field("value")
         for j in range(int(counts.max()) if n else 0):

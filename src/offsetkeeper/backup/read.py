@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from offsetkeeper.arrowbuf import int_scalar, int_values
 from offsetkeeper.backup import checksum as ck
 from offsetkeeper.errors import StoreError
 from offsetkeeper.storage import is_local, open_fs
@@ -47,11 +48,11 @@ class Selection:
         offs, ts = batch.column("offset"), batch.column("timestamp")
         if offs[0].as_py() > self.resume_after and self.from_time_ms is None and self.to_time_ms is None:
             return batch
-        mask = pc.greater(offs, self.resume_after)
+        mask = pc.greater(offs, int_scalar(self.resume_after))
         if self.from_time_ms is not None:
-            mask = pc.and_(mask, pc.greater_equal(ts, self.from_time_ms))
+            mask = pc.and_(mask, pc.greater_equal(ts, int_scalar(self.from_time_ms)))
         if self.to_time_ms is not None:
-            mask = pc.and_(mask, pc.less(ts, self.to_time_ms))
+            mask = pc.and_(mask, pc.less(ts, int_scalar(self.to_time_ms)))
         return batch.filter(mask)
 
 
@@ -210,7 +211,7 @@ def _read_segment(seg: SegmentFiles, sel: Selection, batch_rows: int) -> Iterato
                 complete = False
                 continue
             for b in _batches(fs, info.path, batch_rows):
-                offs = b.column("offset").to_numpy(zero_copy_only=False)
+                offs = int_values(b.column("offset"))
                 bad = np.nonzero(np.diff(offs) <= 0)[0]
                 if len(bad) or (last is not None and offs[0] <= last):
                     at = int(offs[bad[0] + 1]) if len(bad) else int(offs[0])

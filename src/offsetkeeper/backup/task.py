@@ -149,13 +149,14 @@ def warm_up() -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from offsetkeeper.spark.kafka.read import _binaries, _headers, _ints
+    from offsetkeeper.arrowbuf import binaries, ints
+    from offsetkeeper.spark.kafka.read import _headers
 
     schema = file_schema()
     batch = pa.RecordBatch.from_arrays(
-        [_ints([0], pa.int64()), _ints([0], pa.int64()), _ints([0], pa.int32()),
-         _binaries([b"k"], pa.binary()), _binaries([b"v"], pa.binary()),
-         _headers(schema, [[("h", b"v")]]), _ints([0], pa.int32())], schema=schema)
+        [ints([0], pa.int64()), ints([0], pa.int64()), ints([0], pa.int32()),
+         binaries([b"k"], pa.binary()), binaries([b"v"], pa.binary()),
+         _headers(schema, [[("h", b"v")]]), ints([0], pa.int32())], schema=schema)
     checksum = ck.batch_checksum(batch)
     pq.write_table(pa.Table.from_batches([batch], schema=schema), io.BytesIO(), compression="zstd")
     return checksum

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from offsetkeeper import arrowbuf as ab
 from offsetkeeper.errors import StoreError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.restore.paths import join, mappings_root, open_fs, write_bytes_atomic
@@ -46,14 +47,14 @@ def write_chunk(root: str, restore_id: str, source: TopicPartition, target: Topi
     """Write one mapping chunk atomically; returns its URL."""
     n = len(source_offsets)
     table = pa.table({
-        "restore_id": pa.array([restore_id] * n, pa.string()),
-        "topic": pa.array([source.topic] * n, pa.string()),
-        "partition": pa.array([source.partition] * n, pa.int32()),
-        "source_offset": pa.array(source_offsets, pa.int64()),
-        "target_topic": pa.array([target.topic] * n, pa.string()),
-        "target_partition": pa.array([target.partition] * n, pa.int32()),
-        "target_offset": pa.array(target_offsets, pa.int64()),
-        "timestamp": pa.array(timestamps, pa.int64()),
+        "restore_id": ab.repeated_string(restore_id, n),
+        "topic": ab.repeated_string(source.topic, n),
+        "partition": ab.repeated_int(source.partition, n, pa.int32()),
+        "source_offset": ab.ints(source_offsets, pa.int64()),
+        "target_topic": ab.repeated_string(target.topic, n),
+        "target_partition": ab.repeated_int(target.partition, n, pa.int32()),
+        "target_offset": ab.ints(target_offsets, pa.int64()),
+        "timestamp": ab.ints(timestamps, pa.int64()),
     }, schema=MAPPING_SCHEMA)
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
@@ -68,17 +69,22 @@ def read_mapping(root: str, source: TopicPartition | None = None) -> pa.Table:
     if source is not None:
         path = join(path, source.topic, str(source.partition))
     if not fs.exists(path):
-        return MAPPING_SCHEMA.empty_table()
+        return _empty()
     files = sorted(f for f in fs.find(path) if f.rsplit("/", 1)[-1].startswith("chunk-")
                    and f.endswith(".parquet"))
     tables = []
     for f in files:
         tables.append(_read_chunk(fs, f))
     if not tables:
-        return MAPPING_SCHEMA.empty_table()
+        return _empty()
     t = pa.concat_tables(tables)
     return t.sort_by([("topic", "ascending"), ("partition", "ascending"),
                       ("source_offset", "ascending")])
+
+
+def _empty() -> pa.Table:
+    # not Schema.empty_table(): that imports pandas, 0.3 CPU s in every fresh Spark Python worker
+    return pa.Table.from_batches([], schema=MAPPING_SCHEMA)
 
 
 def _read_chunk(fs, f: str) -> pa.Table:
@@ -127,15 +133,15 @@ def check_route_rows(table: pa.Table, restore_id: str, source: TopicPartition, t
 
     for col, want in (("restore_id", restore_id), ("topic", source.topic), ("partition", source.partition),
                       ("target_topic", target.topic), ("target_partition", target.partition)):
-        bad = pc.not_equal(table.column(col), pa.scalar(want, table.schema.field(col).type))
+        bad = pc.not_equal(table.column(col), ab.scalar(want, table.schema.field(col).type))
         if pc.any(bad).as_py() or table.column(col).null_count:
             i = pc.index(bad, True).as_py() if pc.any(bad).as_py() else 0
             got = table.column(col)[i].as_py()
             raise StoreError(f"the mapping of {source} is corrupt: a row has {col} {got!r} where the "
                              f"restore state says {want!r}; was a chunk edited?",
                              topic=source.topic, partition=source.partition)
-    _increasing(table.column("source_offset").to_numpy(), "source offset", source)
-    tgt = table.column("target_offset").to_numpy()
+    _increasing(ab.int_values(table.column("source_offset")), "source offset", source)
+    tgt = ab.int_values(table.column("target_offset"))
     _increasing(tgt, "target offset", source)
     if start_log_end is not None and tgt[0] < start_log_end:
         raise StoreError(f"the mapping of {source} is corrupt: target offset {int(tgt[0])} is below "
@@ -161,7 +167,8 @@ def check_mapping(table: pa.Table, state: Any) -> None:
         if r is None:
             raise StoreError(f"the mapping holds rows for {src}, which restore '{state.restore_id}' "
                              "did not restore; was a chunk edited or copied in?", topic=t, partition=p)
-        rows = table.filter(pc.and_(pc.equal(table.column("topic"), t), pc.equal(table.column("partition"), p)))
+        rows = table.filter(pc.and_(pc.equal(table.column("topic"), ab.scalar(t, pa.string())),
+                                     pc.equal(table.column("partition"), ab.scalar(p, pa.int32()))))
         check_route_rows(rows, state.restore_id, src, r.target, r.start_log_end, r.end_log_end)
 
 

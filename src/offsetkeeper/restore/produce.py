@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from offsetkeeper.arrowbuf import int_scalar
 from offsetkeeper.errors import OffsetkeeperError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.restore.derive import (
@@ -286,12 +287,13 @@ class RouteProducer:
         part_h = (PARTITION_HEADER, str(self.source.partition).encode())
         topic_h = (TOPIC_HEADER, self.source.topic.encode())
         limited = bool(self.rps or self.bps)
+        zero = int_scalar(0)
         skipped = 0
         for batch in batches:
             if self.stop.is_set():
                 raise RestoreWriteError(f"stopped: another route of the task failed ({self.target})")
             if batch.num_rows and batch.column("offset")[0].as_py() <= last_source:
-                keep = pc.greater(batch.column("offset"), last_source)
+                keep = pc.greater(batch.column("offset"), int_scalar(last_source))
                 skipped += batch.num_rows - pc.sum(keep.cast(pa.int64())).as_py()
                 batch = batch.filter(keep)
             if batch.num_rows and self.rw.tail_i < len(self.rw.tail):
@@ -300,7 +302,7 @@ class RouteProducer:
             if not n:
                 continue
             ts_col = batch.column("timestamp")
-            ts_arr = pc.if_else(pc.greater(ts_col, 0), ts_col, 0).fill_null(0)
+            ts_arr = pc.if_else(pc.greater(ts_col, zero), ts_col, zero).fill_null(zero)
             tss = ts_arr.to_pylist()
             offs = batch.column("offset").to_pylist()
             keys = batch.column("key").to_pylist()

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from offsetkeeper.arrowbuf import binaries, ints, repeated_string
 from offsetkeeper.spark.kafka.options import OffsetRange, SourceOptions
 from offsetkeeper.spark.kafka.planning import detect_gap
 from offsetkeeper.spark.kafka.reports import write_report
@@ -41,7 +42,7 @@ class _Batch:
     def to_arrow(self, schema, topic: str, partition: int):
         """The record batch; also fills `offsets` and `ts` (for the caller's statistics).
 
-        Columns are built from buffers (`_ints`, `_binaries`), not with ``pa.array``: the
+        Columns are built from buffers (`arrowbuf`), not with ``pa.array``: the
         first ``pa.array`` of a process imports pandas (pyarrow's pandas shim, ~0.5 s of CPU in
         every new Spark Python worker), and ``b"".join`` plus one length per value is as fast
         as pyarrow's per-value conversion."""
@@ -54,70 +55,18 @@ class _Batch:
         self.ts = [ts if tt else -1 for tt, ts in stamps]
         ts_type = [_TS_TYPE.get(tt, -1) for tt, _ in stamps]
         cols = [
-            _repeated_string(topic, n),
-            _ints([partition] * n, pa.int32()),
-            _ints(self.offsets, pa.int64()),
-            _ints(self.ts, pa.int64()),
-            _ints(ts_type, pa.int32()),
-            _binaries([m.key() for m in msgs], pa.binary()),
-            _binaries([m.value() for m in msgs], pa.binary()),
+            repeated_string(topic, n),
+            ints([partition] * n, pa.int32()),
+            ints(self.offsets, pa.int64()),
+            ints(self.ts, pa.int64()),
+            ints(ts_type, pa.int32()),
+            binaries([m.key() for m in msgs], pa.binary()),
+            binaries([m.value() for m in msgs], pa.binary()),
         ]
         if "headers" in schema.names:
             cols.append(_headers(schema, [m.headers() for m in msgs]))
-        cols.append(_ints([m.leader_epoch() for m in msgs], pa.int32()))
+        cols.append(ints([m.leader_epoch() for m in msgs], pa.int32()))
         return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
-def _validity(values: list):
-    """(validity bitmap buffer or None, null count) of a list that may hold None."""
-    import numpy as np
-    import pyarrow as pa
-
-    if None not in values:
-        return None, 0
-    valid = np.fromiter((v is not None for v in values), bool, len(values))
-    return pa.py_buffer(np.packbits(valid, bitorder="little")), len(values) - int(valid.sum())
-
-
-def _ints(values: list, typ):
-    """An int32/int64 Arrow array of a list of ints (None = null)."""
-    import numpy as np
-    import pyarrow as pa
-
-    bitmap, nulls = _validity(values)
-    if nulls:
-        values = [0 if v is None else v for v in values]
-    data = np.array(values, dtype=np.int32 if typ == pa.int32() else np.int64)
-    return pa.Array.from_buffers(typ, len(data), [bitmap, pa.py_buffer(data)], null_count=nulls)
-
-
-def _binaries(values: list, typ):
-    """A binary (or, for `typ` string, UTF-8 string) Arrow array of a list of bytes (None =
-    null): the values joined into one buffer, offsets from their lengths."""
-    import numpy as np
-    import pyarrow as pa
-
-    n = len(values)
-    given = values
-    bitmap, nulls = _validity(values)
-    if nulls:
-        values = [b"" if v is None else v for v in values]
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, values), np.int64, n), out=offsets[1:])
-    if offsets[-1] > 2**31 - 1:  # more than int32 offsets address: pyarrow's own conversion
-        return pa.array(given, typ)
-    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets.astype(np.int32)),
-                                          pa.py_buffer(b"".join(values))], null_count=nulls)
-
-
-def _repeated_string(s: str, n: int):
-    import numpy as np
-    import pyarrow as pa
-
-    b = s.encode()
-    offsets = np.arange(n + 1, dtype=np.int32) * len(b)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
-                                                  pa.py_buffer(b * n)])
 
 
 def _headers(schema, hs: list):
@@ -138,7 +87,7 @@ def _headers(schema, hs: list):
     else:
         h_offsets = [0] * (n + 1)
     h_struct = pa.StructArray.from_arrays(
-        [_binaries(h_keys, pa.string()), _binaries(h_values, pa.binary())],
+        [binaries(h_keys, pa.string()), binaries(h_values, pa.binary())],
         fields=list(schema.field("headers").type.value_type),
     )
     offsets = pa.Array.from_buffers(pa.int32(), n + 1,
