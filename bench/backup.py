@@ -206,13 +206,10 @@ def main() -> None:
         from offsetkeeper.spark.session import get_spark
 
         t = time.monotonic()
-        spark = get_spark(args.master)
+        started: dict[str, float] = {}  # the JVM session and Spark's Python workers, apart
+        spark = get_spark(args.master, timings=started)
         session_s = time.monotonic() - t
-        try:  # the JVM session and Spark's Python workers, apart (older code: no such split)
-            from offsetkeeper.spark.session import last_start_timings
-            session_parts = {k: round(v, 2) for k, v in last_start_timings().items()}
-        except ImportError:
-            session_parts = {}
+        session_parts = {k: round(v, 2) for k, v in started.items()}
         results: dict[str, list] = {"no_session": [], "warm": []}
         timings = {}
         with PeakMemory(os.getpid()) as mem:

@@ -44,7 +44,7 @@ def int_scalar(value: int, typ: pa.DataType = INT64) -> pa.Scalar:
 
 def scalar(value: int | str, typ: pa.DataType) -> pa.Scalar:
     """An int32/int64 or string Arrow scalar."""
-    return strings([value])[0] if typ == pa.string() else ints([value], typ)[0]
+    return strings([value])[0] if typ == STRING else ints([value], typ)[0]
 
 
 def binaries(values: Sequence[bytes | None], typ: pa.DataType = BINARY) -> pa.Array:
@@ -85,6 +85,8 @@ def int_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(arr, pa.ChunkedArray):
         parts = [int_values(c) for c in arr.chunks]
         return np.concatenate(parts) if parts else np.zeros(0, _NUMPY[arr.type])
+    if not len(arr):
+        return np.zeros(0, _NUMPY[arr.type])
     values = np.frombuffer(arr.buffers()[1], dtype=_NUMPY[arr.type])[arr.offset:arr.offset + len(arr)]
     if arr.null_count:
         values = np.where(valid_mask(arr), values, 0)

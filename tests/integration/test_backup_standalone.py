@@ -3,6 +3,7 @@ from the pyspark installation), checked against an independent read."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -91,6 +92,9 @@ def test_backup_through_spark_submit_on_standalone_cluster(standalone, bootstrap
                                     "OFFSETKEEPER_CONFIG": str(tmp_path / "none.yaml")},
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    # the session this run started is timed apart from the job (no local Python workers to start)
+    timings = json.loads(done.stdout)["timings"]
+    assert timings["spark_start_jvm"] > 0 and "spark_start_python_workers" not in timings
     m = load_manifest(str(dest), "sa")
     assert m.record_count == 60 == len(independent_read(bootstrap, topic, 3))
     assert m.group_offsets()[group] == {(topic, 1): 7}

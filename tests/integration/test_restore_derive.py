@@ -112,14 +112,17 @@ def test_concurrent_producer_during_a_spark_restore_keeps_the_mapping_exact(tmp_
     data = {topic: {0: records(300, 0)}}
     write_backup(str(tmp_path), "b", data, configs={topic: {"retention.ms": "-1"}})
     stop = threading.Event()
+    written: list[float] = []  # when each foreign record was acknowledged
 
     def intruder() -> None:
         c = Consumer({"bootstrap.servers": dr_bootstrap, "group.id": "intruder"})
         p = Producer({"bootstrap.servers": dr_bootstrap, "linger.ms": 0})
         try:
-            while not stop.is_set():  # wait for the restore's first records
+            # wait for the restore's first records; a short timeout, because on a topic that does
+            # not exist yet the call can wait all of it, and 5 s could span the whole restore
+            while not stop.is_set():
                 try:
-                    if c.get_watermark_offsets(CkTP(target, 0), timeout=5, cached=False)[1] > 0:
+                    if c.get_watermark_offsets(CkTP(target, 0), timeout=0.5, cached=False)[1] > 0:
                         break
                 except Exception:  # the topic does not exist yet
                     pass
@@ -129,6 +132,7 @@ def test_concurrent_producer_during_a_spark_restore_keeps_the_mapping_exact(tmp_
                 p.produce(target, b"foreign %d" % i, b"x", 0)
                 p.flush(10)
                 i += 1
+                written.append(time.monotonic())
                 time.sleep(0.03)
         finally:
             p.flush(10)
@@ -136,6 +140,7 @@ def test_concurrent_producer_during_a_spark_restore_keeps_the_mapping_exact(tmp_
 
     t = threading.Thread(target=intruder, daemon=True)
     t.start()
+    started = time.monotonic()
     try:
         res = run_restore(RestoreOptions(str(tmp_path), "b", Connection(dr_bootstrap), restore_id="busy",
                                          rename={topic: target}, chunk_records=100,
@@ -155,5 +160,7 @@ def test_concurrent_producer_during_a_spark_restore_keeps_the_mapping_exact(tmp_
     inside = [x.offset() for x in got if not is_ours(x, True)
               and any(targets[i] < x.offset() < targets[i + 1]
                       for i in range(len(targets) - 1) if i // 100 == (i + 1) // 100)]
-    assert inside, "no foreign record landed inside a chunk: the restore and the writer did not overlap"
+    assert inside, ("no foreign record landed inside a chunk: the restore and the writer did not "
+                    f"overlap (restore {time.monotonic() - started:.1f} s, {len(written)} foreign records "
+                    f"written from {written[0] - started if written else -1:.1f} s)")
     assert summary["mapping"] == "read-back" and summary["foreign_records"] >= len(inside)

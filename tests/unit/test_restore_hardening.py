@@ -114,6 +114,8 @@ def test_a_mapping_chunk_with_the_wrong_schema_is_one_line(restored):
     ({"target_offset": [100, 101, 102, 99, 104, 105, 106, 107, 108, 109]}, "target offset 99 follows 102"),
     ({"target_offset": [i + 5 for i in range(100, 110)]}, "at or past 110"),
     ({"partition": 3}, "orders:3, which restore 'r1' did not restore"),
+    ({"target_offset": [100, None, *range(102, 110)]}, "a row has no target offset"),
+    ({"source_offset": [None] * 10}, "a row has no source offset"),
 ])
 def test_a_tampered_mapping_is_refused(restored, change, message):
     """Mapping rows must follow the restore state's routes with increasing offsets inside the

@@ -318,13 +318,15 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
     reports: list[dict] = []
     if plan.to_read:
         if spark is None:
-            from offsetkeeper.spark.session import get_spark, last_start_timings
+            from offsetkeeper.spark.session import get_spark
 
             ts = time.monotonic()
-            spark = get_spark(config.master, config.spark_conf, app_name=f"offsetkeeper backup {config.backup_id}")
+            started: dict[str, float] = {}
+            spark = get_spark(config.master, config.spark_conf, app_name=f"offsetkeeper backup {config.backup_id}",
+                              timings=started)
             spark_seconds = time.monotonic() - ts
             # session start = the JVM session + Spark's Python workers (started before the job)
-            timings.update({f"spark_start_{k}": v for k, v in last_start_timings().items()})
+            timings.update({f"spark_start_{k}": v for k, v in started.items()})
         tj = time.monotonic()
         ranges = _task_ranges(config, plan)
         cfg = _task_config(config, run_dir, report_path)

@@ -140,6 +140,10 @@ def check_route_rows(table: pa.Table, restore_id: str, source: TopicPartition, t
             raise StoreError(f"the mapping of {source} is corrupt: a row has {col} {got!r} where the "
                              f"restore state says {want!r}; was a chunk edited?",
                              topic=source.topic, partition=source.partition)
+    for col in ("source_offset", "target_offset"):
+        if table.column(col).null_count:
+            raise StoreError(f"the mapping of {source} is corrupt: a row has no {col.replace('_', ' ')}; "
+                             "was a chunk edited?", topic=source.topic, partition=source.partition)
     _increasing(ab.int_values(table.column("source_offset")), "source offset", source)
     tgt = ab.int_values(table.column("target_offset"))
     _increasing(tgt, "target offset", source)

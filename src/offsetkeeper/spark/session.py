@@ -6,8 +6,8 @@ driver on the loopback address, no UI, and a JVM that starts with the quick (C1)
 only (`QUICK_START_JAVA_OPTIONS`: half the CPU of a session start, measured in bench/README.md)
 and maps Spark's classes from a class-data-sharing archive (`offsetkeeper.spark.cds`: half
 again). Then Spark's Python workers are started — one per task slot, each having imported the task
-modules — so the first job does not pay for them; `last_start_timings` says how long each part
-took (reported as session start, apart from the job).
+modules — so the first job does not pay for them; `get_spark(..., timings=d)` says how long each
+part took (reported as session start, apart from the job).
 """
 
 from __future__ import annotations
@@ -33,16 +33,16 @@ WORKER_IMPORTS = (
     "offsetkeeper.backup.task_failure", "offsetkeeper.backup.task",
 )
 
-_last_start: dict[str, float] = {}
-
-
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *,
-              app_name: str = "offsetkeeper", start_workers: bool | None = None):
+              app_name: str = "offsetkeeper", start_workers: bool | None = None,
+              timings: dict[str, float] | None = None):
     """Return a SparkSession for `master` with `conf` applied (imports pyspark lazily).
 
     Executors run the interpreter running this code, so they can import offsetkeeper.
     `start_workers` (default: for local masters) starts Spark's Python workers, one per task
     slot, before returning (`start_python_workers`); an existing session is returned as is.
+    `timings`, when given, gets the seconds of a session this call started: ``jvm`` (the session)
+    and ``python_workers`` (when they were started); nothing when it reused a session.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -79,19 +79,14 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, 
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     t1 = time.monotonic()
-    _last_start.clear()
     if existing:
         return spark
-    _last_start["jvm"] = t1 - t0
+    started = {"jvm": t1 - t0}
     if start_workers if start_workers is not None else local is not None:
-        _last_start["python_workers"] = start_python_workers(spark)
+        started["python_workers"] = start_python_workers(spark)
+    if timings is not None:
+        timings.update(started)
     return spark
-
-
-def last_start_timings() -> dict[str, float]:
-    """Seconds of the last `get_spark` that started a session: ``jvm`` (the session) and
-    ``python_workers`` (`start_python_workers`, when it ran); empty when it reused a session."""
-    return dict(_last_start)
 
 
 def java_options(user: str | None, *, class_data_sharing: bool = True) -> str:
