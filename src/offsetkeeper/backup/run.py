@@ -321,12 +321,12 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
             from offsetkeeper.spark.session import get_spark
 
             ts = time.monotonic()
-            started: dict[str, float] = {}
+            session_parts: dict[str, float] = {}
             spark = get_spark(config.master, config.spark_conf, app_name=f"offsetkeeper backup {config.backup_id}",
-                              timings=started)
+                              timings=session_parts)
             spark_seconds = time.monotonic() - ts
             # session start = the JVM session + Spark's Python workers (started before the job)
-            timings.update({f"spark_start_{k}": v for k, v in started.items()})
+            timings.update({f"spark_start_{k}": v for k, v in session_parts.items()})
         tj = time.monotonic()
         ranges = _task_ranges(config, plan)
         cfg = _task_config(config, run_dir, report_path)
