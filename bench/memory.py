@@ -4,25 +4,30 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 
 
-def _procs() -> tuple[dict[int, list[int]], dict[int, tuple[int, str]]]:
-    children: dict[int, list[int]] = {}
-    info: dict[int, tuple[int, str]] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
+def proc_stats() -> Iterator[tuple[int, str, list[str]]]:
+    """(pid, command name, the /proc/PID/stat fields after the name) of every process; the
+    fields are numbered from 0 = state (so ppid is [1], utime [11], rss pages [21])."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open(f"/proc/{d}/stat") as f:
                 head, rest = f.read().rsplit(")", 1)
-            parts = rest.split()
-            ppid, pages = int(parts[1]), int(parts[21])
-            comm = head.split("(", 1)[1]
-        except (OSError, IndexError, ValueError):
+        except (OSError, ValueError):
             continue
-        children.setdefault(ppid, []).append(int(d))
-        info[int(d)] = (pages * page, comm)
+        yield int(d), head.split("(", 1)[1], rest.split()
+
+
+def _procs() -> tuple[dict[int, list[int]], dict[int, tuple[int, str]]]:
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[int, str]] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for pid, comm, x in proc_stats():
+        children.setdefault(int(x[1]), []).append(pid)
+        info[pid] = (int(x[21]) * page, comm)
     return children, info
 
 

@@ -32,7 +32,7 @@ import uuid
 from pathlib import Path
 
 from fill import fill_topic  # bench/ is on sys.path when run as a script
-from memory import PeakMemory
+from memory import PeakMemory, proc_stats
 
 
 def _value(n: int) -> bytes:
@@ -44,17 +44,9 @@ def _cpu_by_kind(root: int) -> dict[str, float]:
     `root` by kind — Spark's JVM, its Python workers — and of `root` itself (the driver)."""
     tck = os.sysconf("SC_CLK_TCK")
     stats: dict[int, tuple[int, str, float, float]] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                head, rest = f.read().rsplit(")", 1)
-        except OSError:
-            continue
-        x = rest.split()
+    for pid, comm, x in proc_stats():
         own = (int(x[11]) + int(x[12])) / tck
-        stats[int(d)] = (int(x[1]), head.split("(", 1)[1], own, own + (int(x[13]) + int(x[14])) / tck)
+        stats[pid] = (int(x[1]), comm, own, own + (int(x[13]) + int(x[14])) / tck)
     out = {"driver": stats.get(root, (0, "", 0.0, 0.0))[2], "jvm": 0.0, "python_workers": 0.0}
     todo = [p for p, v in stats.items() if v[0] == root]
     while todo:

@@ -10,6 +10,17 @@ META = ('{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":'
         '{"spark.sql.shuffle.partitions":"200"}}')
 
 
+def minute_topic(bootstrap: str, name: str) -> str:
+    """Create `name`: 2 partitions x 20 records, one a minute up to about now (kept: no retention)."""
+    from kafkatools import create_topic, produce
+
+    create_topic(bootstrap, name, 2, {"retention.ms": "-1"})
+    now = int(time.time() * 1000)
+    produce(bootstrap, name, [(p, None, f"{p}-{i}".encode(), None, now - (20 - i) * 60_000)
+                              for i in range(20) for p in range(2)])
+    return name
+
+
 def jvm_checkpoint(root, batches: dict[int, dict], commits: list[int], *, state=False,
                    crc=True, extra_sources: tuple[str, ...] = ()):
     """A checkpoint as Spark's JVM Kafka source writes it (v1, metadata line, offsets line)."""

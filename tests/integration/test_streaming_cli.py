@@ -3,27 +3,20 @@ Spark's JVM Kafka source (hand-made: v1, the metadata line, the offsets line). N
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from cli import run_cli
-from kafkatools import LiveConsumer, commit, committed, create_topic, produce
+from kafkatools import LiveConsumer, commit, committed
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.streaming import ops
-from streaming_support import jvm_checkpoint
+from streaming_support import jvm_checkpoint, minute_topic
 
 pytestmark = [pytest.mark.integration]
 
 
 @pytest.fixture
 def topic(bootstrap, unique):
-    t = unique("ck")
-    create_topic(bootstrap, t, 2, {"retention.ms": "-1"})
-    now = int(time.time() * 1000)
-    produce(bootstrap, t, [(p, None, f"{p}-{i}".encode(), None, now - (20 - i) * 60_000)
-                           for i in range(20) for p in range(2)])
-    return t
+    return minute_topic(bootstrap, unique("ck"))
 
 
 def test_commit_to_group_through_the_executor(bootstrap, topic, unique, tmp_path, capsys):

@@ -5,7 +5,6 @@ names as data, the `ui.checkpoints` config and `--checkpoint` flag."""
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import pytest
@@ -13,8 +12,7 @@ import pytest
 from offsetkeeper.errors import UsageError
 from offsetkeeper.web.checkpoints import CheckpointEntry, entries, entry_from_flag
 from tests.backup_support import delete_records
-from tests.kafkatools import create_topic, produce
-from tests.streaming_support import jvm_checkpoint
+from tests.streaming_support import jvm_checkpoint, minute_topic
 from tests.web_support import make_app
 
 warnings.filterwarnings("ignore", message=".*httpx.*", category=DeprecationWarning)
@@ -31,11 +29,7 @@ def client(app) -> TestClient:
 @pytest.fixture
 def topic(bootstrap, unique):
     """2 partitions x 20 records, one a minute up to about now; log start of partition 1 is 4."""
-    t = unique("ck")
-    create_topic(bootstrap, t, 2, {"retention.ms": "-1"})
-    now = int(time.time() * 1000)
-    produce(bootstrap, t, [(p, None, f"{p}-{i}".encode(), None, now - (20 - i) * 60_000)
-                           for i in range(20) for p in range(2)])
+    t = minute_topic(bootstrap, unique("ck"))
     delete_records(bootstrap, t, 1, 4)
     return t
 
