@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything offsetkeeper needs from the project's own files (idempotent):
-# a virtualenv in .venv with the package and its dev extra (noida-db broker, pytest, ...),
-# and the Debian packages listed below.
+# a virtualenv in .venv with the package and its dev extra (pytest, hypothesis, ...), the Debian
+# packages listed below, and Apache Kafka (broker + tools) fetched with Maven from
+# jvm/kafka-dist/pom.xml into a cache outside the work tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,8 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 [ -x /usr/share/zookeeper/bin/zkServer.sh ] || need+=(zookeeper)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
     echo "setup: apt-get install ${need[*]}" >&2
@@ -33,5 +36,23 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 
 if ! command -v java >/dev/null 2>&1; then
-    echo "warning: java not found; Spark commands (backup, restore) need Java 17" >&2
+    echo "setup: java not found; Apache Kafka and Spark need Java 17 (apt-get install openjdk-17-jre-headless)" >&2
+    exit 1
+fi
+
+# Apache Kafka, pinned in the pom: the broker of the demo and the tests, and its own tools
+# (kafka-consumer-groups ...) as the oracle. Maven keeps its repository in ~/.m2; the jars are
+# copied to the cache that offsetkeeper.devbroker.dist reads (OFFSETKEEPER_KAFKA_LIBS overrides).
+kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' jvm/kafka-dist/pom.xml)
+kafka_libs="${OFFSETKEEPER_KAFKA_LIBS:-${XDG_CACHE_HOME:-$HOME/.cache}/offsetkeeper/kafka-$kafka_version/libs}"
+kafka_stamp="$kafka_libs/.complete"
+if [ ! -f "$kafka_stamp" ] || [ jvm/kafka-dist/pom.xml -nt "$kafka_stamp" ]; then
+    echo "setup: fetching Apache Kafka $kafka_version with Maven into $kafka_libs" >&2
+    tmp="$kafka_libs.tmp.$$"
+    rm -rf "$tmp"
+    mvn -q -B -f jvm/kafka-dist/pom.xml dependency:copy-dependencies -DoutputDirectory="$tmp" >&2
+    rm -rf "$kafka_libs"
+    mkdir -p "$(dirname "$kafka_libs")"
+    mv "$tmp" "$kafka_libs"
+    touch "$kafka_stamp"
 fi

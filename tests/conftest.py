@@ -1,4 +1,13 @@
-"""Shared fixtures: one real broker per session (or OFFSETKEEPER_TEST_BOOTSTRAP), real Spark."""
+"""Shared fixtures: Apache Kafka clusters started once per session (or given), real Spark.
+
+- "prod" (`bootstrap`): one KRaft node, or OFFSETKEEPER_TEST_BOOTSTRAP;
+- "prod3" (`prod3`): three nodes (replication 3, min ISR 2) for replication and fault tests,
+  started on first use; OFFSETKEEPER_TEST_PROD3_DATA_DIR is not supported: fault tests kill nodes,
+  so they always run on a cluster the session started;
+- "dr" (`dr_bootstrap`): one node, or OFFSETKEEPER_TEST_DR_BOOTSTRAP;
+- "secure" (`secure_cluster`): one node with a SASL_SSL listener (SCRAM-SHA-512, PEM CA) and
+  ACLs (StandardAuthorizer), started on first use.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +52,28 @@ def bootstrap(tmp_path_factory):
 def dr_bootstrap(tmp_path_factory):
     """Bootstrap address of a second cluster ("dr"), for restore tests."""
     yield from _broker(tmp_path_factory, "OFFSETKEEPER_TEST_DR_BOOTSTRAP", "dr-broker")
+
+
+@pytest.fixture(scope="session")
+def prod3(tmp_path_factory):
+    """A three-node cluster the session started: (bootstrap, data_dir) for fault tests."""
+    data = tmp_path_factory.mktemp("prod3")
+    st = devbroker.start(devbroker.free_port(), data, brokers=3)
+    try:
+        yield st.bootstrap, data
+    finally:
+        devbroker.stop(data)
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(tmp_path_factory):
+    """A one-node SASL_SSL + ACL cluster: its status (bootstrap, admin command_config)."""
+    data = tmp_path_factory.mktemp("secure")
+    st = devbroker.start(devbroker.free_port(), data, secure=True)
+    try:
+        yield st
+    finally:
+        devbroker.stop(data)
 
 
 @pytest.fixture(scope="session")

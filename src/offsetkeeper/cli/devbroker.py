@@ -11,9 +11,15 @@ from offsetkeeper import devbroker
 from offsetkeeper.cli.common import OutputOpt
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows
 
-app = typer.Typer(help="Run the embedded development broker (noida-db) locally.", no_args_is_help=True)
+app = typer.Typer(help="Run a local Apache Kafka cluster (KRaft) for development and demos.",
+                  no_args_is_help=True)
 
-PortOpt = Annotated[int, typer.Option("--port", help="Kafka port to listen on.")]
+PortOpt = Annotated[int, typer.Option("--port", help="Client port of the first node.")]
+BrokersOpt = Annotated[int, typer.Option("--brokers", help="Nodes: 1, or 3 (replication 3, "
+                                         "min.insync.replicas 2).")]
+SecureOpt = Annotated[bool, typer.Option("--secure", help="SASL_SSL (SCRAM-SHA-512, a CA made "
+                                         "for it) with ACLs; prints the admin's client "
+                                         "properties file.")]
 DataDirOpt = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Where the broker keeps its data "
@@ -26,22 +32,29 @@ def _show(st: devbroker.BrokerStatus, fmt: OutputFormat) -> None:
         render_json(devbroker.as_dict(st))
     else:
         row = devbroker.as_dict(st)
-        render_rows([row], ["running", "bootstrap", "pid", "data_dir"], fmt)
+        row["nodes"] = len(st.nodes)
+        cols = ["running", "bootstrap", "nodes", "cluster_id", "data_dir"]
+        if st.command_config:
+            cols.append("command_config")
+        render_rows([row], cols, fmt)
 
 
 @app.command("start")
 def start(port: PortOpt = devbroker.DEFAULT_PORT, data_dir: DataDirOpt = None,
+          brokers: BrokersOpt = 1, secure: SecureOpt = False,
           output: OutputOpt = OutputFormat.table) -> None:
-    """Start the broker in the background and wait until it accepts connections.
+    """Start Apache Kafka (KRaft, broker+controller per node) in the background; wait until
+    every node serves. The data is kept across stop/start.
 
-    Example: offsetkeeper dev-broker start --port 9092
+    Example: offsetkeeper dev-broker start --port 9092 --brokers 3
     """
-    _show(devbroker.start(port, data_dir), output)
+    _show(devbroker.start(port, data_dir, brokers=brokers, secure=secure), output)
 
 
 @app.command("stop")
 def stop(data_dir: DataDirOpt = None, output: OutputOpt = OutputFormat.table) -> None:
-    """Stop the broker cleanly (SIGINT, wait, then SIGKILL after 20 s); its data is kept.
+    """Stop every node cleanly (SIGTERM, a controlled shutdown; SIGKILL after 30 s); the data
+    is kept.
 
     Example: offsetkeeper dev-broker stop
     """

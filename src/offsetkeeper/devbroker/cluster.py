@@ -1,0 +1,460 @@
+"""A local Apache Kafka cluster in KRaft mode: one node, or three for replication and faults.
+
+Used by `offsetkeeper dev-broker`, the demo, the test suite and the benches. Each node is a JVM
+running the release's `kafka.Kafka` as a combined broker + controller with a small heap and
+laptop settings (no initial rebalance delay; replication = the node count, min ISR 2 on three
+nodes). One cluster per data directory; what runs where is in ``DATA_DIR/offsetkeeper-broker.json``.
+Each data directory is formatted once with a new cluster id, so two clusters never share one;
+a restart keeps the data, as Apache Kafka does.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from platformdirs import user_data_dir
+
+from offsetkeeper.devbroker import dist
+from offsetkeeper.devbroker.security import SecuritySetup, prepare_security
+from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.storage import write_text_atomic
+
+DEFAULT_PORT = 9092
+STATE_FILE = "offsetkeeper-broker.json"
+HEAP = "384m"
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """One node (JVM) of a development cluster."""
+
+    node_id: int
+    pid: int
+    port: int
+    controller_port: int
+    running: bool
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    """Where a development cluster runs and whether every node answers."""
+
+    running: bool
+    pid: int | None
+    port: int | None
+    data_dir: str
+    nodes: tuple[NodeStatus, ...] = ()
+    cluster_id: str | None = None
+    #: client properties file for a secured cluster (SASL_SSL, admin principal), else None
+    command_config: str | None = None
+    kafka_version: str = dist.KAFKA_VERSION
+    ports: tuple[int, ...] = field(default=())
+
+    @property
+    def bootstrap(self) -> str | None:
+        ports = self.ports or ((self.port,) if self.port else ())
+        return ",".join(f"127.0.0.1:{p}" for p in ports) or None
+
+
+def default_data_dir() -> Path:
+    return Path(user_data_dir("offsetkeeper")) / "dev-broker"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still "exists"; treat it as gone.
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.split(")")[-1].split()[0] == "Z":
+            return False
+    return True
+
+
+def _read_state(d: Path) -> dict | None:
+    try:
+        info = json.loads((d / STATE_FILE).read_text())
+        nodes = info["nodes"]
+        if not isinstance(nodes, list) or not nodes:
+            return None
+        for n in nodes:
+            for k in ("node_id", "pid", "port", "controller_port"):
+                if not isinstance(n.get(k), int):
+                    return None
+        return info
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def status(data_dir: str | Path | None = None) -> BrokerStatus:
+    """Report whether every node of the cluster of `data_dir` is running."""
+    d = Path(data_dir or default_data_dir()).expanduser()
+    info = _read_state(d)
+    if info is None:
+        return BrokerStatus(False, None, None, str(d))
+    nodes = tuple(
+        NodeStatus(n["node_id"], n["pid"], n["port"], n["controller_port"],
+                   _pid_alive(n["pid"]) and _port_open(n["port"]))
+        for n in info["nodes"])
+    cc = info.get("command_config")
+    return BrokerStatus(all(n.running for n in nodes), nodes[0].pid, nodes[0].port, str(d),
+                        nodes, info.get("cluster_id"), cc if isinstance(cc, str) else None,
+                        ports=tuple(n.port for n in nodes))
+
+
+def _cluster_id() -> str:
+    # Kafka's Uuid as kafka-storage random-uuid prints it: 16 random bytes, URL-safe base64.
+    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+
+
+def _server_properties(node_id: int, node_dir: Path, ports: list[int], cports: list[int],
+                       sec: SecuritySetup | None) -> str:
+    n = len(ports)
+    i = node_id - 1
+    voters = ",".join(f"{k + 1}@127.0.0.1:{cports[k]}" for k in range(n))
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": node_id,
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": node_dir / "data",
+        "num.partitions": 1,
+        "default.replication.factor": n,
+        "min.insync.replicas": 2 if n >= 3 else 1,
+        "offsets.topic.replication.factor": n,
+        "offsets.topic.num.partitions": 50,
+        "transaction.state.log.replication.factor": n,
+        "transaction.state.log.min.isr": 2 if n >= 3 else 1,
+        "share.coordinator.state.topic.replication.factor": n,
+        "share.coordinator.state.topic.min.isr": 2 if n >= 3 else 1,
+        # laptop settings: a group forms at once; small segments so retention tests are quick
+        "group.initial.rebalance.delay.ms": 0,
+        "log.retention.check.interval.ms": 5000,
+        "log.initial.task.delay.ms": 1000,
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
+        "group.consumer.min.session.timeout.ms": 3000,
+        "group.consumer.heartbeat.interval.ms": 1000,
+        "group.consumer.min.heartbeat.interval.ms": 1000,
+        "group.share.min.heartbeat.interval.ms": 1000,
+        "group.share.heartbeat.interval.ms": 1000,
+        "group.share.min.session.timeout.ms": 3000,
+        "group.share.session.timeout.ms": 10000,
+        "group.streams.heartbeat.interval.ms": 1000,
+        "group.streams.min.heartbeat.interval.ms": 1000,
+        "group.streams.min.session.timeout.ms": 3000,
+        "group.streams.session.timeout.ms": 10000,
+    }
+    if sec is None:
+        props |= {
+            "listeners": f"PLAINTEXT://127.0.0.1:{ports[i]},CONTROLLER://127.0.0.1:{cports[i]}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{ports[i]}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+        }
+    else:
+        props |= sec.server_properties(ports[i], cports[i])
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+_LOG4J = """\
+status = error
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = {level}
+rootLogger.appenderRef.file.ref = FILE
+logger.kafka.name = kafka
+logger.kafka.level = {level}
+logger.ak.name = org.apache.kafka
+logger.ak.level = {level}
+"""
+
+
+def _jvm_args(node_dir: Path) -> list[str]:
+    log4j = node_dir / "log4j2.properties"
+    log4j.write_text(_LOG4J.format(log=node_dir / "server.log",
+                                   level=os.environ.get("OFFSETKEEPER_BROKER_LOG_LEVEL", "INFO")))
+    # A small heap and the serial collector: a laptop (or a 2-core CI machine) runs three nodes,
+    # two clusters and Spark side by side.
+    return [f"-Xmx{HEAP}", "-Xms128m", "-XX:+UseSerialGC", "-XX:MaxMetaspaceSize=256m",
+            "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}",
+            f"-Dkafka.logs.dir={node_dir}"]
+
+
+def _format(node_dir: Path, cluster_id: str, props: Path, sec: SecuritySetup | None) -> None:
+    args = ["format", "-t", cluster_id, "-c", str(props), "--ignore-formatted"]
+    if sec is not None:
+        args += sec.format_args()
+    cmd = dist.tool_command("kafka-storage", *args)
+    r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+    if r.returncode != 0:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise OffsetkeeperError(f"formatting Kafka storage in {node_dir} failed: {tail[0]}")
+
+
+def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, brokers: int = 1,
+          secure: bool = False, wait: float = 90.0) -> BrokerStatus:
+    """Start a KRaft cluster of `brokers` nodes in the background; wait until all serve.
+
+    `port` is the first node's client port (the others take free ports). `secure` makes the
+    client listener SASL_SSL (SCRAM-SHA-512, a PEM CA made for the cluster) with ACLs enforced by
+    StandardAuthorizer; the admin principal's client properties are written beside the data and
+    named in the status (`command_config`). Starting a cluster that already runs from the same
+    data directory returns it when it matches the request, and refuses otherwise.
+    """
+    if not 0 < port < 65536:
+        raise UsageError(f"--port {port} is not a TCP port (expected 1-65535)")
+    if brokers not in (1, 3):
+        raise UsageError(f"--brokers {brokers} is not supported (expected 1 or 3)")
+    d = Path(data_dir or default_data_dir()).expanduser()
+    current = status(d)
+    if current.running:
+        if current.port != port or len(current.nodes) != brokers:
+            raise UsageError(
+                f"a {len(current.nodes)}-node cluster already runs from {d} at "
+                f"{current.bootstrap}; stop it first (offsetkeeper dev-broker stop) or choose "
+                f"another --data-dir")
+        return current
+    if current.nodes:  # left over from a crash: stop what still runs, then start afresh
+        stop(d)
+    if _port_open(port):
+        raise OffsetkeeperError(f"port {port} is already in use by another process; choose --port")
+    classpath_check = dist.classpath()  # fail in one line before writing anything
+    del classpath_check
+    d.mkdir(parents=True, exist_ok=True)
+    used = {port}
+    ports = [port]
+    while len(ports) < brokers:
+        p = free_port()
+        if p not in used:
+            used.add(p)
+            ports.append(p)
+    cports: list[int] = []
+    while len(cports) < brokers:
+        p = free_port()
+        if p not in used:
+            used.add(p)
+            cports.append(p)
+    cluster_id = _cluster_identity(d, brokers, secure)
+    sec = prepare_security(d) if secure else None
+    nodes: list[dict] = []
+    procs: list[subprocess.Popen] = []
+    try:
+        for k in range(brokers):
+            node_id = k + 1
+            node_dir = d / f"node-{node_id}"
+            node_dir.mkdir(parents=True, exist_ok=True)
+            props = node_dir / "server.properties"
+            props.write_text(_server_properties(node_id, node_dir, ports, cports, sec))
+            _format(node_dir, cluster_id, props, sec)
+        for k in range(brokers):
+            node_id = k + 1
+            node_dir = d / f"node-{node_id}"
+            out = open(node_dir / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
+            cmd = [dist.java_executable(), *_jvm_args(node_dir), "-cp", dist.classpath(),
+                   dist.TOOLS["kafka-server"], str(node_dir / "server.properties")]
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            out.close()
+            procs.append(proc)
+            nodes.append({"node_id": node_id, "pid": proc.pid, "port": ports[k],
+                          "controller_port": cports[k]})
+        state = {"version": 2, "cluster_id": cluster_id, "nodes": nodes,
+                 "kafka_version": dist.KAFKA_VERSION,
+                 "command_config": str(sec.client_properties) if sec else None}
+        write_text_atomic(str(d / STATE_FILE), json.dumps(state))
+        _wait_ready(d, procs, ports, sec, wait)
+    except BaseException:
+        stop(d)
+        raise
+    return status(d)
+
+
+def _cluster_identity(d: Path, brokers: int, secure: bool) -> str:
+    """The cluster id of the data in `d` (made on first start); refuses a different shape.
+
+    Restarting keeps the data and the id, as a restarted Apache Kafka does; a 1-node data
+    directory cannot become a 3-node cluster (its metadata log names one voter).
+    """
+    path = d / "cluster.json"
+    try:
+        known = json.loads(path.read_text())
+        cid, n, sec = known["cluster_id"], known["brokers"], known.get("secure", False)
+        if not isinstance(cid, str) or not isinstance(n, int):
+            raise ValueError(path)
+    except FileNotFoundError:
+        cid = _cluster_id()
+        write_text_atomic(str(path), json.dumps({"cluster_id": cid, "brokers": brokers,
+                                                 "secure": secure}))
+        return cid
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise OffsetkeeperError(f"{path} is not a cluster description written by offsetkeeper; "
+                                f"delete {d} or choose another --data-dir") from exc
+    if n != brokers or bool(sec) != secure:
+        shape = f"{n}-node{' secured' if sec else ''}"
+        raise UsageError(f"{d} holds a {shape} cluster; start it with the same options, "
+                         f"or choose another --data-dir")
+    return cid
+
+
+def _wait_ready(d: Path, procs: list[subprocess.Popen], ports: list[int],
+                sec: SecuritySetup | None, wait: float) -> None:
+    """Wait until every node answers metadata with all brokers registered."""
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + wait
+    conf = {"bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in ports),
+            "socket.connection.setup.timeout.ms": 2000, "log_level": 0,
+            "logger": _silent_logger()}
+    if sec is not None:
+        conf |= sec.client_conf()
+    admin = None
+    while time.monotonic() < deadline:
+        for k, proc in enumerate(procs):
+            if proc.poll() is not None:
+                raise OffsetkeeperError(
+                    f"Kafka node {k + 1} exited with code {proc.returncode}; see "
+                    f"{d / f'node-{k + 1}' / 'server.log'}")
+        if all(_port_open(p) for p in ports):
+            admin = admin or AdminClient(conf)
+            try:
+                md = admin.list_topics(timeout=2)
+                if len(md.brokers) == len(ports) and md.controller_id >= 0:
+                    return
+            except Exception:  # noqa: BLE001 - not ready yet; retried until the deadline
+                pass
+        time.sleep(0.2)
+    raise OffsetkeeperError(f"Kafka did not start within {wait:.0f}s; see {d}/node-*/server.log")
+
+
+def _silent_logger():
+    import logging
+
+    lg = logging.getLogger("offsetkeeper.devbroker.librdkafka")
+    lg.addHandler(logging.NullHandler())
+    lg.propagate = False
+    return lg
+
+
+def _signal_node(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)  # started in its own session: pgid == pid
+
+
+def _wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        for pid in alive:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        alive = [p for p in alive if _pid_alive(p)]
+        if alive:
+            time.sleep(0.1)
+    return alive
+
+
+def stop(data_dir: str | Path | None = None, *, timeout: float = 30.0) -> BrokerStatus:
+    """Stop every node cleanly (SIGTERM: a controlled shutdown), SIGKILL after `timeout`.
+
+    The data is kept: the next `start` from the same directory brings the same cluster back.
+    """
+    d = Path(data_dir or default_data_dir()).expanduser()
+    st = status(d)
+    pids = [n.pid for n in st.nodes if _pid_alive(n.pid)]
+    for pid in pids:
+        _signal_node(pid, signal.SIGTERM)
+    for pid in _wait_gone(pids, timeout):
+        _signal_node(pid, signal.SIGKILL)
+    _wait_gone(pids, 5)
+    with contextlib.suppress(FileNotFoundError):
+        (d / STATE_FILE).unlink()
+    return BrokerStatus(False, None, st.port, str(d), cluster_id=st.cluster_id)
+
+
+def kill_node(data_dir: str | Path, node_id: int) -> int:
+    """SIGKILL one node (a crash, for fault tests); returns the pid that was killed."""
+    st = status(data_dir)
+    node = next((n for n in st.nodes if n.node_id == node_id), None)
+    if node is None:
+        raise UsageError(f"no node {node_id} in the cluster of {data_dir}")
+    _signal_node(node.pid, signal.SIGKILL)
+    _wait_gone([node.pid], 10)
+    return node.pid
+
+
+def restart_node(data_dir: str | Path, node_id: int, *, wait: float = 60.0) -> BrokerStatus:
+    """Start a killed node again on its old ports and data (it rejoins the cluster)."""
+    d = Path(data_dir).expanduser()
+    info = _read_state(d)
+    if info is None:
+        raise UsageError(f"no cluster runs from {d}")
+    node = next((n for n in info["nodes"] if n["node_id"] == node_id), None)
+    if node is None:
+        raise UsageError(f"no node {node_id} in the cluster of {d}")
+    if _pid_alive(node["pid"]):
+        return status(d)
+    node_dir = d / f"node-{node_id}"
+    out = open(node_dir / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen(
+        [dist.java_executable(), *_jvm_args(node_dir), "-cp", dist.classpath(),
+         dist.TOOLS["kafka-server"], str(node_dir / "server.properties")],
+        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    out.close()
+    node["pid"] = proc.pid
+    write_text_atomic(str(d / STATE_FILE), json.dumps(info))
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and not _port_open(node["port"]):
+        if proc.poll() is not None:
+            raise OffsetkeeperError(f"Kafka node {node_id} exited with code {proc.returncode}")
+        time.sleep(0.2)
+    return status(d)
+
+
+@contextlib.contextmanager
+def running_broker(port: int | None = None, data_dir: str | Path | None = None, *,
+                   brokers: int = 1) -> Iterator[str]:
+    """Run a cluster for the duration of a `with` block; yields its bootstrap address."""
+    st = start(port or free_port(), data_dir, brokers=brokers)
+    try:
+        yield st.bootstrap or ""
+    finally:
+        stop(st.data_dir)
+
+
+def as_dict(st: BrokerStatus) -> dict:
+    """The status as plain data (for JSON output)."""
+    out = asdict(st)
+    out["nodes"] = [asdict(n) for n in st.nodes]
+    out["ports"] = list(st.ports)
+    out["bootstrap"] = st.bootstrap
+    return out
