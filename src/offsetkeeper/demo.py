@@ -40,7 +40,8 @@ def _seed(bootstrap: str) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1, config={"retention.ms": "-1"})]).values():
+    # replication factor -1: the cluster's default (1 on one node, 3 on three)
+    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, -1, config={"retention.ms": "-1"})]).values():
         f.result(30)
     time.sleep(0.5)
     now = int(time.time() * 1000)
@@ -67,6 +68,24 @@ class _Runner:
         self.console.rule(f"[bold]{title}")
         self.console.print(f"[green]$ offsetkeeper {shlex.join(args)}", highlight=False)
         code = subprocess.call([sys.executable, "-m", "offsetkeeper.cli.main", *args], env=self.env)
+        self._check(args, code, expect)
+
+    def capture(self, title: str, args: list[str], *, expect: int = 0) -> str:
+        """Like a call, but also return what the command printed on stdout (shown as well)."""
+        self.console.rule(f"[bold]{title}")
+        self.console.print(f"[green]$ offsetkeeper {shlex.join(args)}", highlight=False)
+        r = subprocess.run([sys.executable, "-m", "offsetkeeper.cli.main", *args], env=self.env,
+                           stdout=subprocess.PIPE, text=True, check=False)
+        sys.stdout.write(r.stdout)
+        sys.stdout.flush()
+        self._check(args, r.returncode, expect)
+        return r.stdout
+
+    def fail(self, what: str) -> None:
+        self.failures.append(what)
+        self.console.print(f"[bold red]{what}", highlight=False)
+
+    def _check(self, args: list[str], code: int, expect: int) -> None:
         if code != expect:
             self.failures.append(f"'offsetkeeper {shlex.join(args)}' exited {code}, expected {expect}")
             self.console.print(f"[bold red]unexpected exit code {code} (expected {expect})")
@@ -113,6 +132,60 @@ def _part_offsets(ctx: DemoContext) -> None:
     run("Back where it was", ["groups", "describe", "payments", *b])
 
 
+def _csv_plan(text: str) -> set[tuple[str, str, str]]:
+    """(topic, partition, offset) of a plan: offsetkeeper's CSV (with a header row naming its
+    columns) or kafka-consumer-groups' --export (topic,partition,offset, no header)."""
+    import csv
+
+    rows = [r for r in csv.reader(text.splitlines()) if r]
+    if rows and rows[0][:3] == ["group", "topic", "partition"]:
+        cols = rows[0]
+        return {(r[cols.index("topic")], r[cols.index("partition")], r[cols.index("target")])
+                for r in rows[1:]}
+    return {(r[0], r[1], r[2]) for r in rows if len(r) == 3}
+
+
+def _part_apache_kafka(ctx: DemoContext) -> None:
+    """Three real Kafka nodes; Kafka's own kafka-consumer-groups agrees with the plan; a reset
+    goes through while a node is down."""
+    run = ctx.run
+    k3 = ctx.work / "k3"
+    run("Start a three-node Apache Kafka cluster (replication 3, min.insync.replicas 2)",
+        ["dev-broker", "start", "--brokers", "3", "--port", str(devbroker.free_port()),
+         "--data-dir", str(k3)])
+    if not ctx.keep:
+        ctx.stack.callback(devbroker.stop, k3)
+    b3 = devbroker.status(k3).bootstrap or ""
+    _seed(b3)
+    run("Kafka's own kafka-consumer-groups describes payments ...",
+        ["dev-broker", "kafka-tool", "kafka-consumer-groups", "--bootstrap-server", b3,
+         "--describe", "--group", "payments"])
+    run("... and offsetkeeper shows the same numbers", ["groups", "describe", "payments", "-b", b3])
+    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - 45 * 60))
+    ours = ctx.run.capture("offsetkeeper's plan: payments to 45 minutes ago, as CSV",
+                           ["offsets", "reset", "-g", "payments", "-t", TOPIC, "--to-datetime",
+                            when, "-o", "csv", "-b", b3])
+    theirs = ctx.run.capture("kafka-consumer-groups' plan for the same reset (--dry-run --export)",
+                             ["dev-broker", "kafka-tool", "kafka-consumer-groups",
+                              "--bootstrap-server", b3, "--reset-offsets", "--group", "payments",
+                              "--topic", TOPIC, "--to-datetime", when + ".000", "--dry-run",
+                              "--export"])
+    if _csv_plan(ours) and _csv_plan(ours) == _csv_plan(theirs):
+        ctx.console.print(f"[bold green]the two plans agree on all {len(_csv_plan(ours))} partitions")
+    else:
+        ctx.run.fail("offsetkeeper's plan and kafka-consumer-groups' plan differ")
+    ctx.console.rule("[bold]SIGKILL node 3 (a crash), then reset while it is down")
+    devbroker.kill_node(k3, 3)
+    run("Apply the reset with a node down (the executor re-checks and reads back)",
+        ["offsets", "reset", "-g", "payments", "-t", TOPIC, "--to-datetime", when, "--execute",
+         "-b", b3])
+    devbroker.restart_node(k3, 3)
+    run("Node 3 is back; payments is where the plan said",
+        ["groups", "describe", "payments", "-b", b3])
+    run("Stop the cluster (a controlled shutdown of every node)",
+        ["dev-broker", "stop", "--data-dir", str(k3)])
+
+
 def _part_backup_restore(ctx: DemoContext) -> None:
     run, b = ctx.run, ["-b", ctx.prod]
     dr = ctx.broker("dr")
@@ -130,6 +203,8 @@ def _part_backup_restore(ctx: DemoContext) -> None:
 # The demo's parts in order: (title, function, needs Spark). Each capability adds its own part.
 PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
     ("offsets: inspect, reset, snapshot, rollback", _part_offsets, False),
+    ("Apache Kafka: three nodes, Kafka's own tool agrees, a reset with a node down",
+     _part_apache_kafka, False),
     ("history: lag over time, status, plot, reset to a past moment", lambda ctx: __import__("offsetkeeper.history.demo", fromlist=["part"]).part(ctx), False),
     ("backup and restore with an exact offset mapping", _part_backup_restore, True),
     ("plans as files, rollback twice", snapshots_demo.part, False),

@@ -84,15 +84,21 @@ def test_groups_named_by_a_file_may_be_created(capsys, bootstrap, topic, unique,
 def test_snapshot_onto_a_fresh_cluster_with_all_groups_commits_the_snapshot_groups(
         capsys, bootstrap, dr_bootstrap, topic, group, tmp_path, unique):
     """Invariant (issue 8.6): --from-snapshot --all-groups on a cluster where the groups do not
-    exist yet commits every group of the snapshot instead of "SUCCESS: 0/0 groups"."""
+    exist yet commits every group of the snapshot instead of "SUCCESS: 0/0 groups". The other
+    cluster has its own cluster id (Apache Kafka), so it takes --allow-cluster-mismatch and
+    without it is refused with exit 2, nothing committed."""
     store = str(tmp_path / "snaps")
     r = run_cli(capsys, "snapshots", "create", "-b", bootstrap, "-g", group, "--store", store, "-o", "json")
     assert r.code == 0, r.err
     snap_id = r.json()["id"]
     create_topic(dr_bootstrap, topic, 2)
     produce_n(dr_bootstrap, topic, 2, 10)
-    r = run_cli(capsys, "offsets", "reset", "-b", dr_bootstrap, "--all-groups", "--from-snapshot", snap_id,
-                "--snapshot-store", store, "--execute", "--no-snapshot", "-o", "json")
+    args = ["offsets", "reset", "-b", dr_bootstrap, "--all-groups", "--from-snapshot", snap_id,
+            "--snapshot-store", store, "--execute", "--no-snapshot", "-o", "json"]
+    r = run_cli(capsys, *args)
+    assert r.code == 2 and "taken on cluster" in r.err and "--allow-cluster-mismatch" in r.err
+    assert committed(dr_bootstrap, group, topic, 2) == {0: -1001, 1: -1001}
+    r = run_cli(capsys, *args, "--allow-cluster-mismatch")
     assert r.code == 0, r.err
     assert r.json()["report"]["groups_succeeded"] == 1
     assert committed(dr_bootstrap, group, topic, 2) == {0: 5, 1: 5}

@@ -89,3 +89,19 @@ def register_demo(root: typer.Typer) -> None:
         from offsetkeeper.demo import run_demo
 
         run_demo(port=port or None, keep=keep, spark=spark)
+
+
+@app.command("kafka-tool", context_settings={"allow_extra_args": True,
+                                             "ignore_unknown_options": True})
+def kafka_tool(
+    ctx: typer.Context,
+    tool: Annotated[str, typer.Argument(help="kafka-consumer-groups, kafka-share-groups, "
+                                        "kafka-streams-groups, kafka-groups, kafka-acls, "
+                                        "kafka-configs")],
+) -> None:
+    """Run one of Apache Kafka's own command-line tools from the release set-up fetched, with
+    the arguments that follow (what bin/TOOL.sh runs); its exit code is this command's.
+
+    Example: offsetkeeper dev-broker kafka-tool kafka-consumer-groups --bootstrap-server 127.0.0.1:9092 --describe --group payments
+    """
+    raise typer.Exit(devbroker.run_kafka_tool(tool, list(ctx.args)))

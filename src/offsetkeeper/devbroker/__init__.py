@@ -19,7 +19,7 @@ from offsetkeeper.devbroker.cluster import (
     status,
     stop,
 )
-from offsetkeeper.devbroker.dist import KAFKA_VERSION
+from offsetkeeper.devbroker.dist import KAFKA_VERSION, run_kafka_tool, tool_command
 
 __all__ = [
     "DEFAULT_PORT",
@@ -32,8 +32,10 @@ __all__ = [
     "free_port",
     "kill_node",
     "restart_node",
+    "run_kafka_tool",
     "running_broker",
     "start",
     "status",
     "stop",
+    "tool_command",
 ]

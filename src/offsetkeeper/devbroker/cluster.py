@@ -156,6 +156,9 @@ def _server_properties(node_id: int, node_dir: Path, ports: list[int], cports: l
         "share.coordinator.state.topic.min.isr": 2 if n >= 3 else 1,
         # laptop settings: a group forms at once; small segments so retention tests are quick
         "group.initial.rebalance.delay.ms": 0,
+        # a killed node is fenced (and its partitions led elsewhere) within 3 s, not 9 s
+        "broker.heartbeat.interval.ms": 500,
+        "broker.session.timeout.ms": 3000,
         "log.retention.check.interval.ms": 5000,
         "log.initial.task.delay.ms": 1000,
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
@@ -348,12 +351,29 @@ def _wait_ready(d: Path, procs: list[subprocess.Popen], ports: list[int],
             admin = admin or AdminClient(conf)
             try:
                 md = admin.list_topics(timeout=2)
-                if len(md.brokers) == len(ports) and md.controller_id >= 0:
+                if (len(md.brokers) == len(ports) and md.controller_id >= 0
+                        and _coordinator_ready(admin)):
                     return
             except Exception:  # noqa: BLE001 - not ready yet; retried until the deadline
                 pass
         time.sleep(0.2)
     raise OffsetkeeperError(f"Kafka did not start within {wait:.0f}s; see {d}/node-*/server.log")
+
+
+def _coordinator_ready(admin) -> bool:
+    """True once the group coordinator answers for a group (never created by this probe).
+
+    Kafka creates `__consumer_offsets` on the first coordinator lookup and loads its partitions
+    afterwards; until then commits fail with NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE.
+    Describing a group that does not exist triggers the creation and creates no group.
+    """
+    fut = admin.describe_consumer_groups(["offsetkeeper-dev-broker-probe"],
+                                         request_timeout=5)["offsetkeeper-dev-broker-probe"]
+    try:
+        fut.result(timeout=6)
+    except Exception:  # noqa: BLE001 - the coordinator is not there yet
+        return False
+    return True
 
 
 def _silent_logger():

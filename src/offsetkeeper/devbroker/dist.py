@@ -71,3 +71,15 @@ def tool_command(tool: str, *args: str, heap: str = "256m") -> list[str]:
                                 f"{', '.join(sorted(TOOLS))})") from None
     return [java_executable(), f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-Dlog4j2.level=WARN", "-cp", classpath(), main, *args]
+
+
+def run_kafka_tool(tool: str, args: list[str]) -> int:
+    """Run a tool of the release in the foreground (output to this process's); its exit code."""
+    import subprocess
+
+    if tool not in TOOLS or tool in ("kafka-server", "kafka-storage"):
+        from offsetkeeper.errors import UsageError
+
+        choices = ", ".join(t for t in TOOLS if t not in ("kafka-server", "kafka-storage"))
+        raise UsageError(f"unknown Kafka tool {tool!r} (expected one of {choices})")
+    return subprocess.call(tool_command(tool, *args), stdin=subprocess.DEVNULL)

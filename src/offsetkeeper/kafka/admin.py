@@ -7,6 +7,7 @@ rest of the library deals in `offsetkeeper.models` and `offsetkeeper.errors` onl
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -37,6 +38,14 @@ DEFAULT_TIMEOUT = 15.0
 OFFSET_DELETE_API = 47
 PROBE_TIMEOUT = 10.0
 LIBRDKAFKA_LOG = logging.getLogger("offsetkeeper.librdkafka")
+
+
+OFFSET_INVALID = -1001
+
+# A partition whose leader is not known yet (new topic) or just moved (failover): resend.
+LEADER_MOVED = frozenset({"NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION",
+                          "LEADER_NOT_AVAILABLE", "_LEADER_NOT_AVAILABLE",
+                          "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH"})
 
 
 def _state_name(state: Any) -> str:
@@ -388,16 +397,62 @@ class KafkaAdmin:
     # -- offsets of the log ------------------------------------------------------------------
     def _list_offsets(self, specs: dict[CkTopicPartition, OffsetSpec], action: str,
                       **kw: Any) -> dict[TopicPartition, Any]:
-        if not specs:
-            return {}
-        try:
-            futures = self.admin.list_offsets(specs, request_timeout=self.timeout, **kw)
-        except KafkaException as exc:
-            raise translate(exc, action=action) from exc
-        out = {}
-        for ck, fut in futures.items():
-            out[_tp(ck)] = self._wait(fut, action=action, topic=ck.topic, partition=ck.partition)
-        return out
+        return self._list_offsets_many([(specs, action)], **kw)[0]
+
+    def _list_offsets_many(self, requests: list[tuple[dict[CkTopicPartition, OffsetSpec], str]],
+                           **kw: Any) -> list[dict[TopicPartition, Any]]:
+        """Send every request at once; resend partitions whose leader moved or is not known yet.
+
+        Apache Kafka answers NOT_LEADER_OR_FOLLOWER / LEADER_NOT_AVAILABLE for a partition right
+        after the topic was created, or while its leader fails over; Kafka's Java admin client
+        retries those itself, librdkafka's list_offsets does not.
+        """
+        import time
+
+        results: list[dict[TopicPartition, Any]] = [{} for _ in requests]
+        pending = [(i, dict(specs), action) for i, (specs, action) in enumerate(requests) if specs]
+        # a request may take the whole timeout before librdkafka gives up on a dead leader: leave
+        # room for one more round once the controller has moved leadership (seconds)
+        deadline = time.monotonic() + self.timeout + 10
+        while pending:
+            sent = []
+            for i, specs, action in pending:
+                try:
+                    sent.append((i, specs, action,
+                                 self.admin.list_offsets(specs, request_timeout=self.timeout, **kw)))
+                except KafkaException as exc:
+                    raise translate(exc, action=action) from exc
+            pending = []
+            for i, specs, action, futures in sent:
+                again = {}
+                for ck, fut in futures.items():
+                    try:
+                        res = self._wait(fut, action=action, topic=ck.topic,
+                                         partition=ck.partition)
+                        if res.offset == OFFSET_INVALID:
+                            # librdkafka's answer when the leader it knew is gone (no error)
+                            raise KafkaOperationError(
+                                f"{action}: {ck.topic}:{ck.partition}: the partition has no "
+                                f"reachable leader", code="LEADER_NOT_AVAILABLE", retriable=True,
+                                topic=ck.topic, partition=ck.partition)
+                        results[i][_tp(ck)] = res
+                    except KafkaOperationError as exc:
+                        # a request to a leader that just died times out: ask again, the
+                        # controller moves leadership within seconds
+                        if (exc.code not in LEADER_MOVED | {"_TIMED_OUT", "_TRANSPORT"}
+                                or time.monotonic() > deadline):
+                            raise
+                        again[ck] = specs[ck]
+                if again:
+                    pending.append((i, again, action))
+            if pending:
+                time.sleep(0.2)
+                # librdkafka keeps sending to the leader in its metadata cache (refreshed every
+                # 5 min): a metadata request for the topics learns the new leaders now
+                with contextlib.suppress(KafkaException):
+                    for topic in {ck.topic for _, specs, _ in pending for ck in specs}:
+                        self.admin.list_topics(topic, timeout=min(self.timeout, 5))
+        return results
 
     def watermarks(self, tps: Iterable[TopicPartition], *,
                    ordered: bool = True) -> dict[TopicPartition, Watermarks]:
@@ -411,18 +466,9 @@ class KafkaAdmin:
             specs_high[ck] = OffsetSpec.latest()
         if not specs_low:
             return {}
-        try:
-            f_low = self.admin.list_offsets(specs_low, request_timeout=self.timeout)
-            f_high = self.admin.list_offsets(specs_high, request_timeout=self.timeout)
-        except KafkaException as exc:
-            raise translate(exc, action="read log offsets") from exc
-        out: dict[TopicPartition, Watermarks] = {}
-        for ck, fut in f_high.items():
-            high = self._wait(fut, action="read log end offsets", topic=ck.topic,
-                              partition=ck.partition).offset
-            low = self._wait(f_low[ck], action="read log start offsets", topic=ck.topic,
-                             partition=ck.partition).offset
-            out[TopicPartition(ck.topic, ck.partition)] = Watermarks(low, high)
+        low, high = self._list_offsets_many([(specs_low, "read log start offsets"),
+                                             (specs_high, "read log end offsets")])
+        out = {tp: Watermarks(low[tp].offset, r.offset) for tp, r in high.items()}
         return {t: out[t] for t in sorted(out)} if ordered else out
 
     def offsets_for_time(self, tps: Iterable[TopicPartition], timestamp_ms: int) -> dict[TopicPartition, int | None]:
@@ -476,6 +522,8 @@ class KafkaAdmin:
         while time.monotonic() < deadline:
             md = self.admin.list_topics(name, timeout=self.timeout)
             t = md.topics.get(name)
-            if t is not None and t.error is None and len(t.partitions) >= partitions:
+            # every partition led: before that its broker answers NOT_LEADER_OR_FOLLOWER
+            if (t is not None and t.error is None and len(t.partitions) >= partitions
+                    and all(p.leader >= 0 and p.error is None for p in t.partitions.values())):
                 return
             time.sleep(0.1)
