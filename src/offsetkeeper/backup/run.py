@@ -124,13 +124,13 @@ def _gather(admin: KafkaAdmin, config: BackupConfig, run: int) -> _Facts:
 def _group_offsets(admin: KafkaAdmin, topics: set[str], captured: str, run: int) -> list[GroupOffsets]:
     out = []
     listing = [g.group_id for g in admin.list_groups()]
-    futures = {g: admin.committed_offsets_async(g) for g in listing}
     fetched = {}
-    for gid, fut in futures.items():
-        try:
-            fetched[gid] = admin.committed_result(gid, fut)
-        except UnknownGroupError:  # deleted since it was listed: it has no offsets to keep
+    for gid, res in admin.committed_offsets_each(listing).items():
+        if isinstance(res, UnknownGroupError):  # deleted since it was listed: no offsets to keep
             continue
+        if isinstance(res, Exception):
+            raise res
+        fetched[gid] = res
     for gid, offs in sorted(fetched.items()):
         mine = sorted((tp, o) for tp, o in offs.items() if tp.topic in topics)
         if mine:

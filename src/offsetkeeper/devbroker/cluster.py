@@ -331,58 +331,35 @@ def _cluster_identity(d: Path, brokers: int, secure: bool) -> str:
 
 def _wait_ready(d: Path, procs: list[subprocess.Popen], ports: list[int],
                 sec: SecuritySetup | None, wait: float) -> None:
-    """Wait until every node answers metadata with all brokers registered."""
-    from confluent_kafka.admin import AdminClient
+    """Wait until every node answers metadata with all brokers registered and the group
+    coordinator answers (the probe runs in a child process: see devbroker/probe.py)."""
+    import sys
 
     deadline = time.monotonic() + wait
-    conf = {"bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in ports),
-            "socket.connection.setup.timeout.ms": 2000, "log_level": 0,
-            "logger": _silent_logger()}
+    while time.monotonic() < deadline and not all(_port_open(p) for p in ports):
+        _check_alive(d, procs)
+        time.sleep(0.2)
+    conf = {"bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in ports)}
     if sec is not None:
         conf |= sec.client_conf()
-    admin = None
-    while time.monotonic() < deadline:
-        for k, proc in enumerate(procs):
-            if proc.poll() is not None:
-                raise OffsetkeeperError(
-                    f"Kafka node {k + 1} exited with code {proc.returncode}; see "
-                    f"{d / f'node-{k + 1}' / 'server.log'}")
-        if all(_port_open(p) for p in ports):
-            admin = admin or AdminClient(conf)
-            try:
-                md = admin.list_topics(timeout=2)
-                if (len(md.brokers) == len(ports) and md.controller_id >= 0
-                        and _coordinator_ready(admin)):
-                    return
-            except Exception:  # noqa: BLE001 - not ready yet; retried until the deadline
-                pass
-        time.sleep(0.2)
-    raise OffsetkeeperError(f"Kafka did not start within {wait:.0f}s; see {d}/node-*/server.log")
+    spec = json.dumps({"conf": conf, "brokers": len(ports),
+                       "wait": max(1.0, deadline - time.monotonic())})
+    probe = subprocess.Popen([sys.executable, "-m", "offsetkeeper.devbroker.probe"],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, text=True)
+    probe.communicate(spec)
+    _check_alive(d, procs)
+    if probe.returncode != 0:
+        raise OffsetkeeperError(f"Kafka did not start within {wait:.0f}s; see "
+                                f"{d}/node-*/server.log")
 
 
-def _coordinator_ready(admin) -> bool:
-    """True once the group coordinator answers for a group (never created by this probe).
-
-    Kafka creates `__consumer_offsets` on the first coordinator lookup and loads its partitions
-    afterwards; until then commits fail with NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE.
-    Describing a group that does not exist triggers the creation and creates no group.
-    """
-    fut = admin.describe_consumer_groups(["offsetkeeper-dev-broker-probe"],
-                                         request_timeout=5)["offsetkeeper-dev-broker-probe"]
-    try:
-        fut.result(timeout=6)
-    except Exception:  # noqa: BLE001 - the coordinator is not there yet
-        return False
-    return True
-
-
-def _silent_logger():
-    import logging
-
-    lg = logging.getLogger("offsetkeeper.devbroker.librdkafka")
-    lg.addHandler(logging.NullHandler())
-    lg.propagate = False
-    return lg
+def _check_alive(d: Path, procs: list[subprocess.Popen]) -> None:
+    for k, proc in enumerate(procs):
+        if proc.poll() is not None:
+            raise OffsetkeeperError(
+                f"Kafka node {k + 1} exited with code {proc.returncode}; see "
+                f"{d / f'node-{k + 1}' / 'server.log'}")
 
 
 def _signal_node(pid: int, sig: int) -> None:

@@ -42,6 +42,13 @@ LIBRDKAFKA_LOG = logging.getLogger("offsetkeeper.librdkafka")
 
 OFFSET_INVALID = -1001
 
+# A group's coordinator that cannot answer an OffsetFetch safely yet (see committed_offsets_each).
+COORDINATOR_NOT_READY = frozenset({
+    "NOT_COORDINATOR", "NOT_COORDINATOR_FOR_GROUP", "COORDINATOR_NOT_AVAILABLE",
+    "GROUP_COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
+    "GROUP_LOAD_IN_PROGRESS", "_WAIT_COORD", "_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN",
+    "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION"})
+
 # A partition whose leader is not known yet (new topic) or just moved (failover): resend.
 LEADER_MOVED = frozenset({"NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION",
                           "LEADER_NOT_AVAILABLE", "_LEADER_NOT_AVAILABLE",
@@ -238,13 +245,14 @@ class KafkaAdmin:
             )
         return out
 
-    def committed_offsets_async(self, group_id: str) -> cf.Future:
-        """Start fetching a group's committed offsets; resolve with `committed_result`."""
+    def _fetch_committed_async(self, group_id: str) -> cf.Future:
+        """Send OffsetFetch for a group; only after its coordinator answered (see
+        committed_offsets_each)."""
         return self.admin.list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group_id)], request_timeout=self.timeout
         )[group_id]
 
-    def committed_result(self, group_id: str, fut: cf.Future) -> dict[TopicPartition, CommittedOffset]:
+    def _committed_result(self, group_id: str, fut: cf.Future) -> dict[TopicPartition, CommittedOffset]:
         res = self._wait(fut, action="read committed offsets", group=group_id)
         return {
             _tp(tp): CommittedOffset(tp.offset, tp.metadata or "")
@@ -254,19 +262,44 @@ class KafkaAdmin:
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
         """A group's committed offsets (partitions without a commit are absent)."""
-        return self.committed_result(group_id, self.committed_offsets_async(group_id))
+        res = self.committed_offsets_each([group_id])[group_id]
+        if isinstance(res, Exception):
+            raise res
+        return res
 
     def committed_offsets_each(
-        self, group_ids: Iterable[str]
+        self, group_ids: Iterable[str], *,
+        described: Mapping[str, GroupInfo | OffsetkeeperError] | None = None,
     ) -> dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError]:
         """Committed offsets of many groups, every request in flight at once (the admin API takes
         one group per request); a group that fails maps to its translated error instead of
-        hiding the others' answers. The one reader behind committed_offsets_many/_all."""
-        futures = {g: self.committed_offsets_async(g) for g in dict.fromkeys(group_ids)}
+        hiding the others' answers. The one reader of committed offsets.
+
+        Each group's coordinator is asked first (DescribeGroups; pass `described` when the
+        caller just did): librdkafka's admin client crashes the process when an OffsetFetch is
+        answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE (librdkafka #5040: it re-queries
+        the coordinator through a consumer-group handle an admin client does not have), which
+        Apache Kafka answers while a coordinator moves or loads, e.g. after a broker restart.
+        A group whose coordinator is not ready gets that (retriable) error, and no OffsetFetch.
+        """
+        ids = list(dict.fromkeys(group_ids))
+        if described is None:
+            described = self.describe_groups_each(ids) if ids else {}
+        futures: dict[str, cf.Future] = {}
+        refused: dict[str, OffsetkeeperError] = {}
+        for g in ids:
+            info = described.get(g)
+            if isinstance(info, KafkaOperationError) and info.code in COORDINATOR_NOT_READY:
+                refused[g] = info
+            else:
+                futures[g] = self._fetch_committed_async(g)
         out: dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError] = {}
-        for g, fut in futures.items():
+        for g in ids:
+            if g in refused:
+                out[g] = refused[g]
+                continue
             try:
-                out[g] = self.committed_result(g, fut)
+                out[g] = self._committed_result(g, futures[g])
             except OffsetkeeperError as exc:
                 out[g] = exc
         return out

@@ -227,13 +227,13 @@ class _Wave:
                 self.fail(job, GroupStatus.REFUSED, refusal.message)
             else:
                 alive.append(job)
-        reads = [(job, self.admin.committed_offsets_async(job.plan.group)) for job in alive]
+        reads = self.admin.committed_offsets_each([job.plan.group for job in alive],
+                                                  described=infos)
         eligible = []
-        for job, fut in reads:
-            try:
-                live = self.admin.committed_result(job.plan.group, fut)
-            except OffsetkeeperError as exc:
-                self.retry_or_fail(job, exc)
+        for job in alive:
+            live = reads[job.plan.group]
+            if isinstance(live, OffsetkeeperError):
+                self.retry_or_fail(job, live)
                 continue
             moved = _moved(job, live) if job.attempts == 1 or self.kind is PlanKind.RESET else None
             if moved:
@@ -289,14 +289,10 @@ class _Wave:
     def _verify(self, jobs: list[_Job]) -> None:
         """Read every group back and compare with the plan."""
         latency = {id(job): time.monotonic() - job.started for job in jobs}
-        reads = [(job, self.admin.committed_offsets_async(job.plan.group)) for job in jobs] \
-            if self.opts.verify else []
-        live_by_job: dict[int, object] = {}
-        for job, fut in reads:
-            try:
-                live_by_job[id(job)] = self.admin.committed_result(job.plan.group, fut)
-            except OffsetkeeperError as exc:
-                live_by_job[id(job)] = exc
+        reads = self.admin.committed_offsets_each([job.plan.group for job in jobs]) \
+            if self.opts.verify and jobs else {}
+        live_by_job: dict[int, object] = {id(job): reads[job.plan.group] for job in jobs
+                                          if job.plan.group in reads}
         for job in jobs:
             live = live_by_job.get(id(job))
             if isinstance(live, OffsetkeeperError):
