@@ -10,16 +10,19 @@ from confluent_kafka import TopicPartition as CkTP
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict | None = None) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict | None = None,
+                 replication: int = -1) -> None:
+    """Create a topic (replication -1: the cluster default, 1 on one node, 3 on three)."""
     a = AdminClient({"bootstrap.servers": bootstrap})
-    fs = a.create_topics([NewTopic(name, partitions, 1, config=config or {})])
+    fs = a.create_topics([NewTopic(name, partitions, replication, config=config or {})])
     for f in fs.values():
         f.result(15)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         md = a.list_topics(name, timeout=5)
         t = md.topics.get(name)
-        if t is not None and t.error is None and len(t.partitions) == partitions:
+        if (t is not None and t.error is None and len(t.partitions) == partitions
+                and all(m.leader >= 0 for m in t.partitions.values())):
             return
         time.sleep(0.1)
 
