@@ -192,6 +192,10 @@ def test_a_rebalancing_group_is_never_inactive(capsys, bootstrap, unique, tmp_pa
         _wait_for(f"state {expected}", lambda: _describe(bootstrap, group) == (expected, protocol.upper(), 2))
         if protocol == "consumer":
             assert _oracle_state(bootstrap, group) in ("Reconciling", "Assigning")
+        else:  # offsetkeeper names the state as Kafka does, and filters by that name
+            r = run_cli(capsys, "groups", "list", "-b", bootstrap, "--state", "preparingrebalance", "-o", "json")
+            assert r.code == 0 and {"group_id": group, "state": "preparingrebalance",
+                                    "group_type": "classic"} in r.json(), r.out + r.err
         for args in (("offsets", "reset", "-g", group, "-t", topic, "--to-earliest"),
                      ("offsets", "delete", "-g", group, "-t", topic),
                      ("snapshots", "rollback", sid, "--store", store)):
@@ -199,6 +203,7 @@ def test_a_rebalancing_group_is_never_inactive(capsys, bootstrap, unique, tmp_pa
             r = run_cli(capsys, *args, "-b", bootstrap, "--execute", "--no-snapshot", *extra)
             assert r.code == 1, (args, r.out, r.err)
             assert f"group {group} has 2 active members" in r.err, (args, r.err)
+            assert f"(state {'preparingrebalance' if protocol == 'classic' else 'unknown'})" in r.err
         # still rebalancing when we are done (the refusals above were not about a settled group)
         assert _describe(bootstrap, group)[0] == expected
     finally:
@@ -223,6 +228,8 @@ def test_a_member_less_unknown_state_is_inactive_only_when_asked():
         info = GroupInfo("g", _state_name(s))
         inactive = s in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD)
         assert (refusal_of(info) is None) is inactive, s
+    assert {_state_name(s) for s in ConsumerGroupState} == {  # Kafka's names, lower-cased
+        "unknown", "preparingrebalance", "completingrebalance", "stable", "dead", "empty"}
     unknown = GroupInfo("g", _state_name(ConsumerGroupState.UNKNOWN))
     assert refusal_of(unknown) is not None
     assert refusal_of(unknown, allow_unknown_state=True) is None

@@ -39,9 +39,16 @@ PROBE_TIMEOUT = 10.0
 LIBRDKAFKA_LOG = logging.getLogger("offsetkeeper.librdkafka")
 
 
+# confluent-kafka's enum names are not Kafka's state names (PREPARING_REBALANCING for Kafka's
+# PreparingRebalance): offsetkeeper shows and filters by Kafka's names, lower-cased.
+_KAFKA_STATE_NAMES = {"preparingrebalancing": "preparingrebalance",
+                      "completingrebalancing": "completingrebalance"}
+
+
 def _state_name(state: Any) -> str:
     name = getattr(state, "name", None) or str(state or "unknown")
-    return name.split(".")[-1].lower().replace("_", "")
+    name = name.split(".")[-1].lower().replace("_", "")
+    return _KAFKA_STATE_NAMES.get(name, name)
 
 
 def _tp(ck: CkTopicPartition) -> TopicPartition:
