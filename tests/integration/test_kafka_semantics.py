@@ -513,3 +513,28 @@ def test_restore_validate_knows_its_target_cluster_by_id(capsys, restored, boots
     alias = dr_bootstrap.replace("127.0.0.1", "localhost")
     r = run_cli(capsys, "restore", "validate", ref, "--restore", "grow", "-b", alias, "-o", "json")
     assert r.code == 0 and r.json()["ok"], r.out + r.err
+
+
+# -- a new cluster ----------------------------------------------------------------------------
+
+def test_a_new_cluster_takes_group_commands_at_once(capsys, tmp_path, unique):
+    """Invariant: on a cluster that has just started (a fresh DR cluster), the first group
+    commands succeed: Kafka creates `__consumer_offsets` on the first coordinator lookup and
+    answers NOT_COORDINATOR while the coordinator loads it, which offsetkeeper waits out
+    instead of failing (the stand-in had no such window)."""
+    from offsetkeeper import devbroker
+
+    data = tmp_path / "fresh"
+    st = devbroker.start(devbroker.free_port(), data)
+    try:
+        topic, group = unique("fresh"), unique("g")
+        create_topic(st.bootstrap, topic, 1)
+        produce_n(st.bootstrap, topic, 1, 5)
+        r = run_cli(capsys, "offsets", "reset", "-b", st.bootstrap, "-g", group, "-t", topic, "--to-latest",
+                    "--create-groups", "--execute", "--no-snapshot")
+        assert r.code == 0, r.out + r.err
+        assert committed(st.bootstrap, group, topic, 1) == {0: 5}
+        r = run_cli(capsys, "groups", "describe", unique("other"), "-b", st.bootstrap)
+        assert r.code == 2 and "does not exist" in r.err, r.out + r.err
+    finally:
+        devbroker.stop(data)
