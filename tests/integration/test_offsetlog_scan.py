@@ -317,6 +317,17 @@ def test_scan_of_the_real_consumer_offsets(real_log, real_scan):
     assert {p for m in members for a in m["assigned"] for p in a["partitions"]} == {0}
 
 
+def test_generations_of_real_groups(real_log, real_scan, capsys):
+    """Invariant: `commits generations` shows a real classic group's rebalances with its member,
+    and says why a consumer-protocol group has none (its records are the skipped new types)."""
+    g, out = real_log["groups"], real_log["out"]
+    r = run_cli(capsys, "commits", "generations", g["classic"], "-H", out, "-o", "json")
+    assert r.code == 0, r.err
+    assert any(x["subscribed"] == real_log["topic"] for x in r.json()), r.out
+    r = run_cli(capsys, "commits", "generations", g["consumer"], "-H", out)
+    assert r.code == 2 and "consumer-protocol group" in r.err, r.err
+
+
 def test_aborted_transactional_commits_never_show(real_log, real_scan, capsys):
     """Invariant: offsets sent to a transaction that was aborted are not commits: `commits
     show` lists only those of committed transactions and `commits at` replays to the last
