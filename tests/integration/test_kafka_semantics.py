@@ -173,7 +173,7 @@ def test_a_rebalancing_group_is_never_inactive(capsys, bootstrap, unique, tmp_pa
     (a member has not acknowledged its new assignment) — is active: reset, delete and snapshot
     rollback refuse it, even with --allow-unknown-state. confluent-kafka has no state for
     Assigning/Reconciling and reports UNKNOWN (Kafka's own tool names the real state); a group
-    in UNKNOWN with members is refused whatever the flags."""
+    in UNKNOWN with members is refused whatever the flags. `groups delete` refuses it too."""
     topic, group = unique("rebal"), unique(f"g-{protocol}")
     create_topic(bootstrap, topic, 2)
     produce_n(bootstrap, topic, 2, 10)
@@ -198,6 +198,7 @@ def test_a_rebalancing_group_is_never_inactive(capsys, bootstrap, unique, tmp_pa
                                     "group_type": "classic"} in r.json(), r.out + r.err
         for args in (("offsets", "reset", "-g", group, "-t", topic, "--to-earliest"),
                      ("offsets", "delete", "-g", group, "-t", topic),
+                     ("groups", "delete", group),
                      ("snapshots", "rollback", sid, "--store", store)):
             extra = () if args[0] == "snapshots" else ("--allow-unknown-state",)
             r = run_cli(capsys, *args, "-b", bootstrap, "--execute", "--no-snapshot", *extra)
