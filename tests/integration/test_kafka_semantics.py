@@ -463,7 +463,7 @@ def test_two_real_clusters_have_different_ids_and_a_snapshot_does_not_cross(
     refused on the other (`snapshots rollback`, `offsets reset --from-snapshot`: exit 2 naming
     both ids, nothing changed) unless --allow-cluster-mismatch; the same cluster reached through
     another address (localhost instead of 127.0.0.1) is the same cluster id: applied with a
-    warning. (Every stand-in instance reported the same id.)"""
+    warning, and its `latest` snapshot is found. (Every stand-in instance reported the same id.)"""
     from offsetkeeper.config import Connection
     from offsetkeeper.kafka.admin import KafkaAdmin
 
@@ -495,6 +495,12 @@ def test_two_real_clusters_have_different_ids_and_a_snapshot_does_not_cross(
     assert r.code == 0, r.out + r.err
     assert "warning" in r.err and f"same cluster id {prod_id}" in r.err
     assert committed(bootstrap, group, topic, 1) == {0: 3}
+    # `latest` is the newest snapshot of this cluster (by id), whatever address took it
+    r = run_cli(capsys, "snapshots", "rollback", "latest", "-b", alias, "--store", store, "-o", "json")
+    assert r.code == 0, r.out + r.err
+    assert sid in r.out + r.err
+    r = run_cli(capsys, "snapshots", "rollback", "latest", "-b", dr_bootstrap, "--store", store)
+    assert r.code != 0 and "holds no snapshot of the cluster" in r.err, r.out + r.err
     r = run_cli(capsys, "snapshots", "rollback", sid, "--execute", "--no-snapshot", "-b", dr_bootstrap,
                 "--store", store, "--allow-cluster-mismatch")
     assert r.code == 0, r.out + r.err
