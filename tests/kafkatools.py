@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as CkTP
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -52,7 +52,19 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
     """Commit offsets for a group without joining it (like an external tool would)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
-        c.commit(offsets=[CkTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                c.commit(offsets=[CkTP(t, p, o) for (t, p), o in offsets.items()],
+                         asynchronous=False)
+                return
+            except KafkaException as exc:
+                # Apache Kafka answers NOT_COORDINATOR while a coordinator loads or moves
+                if (not exc.args[0].retriable() and exc.args[0].name() not in (
+                        "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+                        "COORDINATOR_NOT_AVAILABLE")) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         c.close()
 

@@ -1,14 +1,19 @@
 """`commits scan` on Spark over a __consumer_offsets log built with the Kafka schema and produced
-into an ordinary topic (the dev broker's own __consumer_offsets is empty); then show/at/analytics
-and the reset target, checked against the records we built and with an independent client."""
+into an ordinary topic (every record kind and version, malformed ones too); then show/at/analytics
+and the reset target, checked against the records we built and with an independent client. Then
+the real `__consumer_offsets` of the Apache Kafka test cluster: classic, consumer-protocol and
+transactional (exactly-once) commits, with the aborted ones left out."""
 
 from __future__ import annotations
 
-import os
+import time
+import uuid
 from collections import defaultdict
 
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import TopicPartition as CkTP
 
 from cli import run_cli
 from kafkatools import commit, committed, create_topic, produce, produce_n
@@ -195,14 +200,164 @@ def test_scan_of_an_empty_topic_is_not_a_success(bootstrap, unique, tmp_path, ca
     assert list(tmp_path.iterdir()) == []  # nothing written, no work directory left behind
 
 
-@pytest.mark.skipif(not os.environ.get("OFFSETKEEPER_TEST_BOOTSTRAP"),
-                    reason="needs a real Apache Kafka in OFFSETKEEPER_TEST_BOOTSTRAP (the dev broker "
-                           "keeps __consumer_offsets empty)")
-def test_real_consumer_offsets(bootstrap, unique, tmp_path, capsys):
-    topic, group = unique("real"), unique("real-group")
-    create_topic(bootstrap, topic, 2)
-    commit(bootstrap, group, {(topic, 0): 3, (topic, 1): 5})
-    r = run_cli(capsys, "commits", "scan", "-b", bootstrap, "--group", group, "--out", tmp_path, "-o", "json")
+# -- the real __consumer_offsets of Apache Kafka ------------------------------------------------
+
+def _consume_and_commit(bootstrap: str, group: str, topic: str, offset: int, protocol: str) -> None:
+    """Join `group` (classic or consumer protocol), read a few records, commit `offset` as a
+    member (with its member id and generation/epoch), and leave."""
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest"}
+    if protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    c = Consumer(conf)
+    try:
+        c.subscribe([topic])
+        deadline, n = time.monotonic() + 30, 0
+        while n < 3:
+            assert time.monotonic() < deadline, f"group {group} read nothing"
+            m = c.poll(0.5)
+            n += m is not None and m.error() is None
+        c.commit(offsets=[CkTP(topic, 0, offset)], asynchronous=False)
+    finally:
+        c.close()
+
+
+def _retry(fn, *args):
+    """Call fn, retrying while a fresh cluster is still loading a group coordinator."""
+    for _ in range(40):
+        try:
+            return fn(*args)
+        except KafkaException as exc:
+            if "COORDINATOR" not in str(exc):
+                raise
+            time.sleep(0.25)
+    raise AssertionError("no group coordinator became available")
+
+
+@pytest.fixture(scope="module")
+def real_log(bootstrap, tmp_path_factory):
+    """Groups of every kind committing to the real `__consumer_offsets` of the session cluster,
+    then one `commits scan` of the whole log."""
+    from confluent_kafka.admin import AdminClient
+
+    u = uuid.uuid4().hex[:8]
+    topic = f"real-{u}"
+    g = {k: f"{k}-{u}" for k in ("classic", "consumer", "gone", "tx", "simple")}
+    create_topic(bootstrap, topic, 1)
+    produce_n(bootstrap, topic, 1, 20)
+    _retry(commit, bootstrap, g["simple"], {(topic, 0): 2})  # a commit from outside any group
+    _consume_and_commit(bootstrap, g["classic"], topic, 5, "classic")
+    _consume_and_commit(bootstrap, g["consumer"], topic, 7, "consumer")
+    _consume_and_commit(bootstrap, g["gone"], topic, 4, "consumer")
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    for _ in range(40):  # tombstones for its offsets and for every consumer-group record type
+        try:
+            a.delete_consumer_groups([g["gone"]], request_timeout=15)[g["gone"]].result(15)
+            break
+        except KafkaException as exc:  # the member's leave may not be through yet
+            if "NON_EMPTY" not in str(exc) and "COORDINATOR" not in str(exc):
+                raise
+            time.sleep(0.25)
+    # exactly-once: offsets sent to transactions; the aborted ones must never count
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": g["tx"], "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while c.poll(0.2) is None or not c.assignment():
+        assert time.monotonic() < deadline, "the transactional consumer got no assignment"
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{u}"})
+    p.init_transactions(30)
+    for offset, keep in ((3, True), (9, False), (6, True), (15, False)):
+        p.begin_transaction()
+        p.send_offsets_to_transaction([CkTP(topic, 0, offset)], c.consumer_group_metadata(), 15)
+        p.commit_transaction(15) if keep else p.abort_transaction(15)
+    c.close()
+    done_ms = int(time.time() * 1000)
+    out = tmp_path_factory.mktemp("real-history")
+    return {"topic": topic, "groups": g, "out": out, "done_ms": done_ms}
+
+
+@pytest.fixture(scope="module")
+def real_scan(real_log, bootstrap, spark):
+    from offsetkeeper.config import Connection
+    from offsetkeeper.offsetlog.scan import KafkaSource, ScanConfig, run_scan
+
+    return run_scan(ScanConfig(KafkaSource(Connection(bootstrap)), str(real_log["out"])), spark=spark)
+
+
+def _real_rows(out, group):
+    return [x for x in pq.read_table(f"{out}/commits").to_pylist() if x["group"] == group]
+
+
+def test_scan_of_the_real_consumer_offsets(real_log, real_scan):
+    """Invariant: `commits scan` of a real Kafka 4 `__consumer_offsets` decodes every offset
+    commit (classic members, consumer-protocol members, a commit from outside any group,
+    transactional commits) and its deletions, with no decoding error; the new record types
+    of Kafka 4 (key versions 3-24: consumer, share, streams group records) are skipped and
+    counted, never decoded as something else; each group's records are in its partition
+    `abs(javaStringHashCode(group)) % 50`."""
+    from offsetkeeper.offsetlog.decode import partition_for_group
+
+    s, g, out = real_scan, real_log["groups"], real_log["out"]
+    assert s.errors == 0, s.error_samples
+    assert s.offset_commits >= 6 and s.offset_tombstones >= 1
+    assert s.skipped and all(k.part == "key" and 3 <= k.version <= 24 for k in s.skipped), s.skipped
+    assert {3, 5, 8} <= {k.version for k in s.skipped}  # consumer-protocol group records
+    got = {name: [(x["offset"], x["tombstone"]) for x in sorted(_real_rows(out, grp),
+                                                                 key=lambda x: x["source_offset"])]
+           for name, grp in g.items()}
+    assert got == {"simple": [(2, False)], "classic": [(5, False)], "consumer": [(7, False)],
+                   "gone": [(4, False), (None, True)], "tx": [(3, False), (6, False)]}
+    for grp in g.values():
+        assert {x["source_partition"] for x in _real_rows(out, grp)} == {partition_for_group(grp, 50)}
+    # the classic group's metadata, decoded from the real bytes: its member and assignment
+    rows = [r for r in pq.read_table(f"{out}/groups").to_pylist() if r["group"] == g["classic"]]
+    members = [m for r in rows if not r["tombstone"] for m in r["members"] or []]
+    assert members and all(m["subscribed_topics"] == [real_log["topic"]] for m in members)
+    assert {p for m in members for a in m["assigned"] for p in a["partitions"]} == {0}
+
+
+def test_generations_of_real_groups(real_log, real_scan, capsys):
+    """Invariant: `commits generations` shows a real classic group's rebalances with its member,
+    and says why a consumer-protocol group has none (its records are the skipped new types)."""
+    g, out = real_log["groups"], real_log["out"]
+    r = run_cli(capsys, "commits", "generations", g["classic"], "-H", out, "-o", "json")
     assert r.code == 0, r.err
-    rows = [x for x in pq.read_table(f"{tmp_path}/commits").to_pylist() if x["group"] == group]
-    assert {(x["partition"], x["offset"]) for x in rows} == {(0, 3), (1, 5)}
+    assert any(x["subscribed"] == real_log["topic"] for x in r.json()), r.out
+    r = run_cli(capsys, "commits", "generations", g["consumer"], "-H", out)
+    assert r.code == 2 and "consumer-protocol group" in r.err, r.err
+
+
+def test_aborted_transactional_commits_never_show(real_log, real_scan, capsys):
+    """Invariant: offsets sent to a transaction that was aborted are not commits: `commits
+    show` lists only those of committed transactions and `commits at` replays to the last
+    committed one (6, not the aborted 15)."""
+    g, out = real_log["groups"]["tx"], real_log["out"]
+    r = run_cli(capsys, "commits", "show", g, "-H", out, "-o", "json")
+    assert r.code == 0, r.err
+    assert [(x["offset"], x["change"]) for x in r.json()] == [(3, "first"), (6, "+3")]
+    r = run_cli(capsys, "commits", "at", g, "-H", out, "-T", iso(real_log["done_ms"] + 1000), "-o", "json")
+    assert r.code == 0, r.err
+    assert [(x["partition"], x["offset"], x["status"]) for x in r.json()] == [(0, 6, "committed")]
+    r = run_cli(capsys, "commits", "at", real_log["groups"]["gone"], "-H", out,
+                "-T", iso(real_log["done_ms"] + 1000), "-o", "json")
+    assert [(x["offset"], x["status"]) for x in r.json()] == [(None, "deleted")]
+
+
+def test_scan_of_one_group_of_the_real_log_even_with_read_uncommitted_client_properties(
+        real_log, bootstrap, tmp_path, capsys):
+    """Invariant: `commits scan --group` reads only the group's partition of the real log, and
+    reads it read_committed whatever the client properties say (a properties file shared with
+    other tools may set isolation.level=read_uncommitted): aborted offset commits stay out."""
+    from offsetkeeper.offsetlog.decode import partition_for_group
+
+    g = real_log["groups"]["tx"]
+    props = tmp_path / "client.properties"
+    props.write_text("isolation.level=read_uncommitted\n")
+    out = tmp_path / "h"
+    r = run_cli(capsys, "commits", "scan", "-b", bootstrap, "--command-config", props, "--group", g,
+                "--out", out, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json()["source_partitions"] == [partition_for_group(g, 50)] and r.json()["errors"] == 0
+    assert sorted(x["offset"] for x in _real_rows(out, g)) == [3, 6]
+    assert {x["group"] for x in pq.read_table(f"{out}/commits").to_pylist()} == {g}

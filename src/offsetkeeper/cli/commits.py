@@ -129,7 +129,9 @@ def generations(group: GroupArg, history: HistoryOpt, output: OutputOpt = Output
 
     rows = generation_rows(history, group)
     if not rows:
-        raise UnknownGroupError(f"group '{group}' has no group metadata in the history in {history}",
+        raise UnknownGroupError(f"group '{group}' has no group metadata in the history in {history} "
+                                "(only classic groups have it: a consumer-protocol group keeps its "
+                                "members in newer record types, which a scan counts and skips)",
                                 group=group)
     render_rows(rows, ["time", "generation", "state", "member", "client", "host", "subscribed",
                        "assigned"], output)

@@ -130,8 +130,13 @@ def status(data_dir: str | Path | None = None) -> BrokerStatus:
 
 
 def _cluster_id() -> str:
-    # Kafka's Uuid as kafka-storage random-uuid prints it: 16 random bytes, URL-safe base64.
-    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    # Kafka's Uuid as kafka-storage random-uuid prints it: 16 random bytes, URL-safe base64 —
+    # and, like Kafka's Uuid.randomUuid, never one starting with "-" (kafka-storage format
+    # would take `-t -xyz...` for an option and fail: 1 start in 64).
+    while True:
+        cid = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _server_properties(node_id: int, node_dir: Path, ports: list[int], cports: list[int],

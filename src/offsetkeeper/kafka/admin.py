@@ -9,6 +9,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -37,6 +38,9 @@ from offsetkeeper.models import (
 DEFAULT_TIMEOUT = 15.0
 OFFSET_DELETE_API = 47
 PROBE_TIMEOUT = 10.0
+# Errors of a group coordinator that is loading or moving: asking again shortly succeeds.
+COORDINATOR_LOADING = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+                                 "COORDINATOR_NOT_AVAILABLE"})
 LIBRDKAFKA_LOG = logging.getLogger("offsetkeeper.librdkafka")
 
 
@@ -54,10 +58,16 @@ LEADER_MOVED = frozenset({"NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION",
                           "LEADER_NOT_AVAILABLE", "_LEADER_NOT_AVAILABLE",
                           "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH"})
 
+# confluent-kafka's enum names are not Kafka's state names (PREPARING_REBALANCING for Kafka's
+# PreparingRebalance): offsetkeeper shows and filters by Kafka's names, lower-cased.
+_KAFKA_STATE_NAMES = {"preparingrebalancing": "preparingrebalance",
+                      "completingrebalancing": "completingrebalance"}
+
 
 def _state_name(state: Any) -> str:
     name = getattr(state, "name", None) or str(state or "unknown")
-    return name.split(".")[-1].lower().replace("_", "")
+    name = name.split(".")[-1].lower().replace("_", "")
+    return _KAFKA_STATE_NAMES.get(name, name)
 
 
 def _tp(ck: CkTopicPartition) -> TopicPartition:
@@ -215,35 +225,49 @@ class KafkaAdmin:
         ids = list(dict.fromkeys(group_ids))
         if not ids:
             return {}
-        futures = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout)
         out: dict[str, GroupInfo | OffsetkeeperError] = {}
-        for gid, fut in futures.items():
-            try:
-                d = self._wait(fut, action="describe group", group=gid)
-            except OffsetkeeperError as exc:
-                out[gid] = exc
-                continue
-            members = tuple(
-                MemberInfo(
-                    member_id=m.member_id,
-                    client_id=m.client_id or "",
-                    host=(m.host or "").lstrip("/"),
-                    group_instance_id=m.group_instance_id,
-                    assignment=tuple(sorted(_tp(tp) for tp in (m.assignment.topic_partitions
-                                                               if m.assignment else []))),
-                )
-                for m in d.members
+        # A coordinator that is still loading its __consumer_offsets partition (the first
+        # seconds of a new cluster, or after a coordinator moved) answers NOT_COORDINATOR, and
+        # librdkafka does not retry ConsumerGroupDescribe: ask again until the timeout.
+        deadline = time.monotonic() + self.timeout
+        pending = ids
+        while pending:
+            futures = self.admin.describe_consumer_groups(pending, request_timeout=self.timeout)
+            pending = []
+            for gid, fut in futures.items():
+                try:
+                    out[gid] = self._describe_result(gid, fut)
+                except OffsetkeeperError as exc:
+                    if getattr(exc, "code", None) in COORDINATOR_LOADING and time.monotonic() < deadline:
+                        pending.append(gid)
+                    else:
+                        out[gid] = exc
+            if pending:
+                time.sleep(0.25)
+        return {g: out[g] for g in ids}
+
+    def _describe_result(self, gid: str, fut: cf.Future) -> GroupInfo:
+        d = self._wait(fut, action="describe group", group=gid)
+        members = tuple(
+            MemberInfo(
+                member_id=m.member_id,
+                client_id=m.client_id or "",
+                host=(m.host or "").lstrip("/"),
+                group_instance_id=m.group_instance_id,
+                assignment=tuple(sorted(_tp(tp) for tp in (m.assignment.topic_partitions
+                                                           if m.assignment else []))),
             )
-            coord = d.coordinator
-            out[gid] = GroupInfo(
-                group_id=gid,
-                state=_state_name(d.state),
-                coordinator=f"{coord.host}:{coord.port} ({coord.id})" if coord else "",
-                assignor=d.partition_assignor or "",
-                group_type=_state_name(getattr(d, "type", "")) if getattr(d, "type", None) else "",
-                members=members,
-            )
-        return out
+            for m in d.members
+        )
+        coord = d.coordinator
+        return GroupInfo(
+            group_id=gid,
+            state=_state_name(d.state),
+            coordinator=f"{coord.host}:{coord.port} ({coord.id})" if coord else "",
+            assignor=d.partition_assignor or "",
+            group_type=_state_name(getattr(d, "type", "")) if getattr(d, "type", None) else "",
+            members=members,
+        )
 
     def _fetch_committed_async(self, group_id: str) -> cf.Future:
         """Send OffsetFetch for a group; only after its coordinator answered (see

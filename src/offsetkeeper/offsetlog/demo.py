@@ -31,7 +31,7 @@ def part(ctx) -> None:
     _create_topic(ctx.prod, LOG_TOPIC, 3)
     produce_sample(ctx.prod, LOG_TOPIC, sample_log(groups=GROUPS, data_topic=ctx.topic, t0=t0))
     ctx.console.print(f"produced a __consumer_offsets-format log (every key/value version, tombstones, "
-                      f"group metadata) into '{LOG_TOPIC}': the dev broker keeps its own one empty")
+                      f"group metadata) into '{LOG_TOPIC}': more versions than one Kafka release writes")
     hist = str(ctx.work / "commit-history")
     run("Decode the log on Spark into a commit history",
         ["commits", "scan", "-t", LOG_TOPIC, "--out", hist, *b])

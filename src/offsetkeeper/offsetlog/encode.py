@@ -1,6 +1,6 @@
 """Encoding `__consumer_offsets` records (the inverse of decode.py), for tests, fixtures,
-benchmarks and the demo: the development broker keeps its own `__consumer_offsets` empty, so
-records built here are produced into ordinary topics and scanned like the real log."""
+benchmarks and the demo: records of every version (and malformed ones), which no single Kafka
+release writes, are built here, produced into ordinary topics and scanned like the real log."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """A small, realistic `__consumer_offsets` log built with the encoder, for tests and the demo.
 
-The development broker keeps its own `__consumer_offsets` empty, so this log is produced into an
-ordinary topic (each group's records into the partition Kafka would use) and scanned like the
-real one. It holds every key and value version, tombstones, group metadata with members,
+A broker writes only the record kinds and versions of its own release into `__consumer_offsets`,
+so this log is produced into an ordinary topic (each group's records into the partition Kafka
+would use) and scanned like the real one. It holds every key and value version, tombstones, group metadata with members,
 a REWIND, an offset beyond the log end, an expired group, and records to skip.
 """
 

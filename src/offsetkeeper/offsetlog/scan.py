@@ -190,6 +190,10 @@ def read_source(spark, source: ScanSource, partitions: list[int] | None):
             "kafka.bootstrap.servers", source.connection.bootstrap_servers)
         for k, v in source.connection.properties.items():
             reader = reader.option(f"kafka.{k}", v)
+        # Transactional offset commits count only when a COMMIT marker follows them: only a
+        # read_committed fetch leaves the aborted ones out (the records carry no marker of
+        # their own), so client properties must not turn it into read_uncommitted.
+        reader = reader.option("kafka.isolation.level", "read_committed")
         if partitions is None:
             reader = reader.option("subscribe", source.topic)
         else:
@@ -315,8 +319,7 @@ def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress)
         tally = write_history(decoded, work, group=cfg.group)
         if not tally["records"]:
             what = f" for group '{cfg.group}'" if cfg.group else ""
-            raise UsageError(f"{cfg.source.describe()} holds no records{what}; nothing to scan "
-                             "(the development broker keeps __consumer_offsets empty)")
+            raise UsageError(f"{cfg.source.describe()} holds no records{what}; nothing to scan")
         summary = ScanSummary(
             source=cfg.source.describe(), scanned_at=now.isoformat(timespec="seconds"),
             scanned_at_ms=int(now.timestamp() * 1000), group=cfg.group, source_partitions=partitions,

@@ -1,8 +1,9 @@
 """Executing a plan: the ONE code path that changes consumer-group offsets.
 
 Reset, rollback, restore translation, offset deletion, group deletion and bulk changes all end
-here. For each group: check that it still has no active members (the development broker, unlike
-Kafka, would accept the commit anyway) and that nobody moved its offsets since planning, then
+here. For each group: check that it still has no active members (Kafka refuses a commit from
+outside a group with members, but not every broker does, and the check gives the clear message)
+and that nobody moved its offsets since planning, then
 commit (or delete), retry retriable errors with exponential backoff and jitter, and read the
 result back to compare it with the plan. Groups run concurrently in waves.
 

@@ -112,11 +112,13 @@ def servers(bootstrap_servers: str) -> set[str]:
 def same_cluster(snapshot: Snapshot, cluster_id: str, bootstrap_servers: str) -> bool:
     """Whether a snapshot was taken on the cluster a command talks to.
 
-    Cluster ids decide when both are known and differ. Because some brokers (the development
-    broker among them) give every instance the same id, the bootstrap lists must also share a
-    host:port — or the snapshot's must be unknown."""
-    if snapshot.cluster_id and cluster_id and snapshot.cluster_id != cluster_id:
-        return False
+    Cluster ids decide when both are known: Apache Kafka gives every cluster its own id, so the
+    same cluster reached through other brokers or names is found. (The former development
+    broker gave every instance the same id; requiring a shared host:port as well made `latest`
+    miss the cluster's own snapshots taken through another address.) Without an id on either
+    side, the bootstrap lists must share a host:port — or the snapshot's must be unknown."""
+    if snapshot.cluster_id and cluster_id:
+        return snapshot.cluster_id == cluster_id
     taken = servers(snapshot.bootstrap_servers)
     return not taken or bool(taken & servers(bootstrap_servers))
 
