@@ -227,8 +227,9 @@ class KafkaAdmin:
             return {}
         out: dict[str, GroupInfo | OffsetkeeperError] = {}
         # A coordinator that is still loading its __consumer_offsets partition (the first
-        # seconds of a new cluster, or after a coordinator moved) answers NOT_COORDINATOR, and
-        # librdkafka does not retry ConsumerGroupDescribe: ask again until the timeout.
+        # seconds of a new cluster, or after a coordinator moved) answers NOT_COORDINATOR, a
+        # coordinator that just died breaks the connection, and librdkafka does not retry
+        # ConsumerGroupDescribe: ask again until the timeout.
         deadline = time.monotonic() + self.timeout
         pending = ids
         while pending:
@@ -238,7 +239,7 @@ class KafkaAdmin:
                 try:
                     out[gid] = self._describe_result(gid, fut)
                 except OffsetkeeperError as exc:
-                    if getattr(exc, "code", None) in COORDINATOR_LOADING and time.monotonic() < deadline:
+                    if getattr(exc, "code", None) in COORDINATOR_NOT_READY and time.monotonic() < deadline:
                         pending.append(gid)
                     else:
                         out[gid] = exc
