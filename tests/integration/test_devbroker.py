@@ -1,4 +1,4 @@
-"""`offsetkeeper dev-broker start|status|stop` runs and stops a real noida-db."""
+"""`offsetkeeper dev-broker start|status|stop` runs and stops a real Apache Kafka (KRaft)."""
 
 import pytest
 

@@ -230,14 +230,17 @@ def _format(node_dir: Path, cluster_id: str, props: Path, sec: SecuritySetup | N
 
 
 def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, brokers: int = 1,
-          secure: bool = False, wait: float = 90.0) -> BrokerStatus:
+          secure: bool = False, wait: float = 90.0,
+          launcher: tuple[str, ...] = ()) -> BrokerStatus:
     """Start a KRaft cluster of `brokers` nodes in the background; wait until all serve.
 
     `port` is the first node's client port (the others take free ports). `secure` makes the
     client listener SASL_SSL (SCRAM-SHA-512, a PEM CA made for the cluster) with ACLs enforced by
     StandardAuthorizer; the admin principal's client properties are written beside the data and
     named in the status (`command_config`). Starting a cluster that already runs from the same
-    data directory returns it when it matches the request, and refuses otherwise.
+    data directory returns it when it matches the request, and refuses otherwise. `launcher`
+    prefixes each node's command (bench/latency_proxy.py runs the nodes in a network namespace
+    behind a proxy listening on `port`, so the port is not checked for being free then).
     """
     if not 0 < port < 65536:
         raise UsageError(f"--port {port} is not a TCP port (expected 1-65535)")
@@ -254,7 +257,7 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
         return current
     if current.nodes:  # left over from a crash: stop what still runs, then start afresh
         stop(d)
-    if _port_open(port):
+    if _port_open(port) and not launcher:
         raise OffsetkeeperError(f"port {port} is already in use by another process; choose --port")
     classpath_check = dist.classpath()  # fail in one line before writing anything
     del classpath_check
@@ -288,8 +291,8 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
             node_id = k + 1
             node_dir = d / f"node-{node_id}"
             out = open(node_dir / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
-            cmd = [dist.java_executable(), *_jvm_args(node_dir), "-cp", dist.classpath(),
-                   dist.TOOLS["kafka-server"], str(node_dir / "server.properties")]
+            cmd = [*launcher, dist.java_executable(), *_jvm_args(node_dir), "-cp",
+                   dist.classpath(), dist.TOOLS["kafka-server"], str(node_dir / "server.properties")]
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
             out.close()
