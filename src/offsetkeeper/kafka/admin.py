@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
-from offsetkeeper.kafka.errors import error_name, translate
+from offsetkeeper.kafka.errors import connection_failure, error_name, translate
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -58,6 +58,7 @@ class KafkaAdmin:
         self._retired: list[AdminClient] = []
         self._api_versions: dict[str, dict[int, tuple[int, int]]] | None = None
         self._probed = False
+        self._login_failure: OffsetkeeperError | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -71,25 +72,44 @@ class KafkaAdmin:
             conf.setdefault("reconnect.backoff.max.ms", "1000")
             # librdkafka's own log lines go to Python logging (shown only with --verbose).
             conf.setdefault("logger", LIBRDKAFKA_LOG)
+            # A failed SASL login or TLS handshake never fails a request (it times out); it is
+            # reported to the error callback, which the probe turns into one line at once.
+            conf.setdefault("error_cb", self._on_error)
             self._admin = AdminClient(conf)
             if not self._probed:
                 self._probed = True
                 self._probe(self._admin)
         return self._admin
 
+    def _on_error(self, err: Any) -> None:
+        failure = connection_failure(err.name(), err.str(), bootstrap=self.conn.bootstrap_servers)
+        if failure is not None:
+            self._login_failure = failure
+
     def _probe(self, client: AdminClient) -> None:
-        """Fail fast, in one line naming the address, when no broker answers at all."""
+        """Fail fast, in one line naming the address, when no broker answers at all, or the
+        cluster refuses the login or the TLS handshake."""
+        import time
+
         wait = min(self.timeout, PROBE_TIMEOUT)
-        try:
-            client.list_topics(timeout=wait)
-        except KafkaException as exc:
-            client.poll(0)
-            if error_name(exc) not in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", ""):
-                raise translate(exc, action=f"connect to {self.conn.bootstrap_servers}") from exc
-            raise KafkaOperationError(
-                f"cannot reach the cluster at {self.conn.bootstrap_servers}: no broker answered "
-                f"within {wait:g} s; check --bootstrap-server, the network and the security "
-                "settings", code=error_name(exc) or "_TRANSPORT", retriable=True) from exc
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                client.list_topics(timeout=min(0.5, max(0.05, deadline - time.monotonic())))
+                return
+            except KafkaException as exc:
+                client.poll(0)  # serves the error callback
+                failure = self._login_failure
+                if failure is not None:
+                    raise failure from None
+                if error_name(exc) not in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", ""):
+                    raise translate(exc, action=f"connect to {self.conn.bootstrap_servers}") from exc
+                if time.monotonic() < deadline:
+                    continue
+                raise KafkaOperationError(
+                    f"cannot reach the cluster at {self.conn.bootstrap_servers}: no broker answered "
+                    f"within {wait:g} s; check --bootstrap-server, the network and the security "
+                    "settings", code=error_name(exc) or "_TRANSPORT", retriable=True) from exc
 
     def close(self) -> None:
         self._admin = None  # AdminClient has no close(); dropping it frees librdkafka's handle
