@@ -133,6 +133,12 @@ ACL_OPERATIONS: dict[str, tuple[str | None, str | None]] = {
 }
 
 
+def group_denied(name: str, *, action: str, group: str, topics: list[str]) -> str:
+    """One sentence for a group whose every partition was refused with the same authorization
+    error (instead of one per partition)."""
+    return denied(name, action=action, group=group, topic=", ".join(sorted(set(topics))))
+
+
 def denied(name: str, *, action: str, group: str | None = None, topic: str | None = None) -> str:
     """One sentence for an authorization error: the resource refused and the ACL operation the
     principal needs on it (e.g. `not authorized: this principal needs Read on group payments`)."""
@@ -155,8 +161,7 @@ def partition_error(name: str, *, group: str, tp: object, action: str = "commit 
     if advice is None:
         return f"{tp}: Kafka error {name}"
     if name in AUTHORIZATION:
-        return f"{tp}: " + denied(name, action=action, group=group,
-                                  topic=getattr(tp, "topic", None))
+        return denied(name, action=action, group=group, topic=getattr(tp, "topic", None))
     if name in GROUP_LEVEL:
         return f"{tp}: {advice.format(what=group)}"
     return advice.format(what=f"{tp} of group {group}")
