@@ -139,8 +139,9 @@ def committed(sec: Secure, group: str) -> dict[tuple[str, int], int]:
 
 
 def assert_secret_absent(secret: str, *texts: str, roots: tuple[Path, ...] = ()) -> None:
-    for t in texts:
-        assert secret not in t
+    for i, t in enumerate(texts):
+        at = t.find(secret)
+        assert at < 0, f"password in text #{i}: ...{t[max(0, at - 300):at]}<PASSWORD>"
     for root in roots:
         for f in Path(root).rglob("*"):
             if f.is_file():
@@ -366,8 +367,8 @@ def alice(sec, tmp_path_factory) -> Alice:
         f.result(30)
     lines = [ln for ln in sec.admin_props.read_text().splitlines()
              if not ln.startswith(("sasl.username", "sasl.password"))]
-    a.props.write_text("\n".join(lines + [f"sasl.username={a.user}",
-                                          f"sasl.password=alice-pw-{tag}"]) + "\n")
+    a.props.write_text("\n".join([*lines, f"sasl.username={a.user}",
+                                   f"sasl.password=alice-pw-{tag}"]) + "\n")
     # the ACLs reach the authorizer through the metadata log: wait until alice sees her group
     deadline = time.monotonic() + 30
     conf = {**load_properties_file(a.props), "bootstrap.servers": sec.bootstrap}
@@ -377,7 +378,7 @@ def alice(sec, tmp_path_factory) -> Alice:
             res = client.describe_consumer_groups([a.g_read])[a.g_read].result(10)
             if res is not None:
                 break
-        except Exception:  # noqa: BLE001 - not yet authorized
+        except Exception:  # not yet authorized
             time.sleep(0.3)
     return a
 
@@ -490,7 +491,7 @@ def test_backup_and_restore_on_spark(sec, env, spark, capsys, caplog):
     r = run_cli(capsys, "backup", "run", *conn_args(sec, "command-config"), "-t", topic,
                 "--dest", dest, "--id", "b1", "-o", "json")
     assert r.code == 0, r.err
-    assert r.json()["records"] == 30
+    assert r.json()["records"] == 30, r.out
     outs = [r]
 
     target = f"{topic}-restored"
@@ -516,11 +517,16 @@ def test_kafka_data_source_reads_with_sasl_options(sec, spark, caplog):
     topic = f"sec-s-{uuid.uuid4().hex[:8]}"
     create_topic(sec, topic, 2)
     produce_n(sec, topic, 2, 5)
-    reader = spark.read.format("offsetkeeper-kafka")
+    from offsetkeeper.spark.kafka import SOURCE_NAME, register
+
+    register(spark)
+    reader = spark.read.format(SOURCE_NAME)
     for k, v in sec.conf.items():
         reader = reader.option(f"kafka.{k}", v)
     df = (reader.option("subscribe", topic).option("startingOffsets", "earliest")
           .option("endingOffsets", "latest").load())
     assert df.count() == 10
     plan = df._jdf.queryExecution().toString()
-    assert_secret_absent(sec.password, plan, caplog.text, _spark_conf_text(spark))
+    # py4j's own debug log echoes the test's .option() calls; offsetkeeper's loggers must not
+    ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("offsetkeeper"))
+    assert_secret_absent(sec.password, plan, ours, _spark_conf_text(spark))

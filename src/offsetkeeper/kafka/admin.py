@@ -497,5 +497,16 @@ class KafkaAdmin:
             md = self.admin.list_topics(name, timeout=self.timeout)
             t = md.topics.get(name)
             if t is not None and t.error is None and len(t.partitions) >= partitions:
-                return
+                break
             time.sleep(0.1)
+        # Apache Kafka shows the new partitions in metadata a moment before their leader serves
+        # ListOffsets (NOT_LEADER_OR_FOLLOWER): wait until it does, so callers can read offsets.
+        tps = [TopicPartition(name, p) for p in range(partitions)]
+        while True:
+            try:
+                self.watermarks(tps, ordered=False)
+                return
+            except KafkaOperationError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
