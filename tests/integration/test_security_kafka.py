@@ -530,3 +530,30 @@ def test_kafka_data_source_reads_with_sasl_options(sec, spark, caplog):
     # py4j's own debug log echoes the test's .option() calls; offsetkeeper's loggers must not
     ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("offsetkeeper"))
     assert_secret_absent(sec.password, plan, ours, _spark_conf_text(spark))
+
+
+# -- the dev cluster's own security ----------------------------------------------------------------
+def test_controller_listener_does_not_grant_anonymous_admin(sec, secure_cluster, tmp_path):
+    """An admin client may talk to a KRaft controller directly (KIP-919, `--bootstrap-controller`):
+    the controller listener must authenticate too, or anyone on the machine could add ACLs."""
+    import subprocess
+
+    from confluent_kafka.admin import AclBindingFilter
+
+    from offsetkeeper.devbroker import dist
+
+    cfg = tmp_path / "anonymous.properties"
+    cfg.write_text("request.timeout.ms=3000\ndefault.api.timeout.ms=6000\n")
+    cport = secure_cluster.nodes[0].controller_port
+    r = subprocess.run(dist.tool_command(
+        "kafka-acls", "--bootstrap-controller", f"127.0.0.1:{cport}", "--command-config", str(cfg),
+        "--add", "--allow-principal", "User:mallory", "--operation", "All", "--topic", "*"),
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode != 0, r.stdout
+    a = sec.admin()
+    found = a.describe_acls(AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, "User:mallory", None, AclOperation.ANY,
+        AclPermissionType.ANY)).result(15)
+    assert found == []
+    props = (Path(secure_cluster.data_dir) / "node-1" / "server.properties")
+    assert props.stat().st_mode & 0o077 == 0  # it holds the admin's password
