@@ -453,6 +453,24 @@ def test_reset_without_rights_changes_nothing_and_partial_runs_report_per_group(
     assert committed(sec, alice.g_none) == before[alice.g_none]
 
 
+def test_history_and_offsets_show_with_partial_rights(sec, alice, env, capsys):
+    c = alice_args(sec, alice)
+    store = env / "history.db"
+    # alice may describe g_desc but may not Read its topic_ro: no exact time lag there (no wait)
+    r = run_cli(capsys, "history", "record", "-g", alice.g_desc, "-g", alice.g_none, "--once",
+                "--store", store, *c)
+    assert r.code == 1
+    line = one_error_line(r.err, "error: group")  # (the cycle's log line says it too)
+    assert alice.g_none in line and f"Describe on group {alice.g_none}" in line
+    r = run_cli(capsys, "lag", "status", alice.g_desc, "--store", store, "-o", "json")
+    assert r.code == 0 and r.json()[0]["total_lag"] == 5 + 5 + 7, r.out
+
+    secret = f"sec-hidden-{uuid.uuid4().hex[:8]}"
+    create_topic(sec, secret, 1)
+    r = run_cli(capsys, "offsets", "show", "--topic", secret, *c)
+    assert r.code == 2 and f"unknown topic '{secret}'" in r.err and "may not Describe" in r.err
+
+
 def test_consumer_without_read_on_topic_gets_one_error(sec, alice):
     from offsetkeeper.consumer import OffsetConsumer
 

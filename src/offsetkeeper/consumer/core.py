@@ -466,6 +466,8 @@ class OffsetConsumer:
             self._pending_error = failure
         if self._user_error_cb is not None:
             self._user_error_cb(err)
+        elif failure is None:  # as _handle_error treats the errors a poll returns
+            log.warning("consumer of group %s: %s", self.group, err.str())
 
     def _handle_error(self, m, err: KafkaError) -> None:
         code = err.code()

@@ -173,7 +173,11 @@ class KafkaAdmin:
         for t in topics:
             m = md.topics.get(t)
             if m is None or m.error is not None:
-                raise UnknownTopicError(f"unknown topic '{t}'", topic=t)
+                # Kafka leaves out the topics a principal may not Describe: say so when it has one
+                hidden = " (or this principal may not Describe it: Kafka hides such topics)" \
+                    if "SASL" in str(self.conn.properties.get("security.protocol", "")).upper() \
+                    else ""
+                raise UnknownTopicError(f"unknown topic '{t}'{hidden}", topic=t)
             out[t] = sorted(m.partitions)
         return out
 

@@ -109,6 +109,7 @@ RECEIVABLE = frozenset({
 AUTHORIZATION = frozenset({"GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
                            "CLUSTER_AUTHORIZATION_FAILED"})
 AUTHENTICATION = frozenset({"SASL_AUTHENTICATION_FAILED", "_AUTHENTICATION"})
+DENIED_MARK = "not authorized ("
 
 # The ACL operations Kafka checks for the requests behind each `action` (Kafka's
 # KafkaApis/GroupCoordinator authorization): (operation on the group, operation on the topic).
@@ -151,8 +152,13 @@ def denied(name: str, *, action: str, group: str | None = None, topic: str | Non
             f"{topic_op or 'Describe'} on the topic"
     else:
         what = "an operation on the cluster resource"
-    return (f"{action}: not authorized ({name}): this principal needs {what}; "
+    return (f"{action}: {DENIED_MARK}{name}): this principal needs {what}; "
             "grant it with an ACL (kafka-acls --add)")
+
+
+def is_denied(text: str) -> bool:
+    """True for a message made by `denied` (where only the text of an error was kept)."""
+    return DENIED_MARK in text
 
 
 def partition_error(name: str, *, group: str, tp: object, action: str = "commit offsets") -> str:
