@@ -471,6 +471,15 @@ def test_history_and_offsets_show_with_partial_rights(sec, alice, env, capsys):
     assert r.code == 2 and f"unknown topic '{secret}'" in r.err and "may not Describe" in r.err
 
 
+def test_backup_without_describe_configs_is_refused_before_spark(sec, alice, env, capsys):
+    r = run_cli(capsys, "backup", "run", *alice_args(sec, alice), "-t", alice.topic,
+                "--dest", env / "backups", "--id", "denied")
+    assert r.code == 1
+    line = one_error_line(r.err, "not authorized")
+    assert f"DescribeConfigs on topic {alice.topic}" in line
+    assert not (env / "backups" / "denied" / "manifest.json").exists()
+
+
 def test_consumer_without_read_on_topic_gets_one_error(sec, alice):
     from offsetkeeper.consumer import OffsetConsumer
 

@@ -123,6 +123,7 @@ ACL_OPERATIONS: dict[str, tuple[str | None, str | None]] = {
     "delete offsets": ("Delete", "Read"),
     "delete group": ("Delete", None),
     "consume": ("Read", "Read"),
+    "read records": (None, "Read"),
     "list topics": (None, "Describe"),
     "read log offsets": (None, "Describe"),
     "read log start offsets": (None, "Describe"),
