@@ -10,6 +10,7 @@ naming the resource and the operation it lacks, and nothing is changed for what 
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -539,7 +540,7 @@ def test_backup_and_restore_on_spark(sec, env, spark, capsys, caplog):
 
 
 @pytest.mark.spark
-def test_kafka_data_source_reads_with_sasl_options(sec, spark, caplog):
+def test_kafka_data_source_reads_with_sasl_options(sec, spark, caplog, tmp_path):
     caplog.set_level(logging.DEBUG)
     topic = f"sec-s-{uuid.uuid4().hex[:8]}"
     create_topic(sec, topic, 2)
@@ -554,9 +555,29 @@ def test_kafka_data_source_reads_with_sasl_options(sec, spark, caplog):
           .option("endingOffsets", "latest").load())
     assert df.count() == 10
     plan = df._jdf.queryExecution().toString()
+
+    # the streaming source, its progress shown as a consumer group (commitToGroup)
+    group = f"sec-sg-{uuid.uuid4().hex[:8]}"
+    stream = spark.readStream.format(SOURCE_NAME)
+    for k, v in sec.conf.items():
+        stream = stream.option(f"kafka.{k}", v)
+    q = (stream.option("subscribe", topic).option("startingOffsets", "earliest")
+         .option("commitToGroup", group).load()
+         .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    progress = json.dumps([p.json for p in q.recentProgress])
+    assert q.exception() is None
+    assert spark.read.parquet(str(tmp_path / "out")).count() == 10
+    deadline = time.monotonic() + 30  # commit(end) of the last batch may come a moment later
+    while committed(sec, group) != {(topic, 0): 5, (topic, 1): 5} and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert committed(sec, group) == {(topic, 0): 5, (topic, 1): 5}
+
     # py4j's own debug log echoes the test's .option() calls; offsetkeeper's loggers must not
     ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("offsetkeeper"))
-    assert_secret_absent(sec.password, plan, ours, _spark_conf_text(spark))
+    assert_secret_absent(sec.password, plan, progress, ours, _spark_conf_text(spark),
+                         roots=(tmp_path, *_event_logs(spark)))
 
 
 # -- the dev cluster's own security ----------------------------------------------------------------
