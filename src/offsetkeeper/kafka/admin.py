@@ -93,9 +93,10 @@ class KafkaAdmin:
 
         wait = min(self.timeout, PROBE_TIMEOUT)
         deadline = time.monotonic() + wait
+        step = 0.5  # short first tries (a refused login shows at once), doubled for slow brokers
         while True:
             try:
-                client.list_topics(timeout=min(0.5, max(0.05, deadline - time.monotonic())))
+                client.list_topics(timeout=min(step, max(0.05, deadline - time.monotonic())))
                 return
             except KafkaException as exc:
                 client.poll(0)  # serves the error callback
@@ -105,6 +106,7 @@ class KafkaAdmin:
                 if error_name(exc) not in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", ""):
                     raise translate(exc, action=f"connect to {self.conn.bootstrap_servers}") from exc
                 if time.monotonic() < deadline:
+                    step *= 2
                     continue
                 raise KafkaOperationError(
                     f"cannot reach the cluster at {self.conn.bootstrap_servers}: no broker answered "
