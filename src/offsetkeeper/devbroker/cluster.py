@@ -352,7 +352,7 @@ def _wait_ready(d: Path, procs: list[subprocess.Popen], ports: list[int],
                 md = admin.list_topics(timeout=2)
                 if len(md.brokers) == len(ports) and md.controller_id >= 0:
                     return
-            except Exception:  # noqa: BLE001 - not ready yet; retried until the deadline
+            except Exception:  # not ready yet; retried until the deadline
                 pass
         time.sleep(0.2)
     raise OffsetkeeperError(f"Kafka did not start within {wait:.0f}s; see {d}/node-*/server.log")
