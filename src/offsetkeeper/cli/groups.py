@@ -74,12 +74,17 @@ def describe(
     views = sum([offsets, members, state])
     if views > 1:
         raise UsageError("choose one of --offsets, --members, --state")
+    denied: dict[str, str] = {}  # groups the principal may not describe (ACLs): reported, exit 1
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
         ids = resolve_group_ids(admin, group_ids(groups, option="GROUP"), all_groups)
         if members or state:
-            infos = describe_states(admin, ids)
+            infos = describe_states(admin, ids, denied=denied)
         else:
-            offset_rows = describe_offsets(admin, ids)
+            offset_rows = describe_offsets(admin, ids, denied=denied)
+    if denied and len(denied) == len(ids):  # nothing to show: the error lines only
+        for g, message in denied.items():
+            say(f"group {g}: {message}", style="bold red", prefix="error:")
+        raise typer.Exit(1)
     if members:
         rows = [{"group": i.group_id, "consumer_id": m.member_id, "host": m.host,
                  "client_id": m.client_id, "group_instance_id": m.group_instance_id,
@@ -101,6 +106,10 @@ def describe(
             if r.note:
                 say(f"group {r.group} {r.topic}:{r.partition}: {r.note}", style="yellow",
                     prefix="note:")
+    for g, message in denied.items():
+        say(f"group {g}: {message}", style="bold red", prefix="error:")
+    if denied:
+        raise typer.Exit(1)
 
 
 @app.command("delete")

@@ -286,6 +286,8 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
             node_dir.mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
             props.write_text(_server_properties(node_id, node_dir, ports, cports, sec))
+            if sec is not None:  # its JAAS configs hold the admin's password
+                os.chmod(props, 0o600)
             _format(node_dir, cluster_id, props, sec)
         for k in range(brokers):
             node_id = k + 1

@@ -25,7 +25,7 @@ from confluent_kafka.admin import (
 
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
-from offsetkeeper.kafka.errors import error_name, translate
+from offsetkeeper.kafka.errors import connection_failure, error_name, translate
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -84,6 +84,7 @@ class KafkaAdmin:
         self._retired: list[AdminClient] = []
         self._api_versions: dict[str, dict[int, tuple[int, int]]] | None = None
         self._probed = False
+        self._login_failure: OffsetkeeperError | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -97,25 +98,46 @@ class KafkaAdmin:
             conf.setdefault("reconnect.backoff.max.ms", "1000")
             # librdkafka's own log lines go to Python logging (shown only with --verbose).
             conf.setdefault("logger", LIBRDKAFKA_LOG)
+            # A failed SASL login or TLS handshake never fails a request (it times out); it is
+            # reported to the error callback, which the probe turns into one line at once.
+            conf.setdefault("error_cb", self._on_error)
             self._admin = AdminClient(conf)
             if not self._probed:
                 self._probed = True
                 self._probe(self._admin)
         return self._admin
 
+    def _on_error(self, err: Any) -> None:
+        failure = connection_failure(err.name(), err.str(), bootstrap=self.conn.bootstrap_servers)
+        if failure is not None:
+            self._login_failure = failure
+
     def _probe(self, client: AdminClient) -> None:
-        """Fail fast, in one line naming the address, when no broker answers at all."""
+        """Fail fast, in one line naming the address, when no broker answers at all, or the
+        cluster refuses the login or the TLS handshake."""
+        import time
+
         wait = min(self.timeout, PROBE_TIMEOUT)
-        try:
-            client.list_topics(timeout=wait)
-        except KafkaException as exc:
-            client.poll(0)
-            if error_name(exc) not in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", ""):
-                raise translate(exc, action=f"connect to {self.conn.bootstrap_servers}") from exc
-            raise KafkaOperationError(
-                f"cannot reach the cluster at {self.conn.bootstrap_servers}: no broker answered "
-                f"within {wait:g} s; check --bootstrap-server, the network and the security "
-                "settings", code=error_name(exc) or "_TRANSPORT", retriable=True) from exc
+        deadline = time.monotonic() + wait
+        step = 0.5  # short first tries (a refused login shows at once), doubled for slow brokers
+        while True:
+            try:
+                client.list_topics(timeout=min(step, max(0.05, deadline - time.monotonic())))
+                return
+            except KafkaException as exc:
+                client.poll(0)  # serves the error callback
+                failure = self._login_failure
+                if failure is not None:
+                    raise failure from None
+                if error_name(exc) not in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", ""):
+                    raise translate(exc, action=f"connect to {self.conn.bootstrap_servers}") from exc
+                if time.monotonic() < deadline:
+                    step *= 2
+                    continue
+                raise KafkaOperationError(
+                    f"cannot reach the cluster at {self.conn.bootstrap_servers}: no broker answered "
+                    f"within {wait:g} s; check --bootstrap-server, the network and the security "
+                    "settings", code=error_name(exc) or "_TRANSPORT", retriable=True) from exc
 
     def close(self) -> None:
         self._admin = None  # AdminClient has no close(); dropping it frees librdkafka's handle
@@ -179,7 +201,11 @@ class KafkaAdmin:
         for t in topics:
             m = md.topics.get(t)
             if m is None or m.error is not None:
-                raise UnknownTopicError(f"unknown topic '{t}'", topic=t)
+                # Kafka leaves out the topics a principal may not Describe: say so when it has one
+                hidden = " (or this principal may not Describe it: Kafka hides such topics)" \
+                    if "SASL" in str(self.conn.properties.get("security.protocol", "")).upper() \
+                    else ""
+                raise UnknownTopicError(f"unknown topic '{t}'{hidden}", topic=t)
             out[t] = sorted(m.partitions)
         return out
 
@@ -583,5 +609,16 @@ class KafkaAdmin:
             # every partition led: before that its broker answers NOT_LEADER_OR_FOLLOWER
             if (t is not None and t.error is None and len(t.partitions) >= partitions
                     and all(p.leader >= 0 and p.error is None for p in t.partitions.values())):
-                return
+                break
             time.sleep(0.1)
+        # Apache Kafka shows the new partitions in metadata a moment before their leader serves
+        # ListOffsets (NOT_LEADER_OR_FOLLOWER): wait until it does, so callers can read offsets.
+        tps = [TopicPartition(name, p) for p in range(partitions)]
+        while True:
+            try:
+                self.watermarks(tps, ordered=False)
+                return
+            except KafkaOperationError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)

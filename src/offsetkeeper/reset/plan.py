@@ -48,6 +48,7 @@ class RefusalReason(StrEnum):
     MOVED = "moved"                     # its offsets changed after planning (another writer)
     NOT_FOUND = "not-found"             # the group does not exist
     NO_MEMBERS = "no-members"           # a live reset needs running members to apply it
+    NOT_AUTHORIZED = "not-authorized"   # the principal's ACLs do not allow reading the group
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ class GroupFacts:
 
     info: GroupInfo
     committed: Mapping[TopicPartition, CommittedOffset] = field(default_factory=dict)
+    #: the cluster refused to describe the group to this principal (ACLs): the sentence why
+    denied: str | None = None
 
     @property
     def exists(self) -> bool:
@@ -288,6 +291,9 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
     plans = []
     for group in sorted(facts.groups):
         gf = facts.groups[group]
+        if gf.denied:
+            plans.append(_denied_plan(group, gf))
+            continue
         tps = _scope_partitions(group, gf, scope, target, facts)
         parts = []
         for tp in tps:
@@ -324,6 +330,9 @@ def plan_delete(facts: ResetFacts, scope: ResetScope, *, whole_groups: bool) -> 
     plans = []
     for group in sorted(facts.groups):
         gf = facts.groups[group]
+        if gf.denied:
+            plans.append(_denied_plan(group, gf))
+            continue
         if whole_groups:
             tps = sorted(gf.committed)
         else:
@@ -342,6 +351,12 @@ def plan_delete(facts: ResetFacts, scope: ResetScope, *, whole_groups: bool) -> 
                                partitions=tuple(parts), refused=refused))
     kind = PlanKind.DELETE_GROUPS if whole_groups else PlanKind.DELETE_OFFSETS
     return ResetPlan(target=str(kind), groups=tuple(plans), kind=kind)
+
+
+def _denied_plan(group: str, gf: GroupFacts) -> GroupPlan:
+    """A group the principal may not read: refused, with nothing planned (the others go on)."""
+    return GroupPlan(group=group, state=gf.info.state, members=0, partitions=(),
+                     refused=Refusal(RefusalReason.NOT_AUTHORIZED, f"group {group}: {gf.denied}"))
 
 
 def _with_note(p: PartitionPlan, note: str) -> PartitionPlan:
