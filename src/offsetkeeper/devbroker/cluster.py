@@ -249,7 +249,8 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
     d = Path(data_dir or default_data_dir()).expanduser()
     current = status(d)
     if current.running:
-        if current.port != port or len(current.nodes) != brokers:
+        if (current.port != port or len(current.nodes) != brokers
+                or bool(current.command_config) != secure):
             raise UsageError(
                 f"a {len(current.nodes)}-node cluster already runs from {d} at "
                 f"{current.bootstrap}; stop it first (offsetkeeper dev-broker stop) or choose "
@@ -259,8 +260,7 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
         stop(d)
     if _port_open(port) and not launcher:
         raise OffsetkeeperError(f"port {port} is already in use by another process; choose --port")
-    classpath_check = dist.classpath()  # fail in one line before writing anything
-    del classpath_check
+    dist.classpath()  # not installed: one line naming the fix, before anything is written
     d.mkdir(parents=True, exist_ok=True)
     used = {port}
     ports = [port]
@@ -285,9 +285,13 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
             node_dir = d / f"node-{node_id}"
             node_dir.mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
-            props.write_text(_server_properties(node_id, node_dir, ports, cports, sec))
-            if sec is not None:  # its JAAS configs hold the admin's password
-                os.chmod(props, 0o600)
+            # a secured node's JAAS configs hold the admin's password: never readable by others
+            fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                         0o600 if sec is not None else 0o644)
+            with os.fdopen(fd, "w") as f:
+                f.write(_server_properties(node_id, node_dir, ports, cports, sec))
+            if sec is not None:
+                os.chmod(props, 0o600)  # an existing file keeps its mode on O_CREAT
             _format(node_dir, cluster_id, props, sec)
         for k in range(brokers):
             node_id = k + 1
