@@ -155,7 +155,11 @@ def _part_apache_kafka(ctx: DemoContext) -> None:
          "--data-dir", str(k3)])
     if not ctx.keep:
         ctx.stack.callback(devbroker.stop, k3)
-    b3 = devbroker.status(k3).bootstrap or ""
+    st = devbroker.status(k3)
+    if not st.running:
+        ctx.run.fail("the three-node cluster did not start: the rest of this part is skipped")
+        return
+    b3 = st.bootstrap or ""
     _seed(b3)
     run("Kafka's own kafka-consumer-groups describes payments ...",
         ["dev-broker", "kafka-tool", "kafka-consumer-groups", "--bootstrap-server", b3,

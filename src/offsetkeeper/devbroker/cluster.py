@@ -230,7 +230,7 @@ def _format(node_dir: Path, cluster_id: str, props: Path, sec: SecuritySetup | N
 
 
 def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, brokers: int = 1,
-          secure: bool = False, wait: float = 90.0,
+          secure: bool = False, wait: float = 180.0,
           launcher: tuple[str, ...] = ()) -> BrokerStatus:
     """Start a KRaft cluster of `brokers` nodes in the background; wait until all serve.
 
