@@ -610,22 +610,32 @@ def compare(case: Case, ours: Ours, theirs, w: World, active: str) -> tuple[list
 
 
 def compare_describe(capsys, bootstrap: str, tool: ToolRunner, w: World, more: list[str]) -> list[str]:
-    """`groups describe` vs `--describe` for the example's groups and the module's (`more`)."""
+    """`groups describe` vs `--describe` for the example's groups and the module's (`more`).
+
+    The module's running member can be between assignments when one tool asks and not when
+    the other does, so a disagreement is looked at again once before it counts.
+    """
     import csv
     import io
 
     groups = [*w.groups, *more]
-    res = run_cli(capsys, "groups", "describe", "-b", bootstrap, *groups, "-o", "csv")
-    assert res.code == 0, res.err
-    mine = {(r["group"], r["topic"], int(r["partition"])):
-            tuple(None if r[c] == "" else int(r[c]) for c in ("current_offset", "log_end_offset", "lag"))
-            for r in csv.DictReader(io.StringIO(res.out))}
-    theirs_res = tool.run("--describe", *[x for g in groups for x in ("--group", g)])
-    assert theirs_res.code == 0, theirs_res.text()
-    theirs = {k: (v.current, v.log_end, v.lag) for k, v in parse_describe(theirs_res.out).items()}
-    assert {k[0] for k in theirs} == set(groups), theirs_res.text()
-    return [f"describe {k}: offsetkeeper {mine.get(k)}, kafka {theirs.get(k)}"
-            for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+    problems: list[str] = []
+    for _attempt in range(2):
+        res = run_cli(capsys, "groups", "describe", "-b", bootstrap, *groups, "-o", "csv")
+        assert res.code == 0, res.err
+        mine = {(r["group"], r["topic"], int(r["partition"])):
+                tuple(None if r[c] == "" else int(r[c]) for c in ("current_offset", "log_end_offset", "lag"))
+                for r in csv.DictReader(io.StringIO(res.out))}
+        theirs_res = tool.run("--describe", *[x for g in groups for x in ("--group", g)])
+        assert theirs_res.code == 0, theirs_res.text()
+        theirs = {k: (v.current, v.log_end, v.lag) for k, v in parse_describe(theirs_res.out).items()}
+        assert set(w.groups) <= {k[0] for k in theirs}, theirs_res.text()
+        problems = [f"describe {k}: offsetkeeper {mine.get(k)}, kafka {theirs.get(k)}"
+                    for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+        if not problems:
+            break
+        time.sleep(1)
+    return problems
 
 
 def compare_delete(capsys, bootstrap: str, tool: ToolRunner, w: World) -> list[str]:
