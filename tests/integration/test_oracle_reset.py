@@ -1,20 +1,22 @@
-"""Apache Kafka's kafka-consumer-groups as the oracle for `offsets reset`, `groups describe` and
-`offsets delete` (issue "Apache Kafka for real").
+"""Apache Kafka's kafka-consumer-groups as the oracle for `offsets reset`, `groups describe`,
+`offsets delete` and `offsets reset --script` (issue "Apache Kafka for real"; docs/oracle.md).
 
 Every hypothesis example builds its own topics and groups on the session's Kafka 4.3.1 cluster
 (partitions with gaps, an uncleaned compact-policy topic, transactional partitions with committed
-and aborted transactions, records deleted with delete_records, empty partitions, duplicate and
-out-of-order timestamps, commits below the log start and beyond the log end, partitions without a
-commit) next to one topic the log cleaner has really compacted (built once per module). It then
-runs each of the eight KIP-122 targets under three of the six scopes (one group / several groups
-/ --all-groups x `--topic A --topic B:0,1 --topic C:1` / --all-topics) through
-`offsetkeeper offsets reset --dry-run -o csv` and `kafka-consumer-groups --reset-offsets
---dry-run --export`, compares `groups describe` with `--describe`, and `offsets delete
---execute` with `--delete-offsets` on a twin group.
+and aborted transactions and sometimes one left open, records deleted with delete_records, empty
+partitions, duplicate and out-of-order timestamps, commits below the log start and beyond the log
+end, partitions without a commit) next to module-wide ones: a topic the log cleaner has really
+compacted, a group with a running member and an Empty KIP-848 group. It then runs each of the
+eight KIP-122 targets under two of the six scopes (one group / several groups / --all-groups x
+`--topic A --topic B:0,1 --topic C:1` / --all-topics; every example covers all six) through
+`offsetkeeper offsets reset --dry-run -o csv --export F` and `kafka-consumer-groups
+--reset-offsets --dry-run --export`, compares `groups describe` with `--describe`, and
+`offsets delete --execute` with `--delete-offsets` on a twin group. A second property test runs
+the `--script` of a reset with the real kafka-consumer-groups.sh.
 
 Where offsetkeeper differs on purpose, the difference is in KNOWN_DIFFERENCES (and
 docs/oracle.md); a disagreement that no entry explains fails the test. Each entry also has a
-small test of its own showing that the difference is real.
+small test of its own (`test_difference_<id>`) showing that the difference is real.
 """
 
 from __future__ import annotations
@@ -539,10 +541,18 @@ SHIFT_FAIL = re.compile(r"Cannot shift offset for partition (\S+)-(\d+) since th
 INACTIVE_ONLY = "Assignments can only be reset if the group '{}' is inactive"
 
 
+class Seen(set):
+    """Known differences met by a case; only plan differences can explain a plan."""
+
+    def add(self, ident: str) -> None:
+        assert KNOWN_DIFFERENCES[ident][0] == "plan", ident
+        super().add(ident)
+
+
 def compare(case: Case, ours: Ours, theirs, w: World, active: str) -> tuple[list[str], set[str]]:
     """(unexplained disagreements, known differences seen) for one case."""
     problems: list[str] = []
-    seen: set[str] = set()
+    seen = Seen()
     where = case.label()
     say = f"\noffsetkeeper: exit {ours.code}: {ours.err.strip()[:600]}\nkafka: {theirs.text()[:1500]}"
 
@@ -832,6 +842,31 @@ def test_difference_delete_active_group(capsys, bootstrap, tool, small, active):
     theirs = tool.run("--delete-offsets", "--group", group, "--topic", small.s)
     assert theirs.code == 0 and "Request succeeded for deleting offsets" in theirs.out
     assert committed_state(bootstrap, group) == {}
+
+
+def test_export_names_the_group_unless_one_group_was_given(capsys, bootstrap, tool, small, tmp_path):
+    """Regression: --export wrote `topic,partition,offset` whenever the plan held one group, also
+    for --all-groups; kafka-consumer-groups (which reads the one-group form only with exactly one
+    --group) writes `group,topic,partition,offset` then, and our own --from-file would later
+    apply such a file to every group of --all-groups. The form now follows the tool's rule."""
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"{small.g2},{small.s},1,4\n")
+    export = tmp_path / "export.csv"
+    ours = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "--all-groups", "--from-file",
+                   str(plan), "--dry-run", "--export", str(export))
+    theirs = tool.run("--all-groups", "--reset-offsets", "--from-file", str(plan), "--dry-run",
+                      "--export")
+    assert ours.code == 0, ours.err
+    assert parse_export(theirs.out) == {(small.g2, small.s, 1): 4}
+    assert export.read_text() == f"{small.g2},{small.s},1,4\n"
+    # one --group: the one-group form, as the tool writes it
+    ours = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "--group", small.g2, "--from-file",
+                   str(plan), "--dry-run", "--export", str(export))
+    theirs = tool.run("--group", small.g2, "--reset-offsets", "--from-file", str(plan), "--dry-run",
+                      "--export")
+    assert ours.code == 0, ours.err
+    assert parse_export(theirs.out, small.g2) == {(small.g2, small.s, 1): 4}
+    assert export.read_text() == f"{small.s},1,4\n"
 
 
 def test_known_differences_are_documented():
