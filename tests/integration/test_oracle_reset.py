@@ -188,6 +188,9 @@ def active(bootstrap, compacted):
     """A group with a running member for the whole module (--all-groups always meets it)."""
     group = f"oracle-active-{os.getpid()}-{int(time.time())}"
     live = LiveConsumer(bootstrap, group, [compacted.name])
+    deadline = time.monotonic() + 60  # LiveConsumer waits 20 s; a busy machine needs longer
+    while not live.c.assignment() and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert live.c.assignment(), "the live consumer got no assignment"
     try:
         yield live, group
