@@ -181,6 +181,10 @@ class ResetPlan:
     groups: tuple[GroupPlan, ...]
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     kind: PlanKind = PlanKind.RESET
+    # Whether --export writes `group,topic,partition,offset` (None: when the plan has several
+    # groups). A reset follows kafka-consumer-groups: the one-group form only for exactly one
+    # --group, so an --all-groups plan that found one group still names it.
+    group_column: bool | None = None
 
     def partitions(self) -> Iterator[PartitionPlan]:
         for g in self.groups:
@@ -318,7 +322,8 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
         plans.append(GroupPlan(group=group, state=gf.info.state, members=len(gf.info.members),
                                partitions=tuple(parts), new_group=not gf.exists,
                                may_create=group in facts.may_create, refused=refused))
-    return ResetPlan(target=label or target.label, groups=tuple(plans))
+    return ResetPlan(target=label or target.label, groups=tuple(plans),
+                     group_column=scope.all_groups or len(scope.groups) != 1)
 
 
 def plan_delete(facts: ResetFacts, scope: ResetScope, *, whole_groups: bool) -> ResetPlan:
