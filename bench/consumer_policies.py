@@ -129,7 +129,7 @@ def main() -> None:
         st = None
         bootstrap = args.bootstrap_server
         if not bootstrap:
-            st = devbroker.start(devbroker.free_port(), tmp)
+            st = devbroker.start(devbroker.free_port(), tmp, tied=True)
             bootstrap = st.bootstrap
         try:
             topic = f"bench-consumer-{uuid.uuid4().hex[:6]}"

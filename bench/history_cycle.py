@@ -366,7 +366,7 @@ def main() -> None:
         print(json.dumps(run(args.bootstrap_server, args), indent=2))
         return
     with tempfile.TemporaryDirectory(prefix="okh-bench-") as d:
-        st = devbroker.start(devbroker.free_port(), d)
+        st = devbroker.start(devbroker.free_port(), d, tied=True)
         try:
             print(json.dumps(run(st.bootstrap or "", args), indent=2))
         finally:

@@ -532,7 +532,7 @@ def test_a_new_cluster_takes_group_commands_at_once(capsys, tmp_path, unique):
     from offsetkeeper import devbroker
 
     data = tmp_path / "fresh"
-    st = devbroker.start(devbroker.free_port(), data)
+    st = devbroker.start(devbroker.free_port(), data, tied=True)
     try:
         topic, group = unique("fresh"), unique("g")
         create_topic(st.bootstrap, topic, 1)

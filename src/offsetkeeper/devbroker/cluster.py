@@ -231,7 +231,7 @@ def _format(node_dir: Path, cluster_id: str, props: Path, sec: SecuritySetup | N
 
 def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, brokers: int = 1,
           secure: bool = False, wait: float = 180.0,
-          launcher: tuple[str, ...] = ()) -> BrokerStatus:
+          launcher: tuple[str, ...] = (), tied: bool = False) -> BrokerStatus:
     """Start a KRaft cluster of `brokers` nodes in the background; wait until all serve.
 
     `port` is the first node's client port (the others take free ports). `secure` makes the
@@ -241,6 +241,10 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
     data directory returns it when it matches the request, and refuses otherwise. `launcher`
     prefixes each node's command (bench/latency_proxy.py runs the nodes in a network namespace
     behind a proxy listening on `port`, so the port is not checked for being free then).
+    `tied` nodes are killed by the kernel when the calling thread's process dies, however it
+    dies (the test suite and the demo: a crashed run leaves no JVMs behind). Linux sends the
+    signal when the *thread* that started them ends, so start tied nodes from a thread that
+    outlives them; `dev-broker start` leaves its nodes running after it exits: not tied.
     """
     if not 0 < port < 65536:
         raise UsageError(f"--port {port} is not a TCP port (expected 1-65535)")
@@ -300,12 +304,13 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
             cmd = [*launcher, dist.java_executable(), *_jvm_args(node_dir), "-cp",
                    dist.classpath(), dist.TOOLS["kafka-server"], str(node_dir / "server.properties")]
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=_die_with_parent if tied else None)
             out.close()
             procs.append(proc)
             nodes.append({"node_id": node_id, "pid": proc.pid, "port": ports[k],
                           "controller_port": cports[k]})
-        state = {"version": 2, "cluster_id": cluster_id, "nodes": nodes,
+        state = {"version": 2, "cluster_id": cluster_id, "nodes": nodes, "tied": tied,
                  "kafka_version": dist.KAFKA_VERSION,
                  "command_config": str(sec.client_properties) if sec else None}
         write_text_atomic(str(d / STATE_FILE), json.dumps(state))
@@ -314,6 +319,14 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
         stop(d)
         raise
     return status(d)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
 
 
 def _cluster_identity(d: Path, brokers: int, secure: bool) -> str:
@@ -439,7 +452,8 @@ def restart_node(data_dir: str | Path, node_id: int, *, wait: float = 60.0) -> B
     proc = subprocess.Popen(
         [dist.java_executable(), *_jvm_args(node_dir), "-cp", dist.classpath(),
          dist.TOOLS["kafka-server"], str(node_dir / "server.properties")],
-        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=_die_with_parent if info.get("tied") is True else None)
     out.close()
     node["pid"] = proc.pid
     write_text_atomic(str(d / STATE_FILE), json.dumps(info))
@@ -455,7 +469,7 @@ def restart_node(data_dir: str | Path, node_id: int, *, wait: float = 60.0) -> B
 def running_broker(port: int | None = None, data_dir: str | Path | None = None, *,
                    brokers: int = 1) -> Iterator[str]:
     """Run a cluster for the duration of a `with` block; yields its bootstrap address."""
-    st = start(port or free_port(), data_dir, brokers=brokers)
+    st = start(port or free_port(), data_dir, brokers=brokers, tied=True)
     try:
         yield st.bootstrap or ""
     finally:
