@@ -42,9 +42,10 @@ fi
 
 # Apache Kafka, pinned in the pom: the broker of the demo and the tests, and its own tools
 # (kafka-consumer-groups ...) as the oracle. Maven keeps its repository in ~/.m2; the jars are
-# copied to the cache that offsetkeeper.devbroker.dist reads (OFFSETKEEPER_KAFKA_LIBS overrides).
+# copied to the cache that offsetkeeper.devbroker.dist reads.
 kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' jvm/kafka-dist/pom.xml)
-kafka_libs="${OFFSETKEEPER_KAFKA_LIBS:-${XDG_CACHE_HOME:-$HOME/.cache}/offsetkeeper/kafka-$kafka_version/libs}"
+# (always the pinned release: OFFSETKEEPER_KAFKA_LIBS only points a run at other jars)
+kafka_libs="${XDG_CACHE_HOME:-$HOME/.cache}/offsetkeeper/kafka-$kafka_version/libs"
 kafka_stamp="$kafka_libs/.complete"
 if [ ! -f "$kafka_stamp" ] || [ jvm/kafka-dist/pom.xml -nt "$kafka_stamp" ]; then
     echo "setup: fetching Apache Kafka $kafka_version with Maven into $kafka_libs" >&2
