@@ -26,6 +26,7 @@ from confluent_kafka.admin import (
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
 from offsetkeeper.kafka.errors import error_name, translate
+from offsetkeeper.kafka.jvm import JvmGroupsAdmin
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -74,8 +75,11 @@ def _tp(ck: CkTopicPartition) -> TopicPartition:
     return TopicPartition(ck.topic, ck.partition)
 
 
-class KafkaAdmin:
-    """Admin operations on one cluster. Thread-safe; close() when done (or use `with`)."""
+class KafkaAdmin(JvmGroupsAdmin):
+    """Admin operations on one cluster. Thread-safe; close() when done (or use `with`).
+
+    Share groups, streams groups and the KIP-848/KIP-1099 details of consumer groups come from
+    Kafka's Java Admin client (`JvmGroupsAdmin`, kafka/jvm.py): confluent-kafka lacks them."""
 
     def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.conn = conn
