@@ -195,7 +195,7 @@ def test_a_rebalancing_group_is_never_inactive(capsys, bootstrap, unique, tmp_pa
         else:  # offsetkeeper names the state as Kafka does, and filters by that name
             r = run_cli(capsys, "groups", "list", "-b", bootstrap, "--state", "preparingrebalance", "-o", "json")
             assert r.code == 0 and {"group_id": group, "state": "preparingrebalance",
-                                    "group_type": "classic"} in r.json(), r.out + r.err
+                                    "group_type": "classic", "protocol": "consumer"} in r.json(), r.out + r.err
         for args in (("offsets", "reset", "-g", group, "-t", topic, "--to-earliest"),
                      ("offsets", "delete", "-g", group, "-t", topic),
                      ("groups", "delete", group),
