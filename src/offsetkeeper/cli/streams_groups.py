@@ -9,10 +9,15 @@ import typer
 
 from offsetkeeper.cli.common import (
     BootstrapOpt,
+    ByDurationOpt,
     ClusterOpt,
     CommandConfigOpt,
     ConfigOpt,
     OutputOpt,
+    ToDatetimeOpt,
+    ToEarliestOpt,
+    ToLatestOpt,
+    ToOffsetOpt,
     connection,
     group_ids,
 )
@@ -125,3 +130,56 @@ def describe(
         render_rows([r.__dict__ for v in views for r in v.offsets],
                     ["group", "topic", "partition", "current_offset", "log_end_offset", "lag"],
                     output)
+
+
+@app.command("reset-offsets")
+def reset_offsets(
+    group: Annotated[str, typer.Option("--group", "-g", help="The streams group (application id).")],
+    topic: Annotated[list[str] | None, typer.Option(
+        "--topic", "-t", metavar="TOPIC[:P,...]", help="Input topic, TOPIC or TOPIC:P[,P...] "
+        "(repeatable).")] = None,
+    all_input_topics: Annotated[bool, typer.Option(
+        "--all-input-topics", help="Every input topic of the group's topology.")] = False,
+    to_earliest: ToEarliestOpt = False,
+    to_latest: ToLatestOpt = False,
+    to_offset: ToOffsetOpt = None,
+    shift_by: Annotated[int | None, typer.Option("--shift-by", help="Move committed offset by ±N.")] = None,
+    to_datetime: ToDatetimeOpt = None,
+    by_duration: ByDurationOpt = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (default: dry run).")] = False,
+    no_snapshot: Annotated[bool, typer.Option("--no-snapshot", help="Do not snapshot the group "
+                                              "before --execute.")] = False,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Reset a streams group's committed offsets on its input topics, through the same plan,
+    snapshot and executor as `offsets reset`. Refused unless the group is empty (stop the
+    application first). Internal (repartition, changelog) topics and local state are not
+    touched: reset those with Kafka's application reset tool if the topology needs it.
+
+    Example: offsetkeeper streams-groups reset-offsets -g word-count --all-input-topics --to-earliest --execute
+    """
+    from offsetkeeper.cli.progress import progress_bar
+    from offsetkeeper.cli.reset_render import render_outcome
+    from offsetkeeper.ops import ExecuteOptions, ResetRequest
+    from offsetkeeper.ops.streams_reset import reset_streams_group
+    from offsetkeeper.ops.targets import TargetKind, target_from_flags
+    from offsetkeeper.reset.parse import parse_topic_spec
+    from offsetkeeper.reset.plan import TopicSpec
+
+    target = target_from_flags({
+        TargetKind.TO_EARLIEST: to_earliest, TargetKind.TO_LATEST: to_latest,
+        TargetKind.TO_OFFSET: to_offset,
+        TargetKind.SHIFT_BY: None if shift_by is None else str(shift_by),
+        TargetKind.TO_DATETIME: to_datetime, TargetKind.BY_DURATION: by_duration})
+    if not group:
+        raise UsageError("--group must not be empty")
+    req = ResetRequest(target=target, groups=(group,),
+                       topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
+                       execute=execute, options=ExecuteOptions(snapshot=not no_snapshot,
+                                                               config_path=config))
+    with _connect(bootstrap, command_config, cluster, config) as admin, \
+            progress_bar(output) as progress:
+        outcome = reset_streams_group(admin, group, req, all_input_topics=all_input_topics,
+                                      progress=progress)
+    render_outcome(outcome, output)

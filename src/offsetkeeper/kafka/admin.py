@@ -249,7 +249,7 @@ class KafkaAdmin(JvmGroupsAdmin):
                         out[gid] = exc
             if pending:
                 time.sleep(0.25)
-        return {g: out[g] for g in ids}
+        return self.with_other_group_types({g: out[g] for g in ids})
 
     def _describe_result(self, gid: str, fut: cf.Future) -> GroupInfo:
         d = self._wait(fut, action="describe group", group=gid)

@@ -359,6 +359,37 @@ class JvmGroupsAdmin:
     def _jvm_secrets(self) -> dict[str, str]:
         return _secrets(self.conn.client_config())
 
+    def with_other_group_types(self, described: dict[str, Any]) -> dict[str, Any]:
+        """Correct librdkafka's describe of streams and share groups, in place.
+
+        librdkafka 2.16 describes a streams or share group as a member-less classic group in
+        state Dead, even while its application runs, so every safety check built on group
+        states (reset, delete, the executor's re-check) would take a running Kafka Streams
+        application for an inactive group. For member-less dead/unknown answers only, one
+        ListGroups through the Java client gives such groups their real type and state
+        (`stable`, `empty`, `notready` ...). Without the helper, or when it fails, the answers
+        stay as they were.
+        """
+        from dataclasses import replace
+
+        from offsetkeeper.kafka.group_types import state_key
+        from offsetkeeper.models import GroupInfo
+
+        suspects = [g for g, i in described.items() if isinstance(i, GroupInfo)
+                    and not i.members and i.state in ("dead", "unknown")]
+        if not suspects or not available():
+            return described
+        try:
+            listing = {x.group_id: x for x in self.list_all_groups()}
+        except OffsetkeeperError:
+            return described
+        for g in suspects:
+            x = listing.get(g)
+            if x is not None and state_key(x.group_type) in ("streams", "share"):
+                described[g] = replace(described[g], state=state_key(x.state),
+                                       group_type=state_key(x.group_type))
+        return described
+
     def list_all_groups(self) -> list[AnyGroupListing]:
         """Every group of every type with its protocol and state (kafka-groups.sh --list)."""
         return parse_listings(self._jvm("list-groups"))
