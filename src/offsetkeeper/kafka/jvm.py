@@ -12,10 +12,12 @@ Client properties are librdkafka's (`Connection.client_config()`); `java_propert
 common ones to the Java client's. They travel on stdin only, never on argv, and error text is
 passed through `redact_text` before it reaches a message.
 
-Start-up cost (measured here, 2 cores, Java 17, one-node cluster on localhost): a `ping` that
-creates no client takes 0.25-0.45 s; a `list-groups` (JVM start, Admin client, metadata, one
-ListGroups) 0.7-0.9 s wall time; a describe of share groups about the same. The calls are for
-operators' commands, not loops: each costs one JVM start.
+Start-up cost (measured here: 2 cores shared with other test runs, load average ~20, Java 17,
+one-node cluster on localhost, 5 runs each): a `ping` that creates no client 0.28-0.48 s
+(median 0.41 s); `list-groups` (JVM start, Admin client, metadata, one ListGroups) 0.80-1.37 s
+(median 1.1 s); `describe-share-groups` 0.56-1.38 s (median 0.8 s). On an idle machine the
+same calls took 0.25 s and 0.7-0.8 s. A warm librdkafka client answers ListGroups in ~5 ms:
+each helper call costs one JVM start, so the helper serves operators' commands, not loops.
 
 `JvmGroupsAdmin` is mixed into `kafka.admin.KafkaAdmin`, so the rest of offsetkeeper sees one
 admin facade (`admin.list_all_groups()`, `admin.describe_share_groups(...)` ...).
