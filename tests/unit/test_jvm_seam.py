@@ -185,3 +185,41 @@ def test_missing_helper_is_one_line(monkeypatch, tmp_path):
         jvm.helper_command()
     assert "scripts/setup.sh" in str(exc.value) and "\n" not in str(exc.value)
     assert exc.value.exit_code == 1 and not jvm.available()
+
+
+def test_the_facade_gives_streams_share_and_reconciling_groups_their_real_state(monkeypatch):
+    """Invariant: librdkafka's member-less Dead answer for a streams or share group, and its
+    UNKNOWN for a consumer-protocol group that is reconciling, are replaced by the Java client's
+    real state; ordinary answers are left alone and cost no JVM call."""
+    from offsetkeeper.kafka.group_types import AnyGroupListing, ConsumerGroupDetail
+    from offsetkeeper.models import GroupInfo, MemberInfo
+
+    calls = []
+
+    class Fake(jvm.JvmGroupsAdmin):
+        def list_all_groups(self):
+            calls.append("list")
+            return [AnyGroupListing("app", "Streams", "streams", "Stable"),
+                    AnyGroupListing("sg", "Share", "share", "Empty"),
+                    AnyGroupListing("gone", "Classic", "", "Dead")]
+
+        def describe_consumer_groups_verbose(self, ids):
+            calls.append(("describe", tuple(ids)))
+            return {g: ConsumerGroupDetail(g, "Consumer", "Reconciling", "", "", 3, 3) for g in ids}
+
+    monkeypatch.setattr(jvm, "available", lambda: True)
+    member = MemberInfo("m", "c", "h")
+    out = Fake().with_other_group_types({
+        "app": GroupInfo("app", "dead", group_type="classic"),
+        "sg": GroupInfo("sg", "dead", group_type="classic"),
+        "gone": GroupInfo("gone", "dead"),
+        "kip848": GroupInfo("kip848", "unknown", group_type="consumer", members=(member,)),
+        "fine": GroupInfo("fine", "stable", members=(member,))})
+    assert (out["app"].state, out["app"].group_type) == ("stable", "streams")
+    assert (out["sg"].state, out["sg"].group_type) == ("empty", "share")
+    assert out["gone"].state == "dead" and out["kip848"].state == "reconciling"
+    assert out["fine"].state == "stable"
+    assert calls == ["list", ("describe", ("kip848",))]
+    calls.clear()
+    Fake().with_other_group_types({"fine": GroupInfo("fine", "stable", members=(member,))})
+    assert calls == []

@@ -362,34 +362,46 @@ class JvmGroupsAdmin:
         return _secrets(self.conn.client_config())
 
     def with_other_group_types(self, described: dict[str, Any]) -> dict[str, Any]:
-        """Correct librdkafka's describe of streams and share groups, in place.
+        """Correct librdkafka's describe where it cannot name a group's state, in place.
 
-        librdkafka 2.16 describes a streams or share group as a member-less classic group in
-        state Dead, even while its application runs, so every safety check built on group
-        states (reset, delete, the executor's re-check) would take a running Kafka Streams
-        application for an inactive group. For member-less dead/unknown answers only, one
-        ListGroups through the Java client gives such groups their real type and state
-        (`stable`, `empty`, `notready` ...). Without the helper, or when it fails, the answers
-        stay as they were.
+        - librdkafka 2.16 describes a streams or share group as a member-less classic group in
+          state Dead, even while its application runs, so every safety check built on group
+          states (reset, delete, the executor's re-check) would take a running Kafka Streams
+          application for an inactive group. For member-less dead/unknown answers, one
+          ListGroups through the Java client gives such groups their real type and state
+          (`stable`, `empty`, `notready` ...).
+        - It reads the consumer-protocol states Assigning and Reconciling as UNKNOWN: for
+          `unknown` answers, the Java client's describe gives the real state.
+
+        Only those answers cost a JVM call; without the helper, or when it fails, the answers
+        stay as they were (and `unknown` stays refused by the safety checks).
         """
         from dataclasses import replace
 
         from offsetkeeper.kafka.group_types import state_key
         from offsetkeeper.models import GroupInfo
 
-        suspects = [g for g, i in described.items() if isinstance(i, GroupInfo)
-                    and not i.members and i.state in ("dead", "unknown")]
-        if not suspects or not available():
+        infos = {g: i for g, i in described.items() if isinstance(i, GroupInfo)}
+        member_less = [g for g, i in infos.items()
+                       if not i.members and i.state in ("dead", "unknown")]
+        unknown = [g for g, i in infos.items() if i.state == "unknown"]
+        if not (member_less or unknown) or not available():
             return described
         try:
-            listing = {x.group_id: x for x in self.list_all_groups()}
+            listing = {x.group_id: x for x in self.list_all_groups()} if member_less else {}
+            for g in member_less:
+                x = listing.get(g)
+                if x is not None and state_key(x.group_type) in ("streams", "share"):
+                    described[g] = replace(infos[g], state=state_key(x.state),
+                                           group_type=state_key(x.group_type))
+            unknown = [g for g in unknown if g not in listing
+                       or state_key(listing[g].group_type) not in ("streams", "share")]
+            if unknown:
+                for g, d in self.describe_consumer_groups_verbose(unknown).items():
+                    if isinstance(d, ConsumerGroupDetail) and state_key(d.state) != "unknown":
+                        described[g] = replace(infos[g], state=state_key(d.state))
         except OffsetkeeperError:
-            return described
-        for g in suspects:
-            x = listing.get(g)
-            if x is not None and state_key(x.group_type) in ("streams", "share"):
-                described[g] = replace(described[g], state=state_key(x.state),
-                                       group_type=state_key(x.group_type))
+            pass
         return described
 
     def list_all_groups(self) -> list[AnyGroupListing]:
