@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -328,3 +329,24 @@ def test_streams_reset_refused_while_running_then_through_the_executor(capsys, b
     assert committed(bootstrap, g, src, 2) == {0: 0, 1: 0}
     r = run_cli(capsys, "streams-groups", "describe", g, "-b", bootstrap, "-o", "json")
     assert [(x["current_offset"], x["lag"]) for x in r.json()] == [(0, 5), (0, 5)]
+
+
+def test_helper_connects_to_a_sasl_ssl_cluster_and_keeps_the_password_out(capsys, secure_cluster,
+                                                                          tmp_path):
+    """librdkafka's SCRAM + PEM CA properties reach Kafka's Java client (sasl.jaas.config,
+    PEM truststore); a wrong password fails in one line that does not show it."""
+    st = secure_cluster
+    r = run_cli(capsys, "share-groups", "list", "-b", st.bootstrap, "--command-config",
+                st.command_config, "-o", "json")
+    assert r.code == 0 and r.json() == [], r.err
+    r = run_cli(capsys, "groups", "list", "-b", st.bootstrap, "--command-config",
+                st.command_config, "-o", "json")
+    assert r.code == 0, r.err
+    props = Path(st.command_config).read_text().splitlines()
+    bad = tmp_path / "bad.properties"
+    bad.write_text("\n".join(ln for ln in props if not ln.startswith("sasl.password"))
+                   + "\nsasl.password=Wr0ng-Secret-Value\n")
+    r = run_cli(capsys, "share-groups", "list", "-b", st.bootstrap, "--command-config", bad)
+    assert r.code == 1 and len(r.err.strip().splitlines()) == 1, r.err
+    assert "Wr0ng-Secret-Value" not in r.out + r.err
+    assert "authentication" in r.err.lower(), r.err

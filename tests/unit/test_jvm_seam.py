@@ -191,21 +191,20 @@ def test_the_facade_gives_streams_share_and_reconciling_groups_their_real_state(
     """Invariant: librdkafka's member-less Dead answer for a streams or share group, and its
     UNKNOWN for a consumer-protocol group that is reconciling, are replaced by the Java client's
     real state; ordinary answers are left alone and cost no JVM call."""
-    from offsetkeeper.kafka.group_types import AnyGroupListing, ConsumerGroupDetail
     from offsetkeeper.models import GroupInfo, MemberInfo
 
     calls = []
 
     class Fake(jvm.JvmGroupsAdmin):
-        def list_all_groups(self):
-            calls.append("list")
-            return [AnyGroupListing("app", "Streams", "streams", "Stable"),
-                    AnyGroupListing("sg", "Share", "share", "Empty"),
-                    AnyGroupListing("gone", "Classic", "", "Dead")]
-
-        def describe_consumer_groups_verbose(self, ids):
-            calls.append(("describe", tuple(ids)))
-            return {g: ConsumerGroupDetail(g, "Consumer", "Reconciling", "", "", 3, 3) for g in ids}
+        def _jvm(self, op, *, quick=False, **args):
+            assert quick
+            calls.append((op, tuple(args.get("groups", ()))))
+            if op == "list-groups":
+                return [{"group": "app", "type": "Streams", "protocol": "streams", "state": "Stable"},
+                        {"group": "sg", "type": "Share", "protocol": "share", "state": "Empty"},
+                        {"group": "gone", "type": "Classic", "protocol": "", "state": "Dead"}]
+            return [{"group": g, "type": "Consumer", "state": "Reconciling", "members": []}
+                    for g in args["groups"]]
 
     monkeypatch.setattr(jvm, "available", lambda: True)
     member = MemberInfo("m", "c", "h")
@@ -219,7 +218,7 @@ def test_the_facade_gives_streams_share_and_reconciling_groups_their_real_state(
     assert (out["sg"].state, out["sg"].group_type) == ("empty", "share")
     assert out["gone"].state == "dead" and out["kip848"].state == "reconciling"
     assert out["fine"].state == "stable"
-    assert calls == ["list", ("describe", ("kip848",))]
+    assert calls == [("list-groups", ()), ("describe-consumer-groups", ("kip848",))]
     calls.clear()
     Fake().with_other_group_types({"fine": GroupInfo("fine", "stable", members=(member,))})
     assert calls == []

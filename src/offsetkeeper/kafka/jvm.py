@@ -180,7 +180,7 @@ def _secrets(conf: Mapping[str, str]) -> dict[str, str]:
 
 
 def call(conf: Mapping[str, Any], op: str, args: Mapping[str, Any] | None = None, *,
-         timeout: float = 15.0) -> Any:
+         timeout: float = 15.0, grace: float = PROCESS_GRACE_S) -> Any:
     """Run one helper operation with the librdkafka properties `conf`; its result.
 
     A cluster's error becomes the translated OffsetkeeperError (kafka/errors.translate_code),
@@ -192,10 +192,10 @@ def call(conf: Mapping[str, Any], op: str, args: Mapping[str, Any] | None = None
     argv = helper_command()
     try:
         proc = subprocess.run(argv, input=json.dumps(request) + "\n", capture_output=True,
-                              text=True, timeout=timeout + PROCESS_GRACE_S)
+                              text=True, timeout=timeout + grace)
     except subprocess.TimeoutExpired:
         raise KafkaOperationError(f"{op}: the Java admin client did not answer within "
-                                  f"{timeout + PROCESS_GRACE_S:g} s; is the cluster reachable?",
+                                  f"{timeout + grace:g} s; is the cluster reachable?",
                                   code="_TIMED_OUT", retriable=True) from None
     except OSError as exc:
         raise JvmHelperUnavailable(f"cannot start java for the admin helper: {exc.strerror}") from None
@@ -355,7 +355,13 @@ class JvmGroupsAdmin:
     conn: Any
     timeout: float
 
-    def _jvm(self, op: str, **args: Any) -> Any:
+    # the state correction is best effort: a slow or broken cluster must not stall the callers
+    CORRECTION_TIMEOUT = 5.0
+
+    def _jvm(self, op: str, *, quick: bool = False, **args: Any) -> Any:
+        if quick:
+            t = min(self.timeout, self.CORRECTION_TIMEOUT)
+            return call(self.conn.client_config(), op, args, timeout=t, grace=t)
         return call(self.conn.client_config(), op, args, timeout=self.timeout)
 
     def _jvm_secrets(self) -> dict[str, str]:
@@ -388,7 +394,8 @@ class JvmGroupsAdmin:
         if not (member_less or unknown) or not available():
             return described
         try:
-            listing = {x.group_id: x for x in self.list_all_groups()} if member_less else {}
+            listing = ({x.group_id: x for x in parse_listings(self._jvm("list-groups", quick=True))}
+                       if member_less else {})
             for g in member_less:
                 x = listing.get(g)
                 if x is not None and state_key(x.group_type) in ("streams", "share"):
@@ -397,7 +404,8 @@ class JvmGroupsAdmin:
             unknown = [g for g in unknown if g not in listing
                        or state_key(listing[g].group_type) not in ("streams", "share")]
             if unknown:
-                for g, d in self.describe_consumer_groups_verbose(unknown).items():
+                answer = self._jvm("describe-consumer-groups", quick=True, groups=unknown)
+                for g, d in _per_group(answer, parse_consumer_group, action="describe group").items():
                     if isinstance(d, ConsumerGroupDetail) and state_key(d.state) != "unknown":
                         described[g] = replace(infos[g], state=state_key(d.state))
         except OffsetkeeperError:
