@@ -57,6 +57,8 @@ def _check(res: object, group: str) -> object:
 def describe_share_groups(admin: KafkaAdmin, group_ids: list[str]) -> list[ShareGroupView]:
     """State, members with assignments, and per partition the start offset, lag and log
     start/end of each share group (an unknown group is an error)."""
+    if not group_ids:
+        return []
     details = admin.describe_share_groups(group_ids)
     offsets = admin.share_group_offsets(group_ids)
     per_group: dict[str, list[SharePartitionOffset]] = {}

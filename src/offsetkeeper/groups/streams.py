@@ -47,6 +47,8 @@ def list_streams_groups(admin: KafkaAdmin, *, states: set[str] | None = None) ->
 def describe_streams_groups(admin: KafkaAdmin, group_ids: list[str]) -> list[StreamsGroupView]:
     """Topology, members (processes, tasks) and per input partition the committed offset,
     log end and lag of each streams group; an unknown group is an error."""
+    if not group_ids:
+        return []
     details = admin.describe_streams_groups(group_ids)
     committed = admin.streams_group_offsets(group_ids)
     for g in group_ids:
