@@ -113,13 +113,6 @@ _LOGIN_MODULES = {
 }
 # librdkafka names that mean the same in the Java client
 _SAME = ("bootstrap.servers", "client.id", "ssl.key.password")
-# librdkafka-only tuning that has no meaning for the Java client: dropped silently
-_IGNORED_PREFIXES = ("socket.", "log", "debug", "reconnect.", "api.version", "broker.",
-                     "topic.metadata", "metadata.", "enable.", "statistics.", "error_cb",
-                     "ssl.endpoint.identification.algorithm", "client.rack", "retry.",
-                     "ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
-                     "sasl.username", "sasl.password", "sasl.mechanism", "security.protocol",
-                     "request.timeout.ms")
 
 
 def _jaas_quote(value: str) -> str:
