@@ -222,3 +222,26 @@ def test_the_facade_gives_streams_share_and_reconciling_groups_their_real_state(
     calls.clear()
     Fake().with_other_group_types({"fine": GroupInfo("fine", "stable", members=(member,))})
     assert calls == []
+
+
+def test_groups_list_falls_back_to_librdkafka_but_share_and_streams_listings_do_not():
+    """Invariant: without the Java client, `groups list` still lists (with a note saying what
+    is missing), while listings that only the Java client can make fail instead of showing
+    an empty list."""
+    from offsetkeeper.groups.listing import list_typed_groups
+    from offsetkeeper.models import GroupListing
+
+    class Fake:
+        def list_groups(self):
+            return [GroupListing("pay", "stable", "classic")]
+
+        def list_all_groups(self):
+            raise KafkaOperationError("list groups: the Java admin client did not answer",
+                                      code="_TIMED_OUT")
+
+    rows, note = list_typed_groups(Fake())
+    assert [(r.group_id, r.state, r.group_type, r.protocol) for r in rows] == \
+        [("pay", "stable", "classic", None)]
+    assert note and "did not answer" in note and "without share and streams groups" in note
+    with pytest.raises(KafkaOperationError):
+        list_typed_groups(Fake(), types={"share"}, strict=True)

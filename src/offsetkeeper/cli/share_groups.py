@@ -70,7 +70,7 @@ def list_cmd(
             raise UsageError(f"--state '{bad[0]}' is not a share group state (expected "
                              f"{', '.join(SHARE_STATES)})")
     with _connect(bootstrap, command_config, cluster, config) as admin:
-        rows, _ = list_typed_groups(admin, types={"share"}, states=states)
+        rows, _ = list_typed_groups(admin, types={"share"}, states=states, strict=True)
     render_rows([{"group_id": r.group_id, "state": r.state} for r in rows],
                 ["group_id", "state"], output)
 
@@ -97,7 +97,7 @@ def describe(
         raise UsageError("give GROUP names or --all-groups, not both")
     with _connect(bootstrap, command_config, cluster, config) as admin:
         if all_groups:
-            ids = [r.group_id for r in list_typed_groups(admin, types={"share"})[0]]
+            ids = [r.group_id for r in list_typed_groups(admin, types={"share"}, strict=True)[0]]
         elif not ids:
             raise UsageError("no group given: name one or more share groups, or use --all-groups")
         views = describe_share_groups(admin, ids)

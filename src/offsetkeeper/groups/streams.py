@@ -40,7 +40,7 @@ def list_streams_groups(admin: KafkaAdmin, *, states: set[str] | None = None) ->
     from offsetkeeper.kafka.jvm import helper_command
 
     helper_command()  # one line naming the fix when Java or the helper is missing
-    rows, _ = list_typed_groups(admin, types={"streams"}, states=states)
+    rows, _ = list_typed_groups(admin, types={"streams"}, states=states, strict=True)
     return rows
 
 
