@@ -26,6 +26,7 @@ from confluent_kafka.admin import (
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
 from offsetkeeper.kafka.errors import connection_failure, error_name, translate
+from offsetkeeper.kafka.jvm import JvmGroupsAdmin
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -74,8 +75,11 @@ def _tp(ck: CkTopicPartition) -> TopicPartition:
     return TopicPartition(ck.topic, ck.partition)
 
 
-class KafkaAdmin:
-    """Admin operations on one cluster. Thread-safe; close() when done (or use `with`)."""
+class KafkaAdmin(JvmGroupsAdmin):
+    """Admin operations on one cluster. Thread-safe; close() when done (or use `with`).
+
+    Share groups, streams groups and the KIP-848/KIP-1099 details of consumer groups come from
+    Kafka's Java Admin client (`JvmGroupsAdmin`, kafka/jvm.py): confluent-kafka lacks them."""
 
     def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.conn = conn
@@ -246,8 +250,14 @@ class KafkaAdmin:
             out[gid] = res
         return out
 
-    def describe_groups_each(self, group_ids: Iterable[str]) -> dict[str, GroupInfo | OffsetkeeperError]:
-        """Like describe_groups, but one failing group does not hide the others' answers."""
+    def describe_groups_each(self, group_ids: Iterable[str], *, real_states: bool = True,
+                             ) -> dict[str, GroupInfo | OffsetkeeperError]:
+        """Like describe_groups, but one failing group does not hide the others' answers.
+
+        `real_states=False` skips the correction of states librdkafka cannot name
+        (`with_other_group_types`, a JVM call): for callers that only need the coordinator to
+        answer, never for a safety check.
+        """
         ids = list(dict.fromkeys(group_ids))
         if not ids:
             return {}
@@ -271,7 +281,8 @@ class KafkaAdmin:
                         out[gid] = exc
             if pending:
                 time.sleep(0.25)
-        return {g: out[g] for g in ids}
+        answers = {g: out[g] for g in ids}
+        return self.with_other_group_types(answers) if real_states else answers
 
     def _describe_result(self, gid: str, fut: cf.Future) -> GroupInfo:
         d = self._wait(fut, action="describe group", group=gid)
@@ -335,7 +346,7 @@ class KafkaAdmin:
         """
         ids = list(dict.fromkeys(group_ids))
         if described is None:
-            described = self.describe_groups_each(ids) if ids else {}
+            described = self.describe_groups_each(ids, real_states=False) if ids else {}
         futures: dict[str, cf.Future] = {}
         refused: dict[str, OffsetkeeperError] = {}
         for g in ids:
