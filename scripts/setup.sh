@@ -68,7 +68,8 @@ fi
 if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
     helper_pom=jvm/admin-helper/pom.xml
     helper_version=$(sed -n 's:^  <version>\(.*\)</version>.*:\1:p' "$helper_pom" | head -1)
-    helper_dir="${OFFSETKEEPER_ADMIN_HELPER:-${XDG_CACHE_HOME:-$HOME/.cache}/offsetkeeper/admin-helper-$helper_version}"
+    # always the cache: OFFSETKEEPER_ADMIN_HELPER only points a run at another build
+    helper_dir="${XDG_CACHE_HOME:-$HOME/.cache}/offsetkeeper/admin-helper-$helper_version"
     helper_stamp="$helper_dir/.complete"
     if [ ! -f "$helper_stamp" ] || [ -n "$(find jvm/admin-helper -type f -newer "$helper_stamp" -print -quit)" ]; then
         echo "setup: building the JVM admin helper with Maven into $helper_dir" >&2
