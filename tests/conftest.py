@@ -15,10 +15,16 @@ import os
 import uuid
 
 import pytest
+from hypothesis import settings
 
 from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
+
+# No per-example deadline: it is a timing assertion, and this 2-core machine runs brokers, Spark
+# and other suites beside the tests (examples are bounded by max_examples instead).
+settings.register_profile("offsetkeeper", deadline=None)
+settings.load_profile("offsetkeeper")
 
 
 @pytest.fixture(scope="session", autouse=True)
