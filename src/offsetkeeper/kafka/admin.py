@@ -622,3 +622,40 @@ class KafkaAdmin:
                 if not exc.retriable or time.monotonic() >= deadline:
                     raise
                 time.sleep(0.1)
+
+    # -- transactions: the log as a read_committed consumer sees it (kafka/stable.py) ----------
+    def log_offsets(self, tps: Iterable[TopicPartition], *, ordered: bool = True) -> dict:
+        """Per partition a `kafka.stable.LogOffsets`: log start, log end and last stable offset
+        (LSO: the log end under READ_COMMITTED isolation). The LSO request is in flight while
+        the watermarks are read."""
+        from offsetkeeper.kafka.stable import LogOffsets
+
+        wanted = set(tps)
+        if not wanted:
+            return {}
+        with cf.ThreadPoolExecutor(max_workers=1) as pool:
+            lso_future = pool.submit(self.end_offsets, wanted, read_committed=True)
+            marks = self.watermarks(wanted, ordered=ordered)
+            lso = lso_future.result()
+        return {tp: LogOffsets(wm.low, wm.high, min(lso.get(tp, wm.high), wm.high))
+                for tp, wm in marks.items()}
+
+    def first_readable(self, offsets: Mapping[TopicPartition, int], *, read_committed: bool = True,
+                       timeout_s: float = 3.0) -> dict[TopicPartition, tuple[int, int | None]]:
+        """Per partition, the (offset, timestamp ms) of the first record a consumer gets when
+        it fetches from the given offset: read_committed skips control markers and aborted
+        records. When it gets none before the end (the LSO for read_committed), (end offset,
+        None). Partitions that did not answer within `timeout_s` are absent. One short-lived
+        consumer that never joins a group and never commits (kafka/peek.py)."""
+        from offsetkeeper.kafka.peek import NextRecordTimes
+
+        if not offsets:
+            return {}
+        conf = {**self.conn.client_config(),
+                "isolation.level": "read_committed" if read_committed else "read_uncommitted"}
+        probe = NextRecordTimes(conf, timeout_s=timeout_s)
+        try:
+            got = probe.next_records({(tp.topic, tp.partition): o for tp, o in offsets.items()})
+        finally:
+            probe.close()
+        return {TopicPartition(*k): v for k, v in got.items() if v is not None}
