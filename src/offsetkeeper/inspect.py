@@ -164,7 +164,7 @@ def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str], *,
                 raw = stable.raw_lag(cur, lo.log_end)
                 # beyond the log end: the negative raw lag, as kafka-consumer-groups.sh shows
                 lag = raw if raw < 0 else stable.readable_lag(
-                    cur, lo.log_end, lo.lso, view.next_offsets.get((tp, cur)))
+                    cur, lo.log_end, lo.lso, view.counted.get((tp, cur)))
             rows.append(OffsetRow(g, tp.topic, tp.partition, cur, lo.log_start, lo.log_end,
                                   lag, mid, host, cid, raw, lo.lso,
                                   view.open_since.get(tp) if lo.open_transaction else None))
@@ -174,33 +174,36 @@ def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str], *,
 @dataclass
 class TransactionView:
     """What read_committed consumers see past committed offsets: per (partition, committed
-    offset) the next readable offset (probed ones only), per partition held back by an open
-    transaction the time of its first record."""
+    offset) the records left up to the LSO (counted ones only), per partition held back by an
+    open transaction the time of its first record."""
 
-    next_offsets: dict[tuple[TopicPartition, int], int]
+    counted: dict[tuple[TopicPartition, int], int]
     open_since: dict[TopicPartition, int | None]
 
 
 def transaction_view(admin: KafkaAdmin, positions: dict[tuple[str, TopicPartition], int],
                      logs: dict, *, timeout_s: float = 3.0) -> TransactionView:
-    """Probe, with one read_committed consumer, the partitions whose committed offset is a few
-    offsets short of the stable end (`stable.wants_probe`: those may be markers only), and
-    read, uncommitted, the first record of each open transaction (at the LSO)."""
+    """Count, with one read_committed consumer, the records left to the LSO on partitions
+    whose committed offset is a few offsets short of it (`stable.wants_count`: they may be
+    markers only), and read, uncommitted, the first record of each open transaction (at the
+    LSO)."""
     wanted: dict[TopicPartition, set[int]] = {}
     for (_, tp), off in positions.items():
         lo = logs.get(tp)
-        if lo is not None and stable.wants_probe(off, lo.log_end, lo.lso):
+        if lo is not None and stable.wants_count(off, lo.log_end, lo.lso):
             wanted.setdefault(tp, set()).add(off)
-    next_offsets: dict[tuple[TopicPartition, int], int] = {}
+    counted: dict[tuple[TopicPartition, int], int] = {}
     rounds = max((len(v) for v in wanted.values()), default=0)
-    for i in range(rounds):  # one offset per partition per fetch
+    for i in range(rounds):  # one range per partition per fetch
         ask = {tp: sorted(v)[i] for tp, v in wanted.items() if len(v) > i}
-        for tp, (off, _ts) in admin.first_readable(ask, timeout_s=timeout_s).items():
-            next_offsets[(tp, ask[tp])] = off
+        got = admin.count_readable({tp: (o, logs[tp].lso) for tp, o in ask.items()},
+                                   timeout_s=timeout_s)
+        for tp, (n, _ts) in got.items():
+            counted[(tp, ask[tp])] = n
     held = {tp: lo.lso for tp, lo in logs.items() if lo.open_transaction}
-    firsts = admin.first_readable(held, read_committed=False, timeout_s=timeout_s) if held else {}
-    return TransactionView(next_offsets, {tp: (firsts[tp][1] if tp in firsts else None)
-                                          for tp in held})
+    firsts = admin.first_records(held, read_committed=False, timeout_s=timeout_s)
+    return TransactionView(counted, {tp: (firsts[tp][1] if tp in firsts else None)
+                                     for tp in held})
 
 
 def rows_as_dicts(rows) -> list[dict]:

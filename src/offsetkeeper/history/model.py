@@ -38,8 +38,8 @@ class Sample:
     time_lag_interp_ms: int | None = None   # interpolated from sampled log ends
     # schema version 4: transactions (None in samples recorded before, and where not read)
     lso: int | None = None        # last stable offset: read_committed consumers stop there
-    next_offset: int | None = None  # offset of the next record a read_committed consumer gets
-                                    # from `committed` (the end when it gets none)
+    readable: int | None = None   # records a read_committed consumer gets from `committed` to
+                                  # the LSO, when counted (a few offsets short of it only)
     open_txn_since: int | None = None  # an open transaction holds the LSO back since (ms)
 
     @property
@@ -50,7 +50,7 @@ class Sample:
     def lag(self) -> int:
         """Records a read_committed consumer still has to read (0 when caught up, also when
         only transaction markers are left; never negative)."""
-        return readable_lag(self.committed, self.log_end, self.lso, self.next_offset)
+        return readable_lag(self.committed, self.log_end, self.lso, self.readable)
 
     @property
     def lag_raw(self) -> int:

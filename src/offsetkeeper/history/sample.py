@@ -7,9 +7,9 @@ Read order matters: committed offsets are read before log ends, so `log_end - co
 never negative from read order (a commit cannot overtake a log end read after it).
 
 Transactions (kafka/stable.py): each cycle also reads the last stable offset (LSO) of every
-partition, the next-record fetch (read_committed) gives the offset of the next readable record
-as well (so a group behind transaction markers only has lag 0), and a partition whose LSO an
-open transaction holds back gets the time of that transaction's first record.
+partition; where a committed offset is a few offsets short of the LSO, a read_committed consumer
+counts the records left (a group behind transaction markers only has lag 0); and a partition
+whose LSO an open transaction holds back gets the time of that transaction's first record.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from offsetkeeper.kafka.peek import (  # noqa: F401 (re-exported: bench/, tests)
     plan_batches,
     release_native_memory,
 )
-from offsetkeeper.kafka.stable import readable_lag
+from offsetkeeper.kafka.stable import readable_lag, wants_count
 from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition
 
 Key = tuple[str, int]  # (topic, partition)
@@ -83,13 +83,42 @@ class CycleSampler:
         self.table = table or timelag.LogEndTable()
         self.next_times = NextRecordTimes(admin.conn.client_config(), timeout_s=min(5.0, admin.timeout)) \
             if time_lag else None
-        self._txn_starts: NextRecordTimes | None = None
+        self._txn_starts: NextRecordTimes | None = None   # first records of open transactions
+        self._counter: NextRecordTimes | None = None      # counts records left to the LSO
 
     def close(self) -> None:
         if self.next_times is not None:
             self.next_times.close()
-        if self._txn_starts is not None:
-            self._txn_starts.close()
+        for peek in (self._txn_starts, self._counter):
+            if peek is not None:
+                peek.close()
+
+    def _count_readable(self, by_group: dict, wms: dict) -> dict[tuple[Key, int], int]:
+        """Records left to the LSO, per (partition, committed offset), counted by a
+        read_committed consumer where the committed offset is a few offsets short of the LSO
+        (`stable.wants_count`): on transactional topics those may be markers only (lag 0).
+        Cached by range: a caught-up group costs no fetch while its partition is idle."""
+        wanted: dict[Key, set[int]] = {}
+        for rows in by_group.values():
+            for k, o in rows:
+                lo = wms[k]
+                if wants_count(o.offset, lo.log_end, lo.lso) and o.offset >= lo.log_start:
+                    wanted.setdefault(k, set()).add(o.offset)
+        if not wanted:
+            return {}
+        if self._counter is None:
+            self._counter = NextRecordTimes(self.admin.conn.client_config(),
+                                            timeout_s=min(5.0, self.admin.timeout))
+        out: dict[tuple[Key, int], int] = {}
+        rounds = max(len(v) for v in wanted.values())
+        for i in range(rounds):
+            ask = {k: sorted(v)[i] for k, v in wanted.items() if len(v) > i}
+            got = self._counter.count_records({k: (o, wms[k].lso) for k, o in ask.items()})
+            for k, res in got.items():
+                if res is not None:
+                    out[(k, ask[k])] = res[0]
+        self._counter.retain(wanted)
+        return out
 
     def _open_transactions(self, held: dict[Key, int]) -> dict[Key, int | None]:
         """When the open transaction holding each partition's LSO began: the timestamp of its
@@ -149,13 +178,12 @@ class CycleSampler:
         for k, lo in wms.items():
             table.add(k, ts, lo.log_end)
         table.retain(wms)
-        nexts: dict[tuple[Key, int], tuple[int, int | None] | None] = {}
+        next_ts: dict[tuple[Key, int], int | None] = {}
         if self.next_times is not None:
             # One fetch per lagging partition and distinct committed offset (several groups on
             # one partition at the same offset share it; the cache key is the offset). Only
-            # below the last stable offset: a read_committed fetch at or past it waits for the
-            # open transaction. The read_committed fetch also tells where the next readable
-            # record is (markers and aborted records skipped): the lag on transactional topics.
+            # below the last stable offset: a read_committed fetch at or past it would wait for
+            # the open transaction.
             wanted: dict[Key, set[int]] = {}
             for rows in by_group.values():
                 for k, o in rows:
@@ -166,9 +194,10 @@ class CycleSampler:
             for i in range(rounds):  # each round asks for at most one offset per partition
                 ask = {k: sorted(v)[i] for k, v in wanted.items() if len(v) > i}
                 tails = {k: wms[k].lso - o for k, o in ask.items()}
-                for k, got in self.next_times.next_records(ask, tails).items():
-                    nexts[(k, ask[k])] = got
+                for k, t in self.next_times.timestamps(ask, tails).items():
+                    next_ts[(k, ask[k])] = t
             self.next_times.retain(wms)
+        counted = self._count_readable(by_group, wms)
         open_since = self._open_transactions({k: lo.lso for k, lo in wms.items()
                                               if lo.open_transaction})
         exact_on = self.next_times is not None
@@ -182,17 +211,17 @@ class CycleSampler:
             for k, o in rows:
                 lo = wms[k]
                 committed_ = o.offset
-                got = nexts.get((k, max(committed_, lo.log_start)))
-                nts, noff = (None, None) if got is None else (got[1], got[0])
-                if readable_lag(committed_, lo.log_end, lo.lso, noff) == 0:
+                n = counted.get((k, committed_))
+                if readable_lag(committed_, lo.log_end, lo.lso, n) == 0:
                     nts, exact, interp = None, (0 if exact_on else None), 0
                 else:
+                    nts = next_ts.get((k, max(committed_, lo.log_start)))
                     exact = timelag.exact_ms(ts, committed_, lo.log_end, nts) if exact_on else None
                     interp = table.estimate_ms(k, committed_, ts)
                 member = owners.get(k, _NO_OWNER) if owners else _NO_OWNER
                 samples.append(Sample(
                     ts, g, k[0], k[1], committed_, lo.log_start, lo.log_end, o.metadata, state,
                     members, member[0], member[1], member[2], nts, exact, interp,
-                    lo.lso, noff, open_since.get(k) if lo.open_transaction else None))
+                    lo.lso, n, open_since.get(k) if lo.open_transaction else None))
         return CycleResult(ts=ts, samples=samples, groups=len(by_group),
                            duration_ms=_now() - start, errors=errors)

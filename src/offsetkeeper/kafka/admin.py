@@ -640,22 +640,35 @@ class KafkaAdmin:
         return {tp: LogOffsets(wm.low, wm.high, min(lso.get(tp, wm.high), wm.high))
                 for tp, wm in marks.items()}
 
-    def first_readable(self, offsets: Mapping[TopicPartition, int], *, read_committed: bool = True,
+    def count_readable(self, ranges: Mapping[TopicPartition, tuple[int, int]], *,
                        timeout_s: float = 3.0) -> dict[TopicPartition, tuple[int, int | None]]:
-        """Per partition, the (offset, timestamp ms) of the first record a consumer gets when
-        it fetches from the given offset: read_committed skips control markers and aborted
-        records. When it gets none before the end (the LSO for read_committed), (end offset,
-        None). Partitions that did not answer within `timeout_s` are absent. One short-lived
-        consumer that never joins a group and never commits (kafka/peek.py)."""
+        """Per partition, the records a read_committed consumer gets from `start` up to `end`
+        (markers and aborted records skipped) and the first one's timestamp: (count, ts|None).
+        Partitions that did not answer within `timeout_s` are absent. For short ranges (kafka/
+        stable.py: a few offsets below the LSO); one short-lived consumer that never joins a
+        group and never commits (kafka/peek.py)."""
+        return self._peek(lambda p: p.count_records(
+            {(tp.topic, tp.partition): r for tp, r in ranges.items()}), True, timeout_s) \
+            if ranges else {}
+
+    def first_records(self, offsets: Mapping[TopicPartition, int], *, read_committed: bool = True,
+                      timeout_s: float = 3.0) -> dict[TopicPartition, tuple[int, int | None]]:
+        """Per partition, the (offset, timestamp ms) of the first record a consumer gets when it
+        fetches from the given offset; (end offset, None) when it gets none before the end (the
+        LSO for read_committed). Read uncommitted at the LSO: the first record of the open
+        transaction holding it. Partitions that did not answer within `timeout_s` are absent."""
+        return self._peek(lambda p: p.next_records(
+            {(tp.topic, tp.partition): o for tp, o in offsets.items()}), read_committed,
+            timeout_s) if offsets else {}
+
+    def _peek(self, fn, read_committed: bool, timeout_s: float) -> dict:
         from offsetkeeper.kafka.peek import NextRecordTimes
 
-        if not offsets:
-            return {}
         conf = {**self.conn.client_config(),
                 "isolation.level": "read_committed" if read_committed else "read_uncommitted"}
         probe = NextRecordTimes(conf, timeout_s=timeout_s)
         try:
-            got = probe.next_records({(tp.topic, tp.partition): o for tp, o in offsets.items()})
+            got = fn(probe)
         finally:
             probe.close()
         return {TopicPartition(*k): v for k, v in got.items() if v is not None}

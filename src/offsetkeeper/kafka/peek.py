@@ -45,6 +45,9 @@ class NextRecordTimes:
         self.timeout_s = timeout_s
         self._consumer = None
         self._cache: dict[Key, tuple[int, int | None, int]] = {}  # fetch offset, ts, offset
+        # (start, end) -> (records, first timestamp) per partition: a range below the last
+        # stable offset never changes
+        self._counts: dict[Key, tuple[tuple[int, int], tuple[int, int | None]]] = {}
         self.fetched = 0   # partitions fetched (for benchmarks and tests)
         self.batches = 0   # consumer assignments (batches) made (for benchmarks and tests)
 
@@ -171,6 +174,76 @@ class NextRecordTimes:
         stale = [t for t in self._cache if t not in tps]
         for tp in stale:
             del self._cache[tp]
+        for tp in [t for t in self._counts if t not in tps]:
+            del self._counts[tp]
+
+    def count_records(self, ranges: Mapping[Key, tuple[int, int]],
+                      ) -> dict[Key, tuple[int, int | None] | None]:
+        """Per (topic, partition), the records the consumer gets from `start` up to (not
+        including) `end` — a read_committed consumer skips control markers and aborted
+        records — and the first one's timestamp: `(count, ts | None)`; None when the broker did
+        not answer in time. Meant for short ranges (a few offsets below the last stable
+        offset); cached by range."""
+        from confluent_kafka import KafkaError
+        from confluent_kafka import TopicPartition as CkTP
+
+        out: dict[Key, tuple[int, int | None] | None] = {}
+        todo: dict[Key, tuple[int, int]] = {}
+        for key, rng in ranges.items():
+            hit = self._counts.get(key)
+            if rng[0] >= rng[1]:
+                out[key] = (0, None)
+            elif hit is not None and hit[0] == rng:
+                out[key] = hit[1]
+            else:
+                todo[key] = rng
+        if not todo:
+            return out
+        c = self._client()
+        self.fetched += len(todo)
+        self.batches += 1
+        counts = {k: 0 for k in todo}
+        first: dict[Key, int | None] = {}
+        remaining = dict(todo)
+        c.assign([CkTP(t, p, rng[0]) for (t, p), rng in todo.items()])
+        deadline = time.monotonic() + self.timeout_s
+        done: list = []
+        try:
+            while remaining and time.monotonic() < deadline:
+                for m in c.consume(num_messages=500, timeout=0.1):
+                    key = (m.topic(), m.partition())
+                    rng = remaining.get(key)
+                    if rng is None:
+                        continue
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            del remaining[key]
+                            done.append(CkTP(*key))
+                        continue
+                    if m.offset() < rng[1]:
+                        counts[key] += 1
+                        if key not in first:
+                            ts_type, ts = m.timestamp()
+                            first[key] = ts if ts_type != 0 and ts >= 0 else None
+                    if m.offset() >= rng[1] - 1:
+                        del remaining[key]
+                        done.append(CkTP(*key))
+                if done:
+                    with contextlib.suppress(Exception):
+                        c.pause(done)
+        finally:
+            with contextlib.suppress(Exception):
+                if done:
+                    c.resume(done)
+            c.unassign()
+        for key, rng in todo.items():
+            if key in remaining:
+                out[key] = None
+            else:
+                out[key] = (counts[key], first.get(key))
+                self._counts[key] = (rng, out[key])
+        return out
 
 
 def plan_batches(todo: Mapping[Key, int], tails: Mapping[Key, int], max_parts: int,

@@ -9,15 +9,13 @@ oldest open transaction.
 
 Lag, here, is the number of records a read_committed consumer still has to read:
 
-    lag = LSO - max(committed, next readable offset)        (never negative)
-
-where the next readable offset is the offset of the first record a read_committed consumer
-gets when it fetches from the committed offset (markers and aborted records skipped), or the
-LSO when it gets none: only control markers (or aborted records) lie between the committed
-offset and the end, so the consumer is caught up and the lag is 0. When the next readable offset
-was not read (the fetch is made only for partitions whose raw lag is small, or the broker did
-not answer in time), lag is `LSO - committed`: it counts markers, so on transactional topics it
-is an upper bound, exact on all others.
+- when the committed offset is a few offsets short of the LSO (`wants_count`: at most
+  PROBE_MAX_RAW_LAG), those records are counted: a read_committed consumer fetches from the
+  committed offset up to the LSO (markers and aborted records are skipped) — so a consumer with
+  only control markers (or aborted records) ahead of it has lag 0;
+- otherwise (a real backlog, or the broker did not answer in time) `LSO - committed`, never
+  negative: it counts markers, so on transactional topics it is an upper bound by at most one
+  offset per transaction, exact on all others.
 
 `lag_raw = log end - committed` is kept beside it, named so.
 """
@@ -26,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Fetch the next readable record only for partitions whose raw lag is at most this many offsets:
+# Count readable records only for partitions at most this many offsets short of the LSO:
 # a consumer caught up behind a few markers has a raw lag of one per transaction since its last
 # record, a consumer with a real backlog would not show a different answer worth a fetch.
 PROBE_MAX_RAW_LAG = 64
@@ -52,14 +50,15 @@ def stable_end(log_end: int, lso: int | None) -> int:
 
 
 def readable_lag(committed: int, log_end: int, lso: int | None,
-                 next_offset: int | None = None) -> int:
+                 counted: int | None = None) -> int:
     """Records a read_committed consumer at `committed` still has to read (see the module doc).
 
-    `next_offset`: the offset of the first record a read_committed fetch from `committed`
-    returned, or the offset it reached the end at when it returned none (None: not read).
+    `counted`: the records a read_committed fetch from `committed` up to the LSO returned
+    (None: not counted).
     """
-    pos = committed if next_offset is None else max(committed, next_offset)
-    return max(0, stable_end(log_end, lso) - pos)
+    if counted is not None:
+        return max(0, counted)
+    return max(0, stable_end(log_end, lso) - committed)
 
 
 def raw_lag(committed: int, log_end: int) -> int:
@@ -67,10 +66,11 @@ def raw_lag(committed: int, log_end: int) -> int:
     return log_end - committed
 
 
-def wants_probe(committed: int | None, log_end: int, lso: int | None,
+def wants_count(committed: int | None, log_end: int, lso: int | None,
                 max_raw_lag: int = PROBE_MAX_RAW_LAG) -> bool:
-    """Whether a read_committed fetch from `committed` is worth making: the consumer is behind
-    the stable end by a few offsets only, which may all be markers or aborted records."""
+    """Whether counting the records from `committed` to the LSO is worth a fetch: the consumer
+    is behind the stable end by a few offsets only, which may all be markers or aborted
+    records."""
     if committed is None:
         return False
     gap = stable_end(log_end, lso) - committed

@@ -6,7 +6,7 @@
     P:g:<group>         zset  one member per cycle of the group, score = ts; the member is JSON
                               {"ts", "state", "members", "p": [[topic, partition, committed,
                               log_start, log_end, metadata, consumer_id, client_id, host,
-                              next_ts, time_lag_ms, time_lag_interp_ms, lso, next_offset,
+                              next_ts, time_lag_ms, time_lag_interp_ms, lso, readable,
                               open_txn_since], ...]}   (the last three: version 4; older
                               members have 12 items and read as None there)
     P:cycles            zset  JSON {ts, interval_ms, groups, partitions, duration_ms}, score = ts
@@ -48,7 +48,7 @@ def _encode(ts: int, samples: Sequence[Sample]) -> str:
     return json.dumps({"ts": ts, "state": first.state, "members": first.members, "p": [
         [s.topic, s.partition, s.committed, s.log_start, s.log_end, s.metadata, s.consumer_id,
          s.client_id, s.host, s.next_ts, s.time_lag_ms, s.time_lag_interp_ms, s.lso,
-         s.next_offset, s.open_txn_since] for s in samples]},
+         s.readable, s.open_txn_since] for s in samples]},
         separators=(",", ":"), sort_keys=True)
 
 
@@ -58,7 +58,7 @@ def _decode(group: str, raw: bytes | str) -> list[Sample]:
                    log_start=p[3], log_end=p[4], metadata=p[5], state=d["state"],
                    members=d["members"], consumer_id=p[6], client_id=p[7], host=p[8],
                    next_ts=p[9], time_lag_ms=p[10], time_lag_interp_ms=p[11],
-                   lso=_at(p, 12), next_offset=_at(p, 13), open_txn_since=_at(p, 14))
+                   lso=_at(p, 12), readable=_at(p, 13), open_txn_since=_at(p, 14))
             for p in d["p"]]
 
 
