@@ -672,3 +672,25 @@ class KafkaAdmin:
         finally:
             probe.close()
         return {TopicPartition(*k): v for k, v in got.items() if v is not None}
+
+    def topic_ids(self) -> dict[str, str]:
+        """Topic id (as Kafka prints it: URL-safe base64) -> name, for every topic (internal
+        ones included): the newer `__consumer_offsets` records name topics by id."""
+        from confluent_kafka import TopicCollection
+
+        try:
+            names = list(self.admin.list_topics(timeout=self.timeout).topics)
+        except KafkaException as exc:
+            raise translate(exc, action="list topics") from exc
+        if not names:
+            return {}
+        futures = self.admin.describe_topics(TopicCollection(names), request_timeout=self.timeout)
+        out: dict[str, str] = {}
+        for name, fut in futures.items():
+            try:
+                d = self._wait(fut, action="describe topic", topic=name)
+            except OffsetkeeperError:
+                continue  # deleted meanwhile, or not authorized: its id stays unnamed
+            if d.topic_id is not None:
+                out[str(d.topic_id)] = name
+        return out
