@@ -6,6 +6,7 @@ transactional (exactly-once) commits, with the aborted ones left out."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections import defaultdict
@@ -83,7 +84,7 @@ def test_scan_writes_the_expected_commit_table(log, scanned):
     s = scanned
     assert (s.records, s.offset_commits, s.offset_tombstones, s.group_metadata, s.group_tombstones) == \
         (len(log["records"]), 8, 2, 3, 1)
-    assert [(k.part, k.version, k.count) for k in s.skipped] == [("key", 5, 1), ("value", 9, 1)]
+    assert [(k.part, k.version, k.count) for k in s.skipped] == [("key", 99, 1), ("value", 9, 1)]
     assert s.errors == 1 and "offset" in s.error_samples[0]
 
 
@@ -301,8 +302,24 @@ def test_scan_of_the_real_consumer_offsets(real_log, real_scan):
     s, g, out = real_scan, real_log["groups"], real_log["out"]
     assert s.errors == 0, s.error_samples
     assert s.offset_commits >= 6 and s.offset_tombstones >= 1
-    assert s.skipped and all(k.part == "key" and 3 <= k.version <= 24 for k in s.skipped), s.skipped
-    assert {3, 5, 8} <= {k.version for k in s.skipped}  # consumer-protocol group records
+    assert s.skipped == [], s.skipped
+    kinds = s.coordinator_records
+    assert {"consumer_group_metadata", "consumer_group_member_metadata",
+            "consumer_group_target_assignment_metadata", "consumer_group_target_assignment_member",
+            "consumer_group_current_member_assignment"} <= set(kinds), kinds
+    assert real_log["topic"] in s.topic_names.values()
+    coord = pq.read_table(f"{out}/coordinator").to_pylist()
+    mine = [x for x in coord if x["group"] == g["consumer"]]
+    assert {x["kind"] for x in mine} >= {"consumer_group_metadata", "consumer_group_member_metadata",
+                                         "consumer_group_current_member_assignment"}
+    assert {x["source_partition"] for x in mine} == {partition_for_group(g["consumer"], 50)}
+    member = next(x for x in mine if x["kind"] == "consumer_group_member_metadata"
+                  and not x["tombstone"])
+    assert member["member_id"]
+    assert json.loads(member["fields"])["subscribed_topic_names"] == [real_log["topic"]]
+    # the deleted group: a tombstone for its group epoch record
+    assert any(x["kind"] == "consumer_group_metadata" and x["tombstone"]
+               for x in coord if x["group"] == g["gone"])
     got = {name: [(x["offset"], x["tombstone"]) for x in sorted(_real_rows(out, grp),
                                                                  key=lambda x: x["source_offset"])]
            for name, grp in g.items()}
@@ -317,15 +334,34 @@ def test_scan_of_the_real_consumer_offsets(real_log, real_scan):
     assert {p for m in members for a in m["assigned"] for p in a["partitions"]} == {0}
 
 
-def test_generations_of_real_groups(real_log, real_scan, capsys):
+def test_generations_of_real_groups(real_log, real_scan, capsys, spark):
     """Invariant: `commits generations` shows a real classic group's rebalances with its member,
-    and says why a consumer-protocol group has none (its records are the skipped new types)."""
-    g, out = real_log["groups"], real_log["out"]
+    and a consumer-protocol group's membership history: the member joined with its
+    subscription, got its partition at a member epoch, and left; `--members` summarises it and
+    `commits rebalances` counts its group epochs."""
+    from offsetkeeper.offsetlog.analytics import Report, run_report
+
+    g, out, topic = real_log["groups"], real_log["out"], real_log["topic"]
     r = run_cli(capsys, "commits", "generations", g["classic"], "-H", out, "-o", "json")
     assert r.code == 0, r.err
-    assert any(x["subscribed"] == real_log["topic"] for x in r.json()), r.out
-    r = run_cli(capsys, "commits", "generations", g["consumer"], "-H", out)
-    assert r.code == 2 and "consumer-protocol group" in r.err, r.err
+    assert any(x["subscribed"] == topic for x in r.json()), r.out
+    r = run_cli(capsys, "commits", "generations", g["consumer"], "-H", out, "-o", "json")
+    assert r.code == 0, r.err
+    events = r.json()
+    states = [x["state"] for x in events]
+    assert states[0].startswith("group epoch 1 (consumer group")
+    joined = next(x for x in events if x["state"] == "joined")
+    assert joined["subscribed"] == topic and joined["member"] and joined["client"]
+    assert any(x["assigned"] == f"{topic}:0" and x["state"].startswith("member epoch")
+               for x in events), states
+    assert any(x["state"] == "left" and x["member"] == joined["member"] for x in events), states
+    r = run_cli(capsys, "commits", "generations", g["consumer"], "-H", out, "--members", "-o", "json")
+    assert r.code == 0, r.err
+    [m] = r.json()
+    assert m["member"] == joined["member"] and m["joined"] and m["left"]
+    assert m["first_epoch"] >= 1 and m["subscribed"] == topic
+    rb = run_report(Report.rebalances, str(out), group=g["consumer"], spark=spark)
+    assert sum(x["rebalances"] for x in rb) >= 2 and max(x["max_members"] for x in rb) == 1
 
 
 def test_aborted_transactional_commits_never_show(real_log, real_scan, capsys):

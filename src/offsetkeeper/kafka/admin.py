@@ -692,5 +692,9 @@ class KafkaAdmin:
             except OffsetkeeperError:
                 continue  # deleted meanwhile, or not authorized: its id stays unnamed
             if d.topic_id is not None:
-                out[str(d.topic_id)] = name
+                # librdkafka prints ids in standard base64; Kafka (and the records) URL-safe
+                out[str(d.topic_id).translate(_URL_SAFE).rstrip("=")] = name
         return out
+
+
+_URL_SAFE = str.maketrans("+/", "-_")

@@ -25,7 +25,7 @@ import base64
 import struct
 from dataclasses import dataclass
 
-__all__ = ["SCHEMAS", "A", "RecordSchema", "S", "decode_struct", "encode_struct", "uuid_str"]
+__all__ = ["SCHEMAS", "A", "N", "RecordSchema", "S", "decode_struct", "encode_struct", "uuid_str"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,15 @@ class A:
 
 
 @dataclass(frozen=True)
+class N:
+    """A nullable struct: a presence marker, then the struct. Kafka writes an int8 (-1 null, 1
+    present) in a struct's fields, an unsigned varint (0 null, 1 present) in a tagged field."""
+
+    struct: S
+    tagged: bool = False
+
+
+@dataclass(frozen=True)
 class RecordSchema:
     record_type: int
     name: str
@@ -59,7 +68,7 @@ SCHEMAS: dict[int, RecordSchema] = {
     4: RecordSchema(4, 'consumer_group_partition_metadata', S((('group_id', 'string'), )),
         (S((('topics', A(S((('topic_id', 'uuid'), ('topic_name', 'cstring'), ('num_partitions', 'int32'), ('partition_metadata', A(S((('partition', 'int32'), ('racks', A('cstring')), ), (), flexible=True))), ), (), flexible=True))), ), (), flexible=True),)),
     5: RecordSchema(5, 'consumer_group_member_metadata', S((('group_id', 'string'), ('member_id', 'string'), )),
-        (S((('instance_id', 'cstring?'), ('rack_id', 'cstring?'), ('client_id', 'cstring'), ('client_host', 'cstring'), ('subscribed_topic_names', A('cstring')), ('subscribed_topic_regex', 'cstring?'), ('rebalance_timeout_ms', 'int32'), ('server_assignor', 'cstring?'), ), ((0, 'classic_member_metadata', S((('session_timeout_ms', 'int32'), ('supported_protocols', A(S((('name', 'cstring'), ('metadata', 'cbytes'), ), (), flexible=True))), ), (), flexible=True)), ), flexible=True),)),
+        (S((('instance_id', 'cstring?'), ('rack_id', 'cstring?'), ('client_id', 'cstring'), ('client_host', 'cstring'), ('subscribed_topic_names', A('cstring')), ('subscribed_topic_regex', 'cstring?'), ('rebalance_timeout_ms', 'int32'), ('server_assignor', 'cstring?'), ), ((0, 'classic_member_metadata', N(S((('session_timeout_ms', 'int32'), ('supported_protocols', A(S((('name', 'cstring'), ('metadata', 'cbytes'), ), (), flexible=True))), ), (), flexible=True), tagged=True)), ), flexible=True),)),
     6: RecordSchema(6, 'consumer_group_target_assignment_metadata', S((('group_id', 'string'), )),
         (S((('assignment_epoch', 'int32'), ), ((0, 'assignment_timestamp', 'int64'), ), flexible=True),)),
     7: RecordSchema(7, 'consumer_group_target_assignment_member', S((('group_id', 'string'), ('member_id', 'string'), )),
@@ -87,7 +96,7 @@ SCHEMAS: dict[int, RecordSchema] = {
     18: RecordSchema(18, 'streams_group_partition_metadata', S((('group_id', 'string'), )),
         (S((('topics', A(S((('topic_id', 'uuid'), ('topic_name', 'cstring'), ('num_partitions', 'int32'), ('partition_metadata', A(S((('partition', 'int32'), ('racks', A('cstring')), ), (), flexible=True))), ), (), flexible=True))), ), (), flexible=True),)),
     19: RecordSchema(19, 'streams_group_member_metadata', S((('group_id', 'string'), ('member_id', 'string'), )),
-        (S((('instance_id', 'cstring?'), ('rack_id', 'cstring?'), ('client_id', 'cstring'), ('client_host', 'cstring'), ('rebalance_timeout_ms', 'int32'), ('topology_epoch', 'int32'), ('process_id', 'cstring'), ('user_endpoint', S((('host', 'cstring'), ('port', 'uint16'), ), (), flexible=True)), ('client_tags', A(S((('key', 'cstring'), ('value', 'cstring'), ), (), flexible=True))), ), (), flexible=True),)),
+        (S((('instance_id', 'cstring?'), ('rack_id', 'cstring?'), ('client_id', 'cstring'), ('client_host', 'cstring'), ('rebalance_timeout_ms', 'int32'), ('topology_epoch', 'int32'), ('process_id', 'cstring'), ('user_endpoint', N(S((('host', 'cstring'), ('port', 'uint16'), ), (), flexible=True))), ('client_tags', A(S((('key', 'cstring'), ('value', 'cstring'), ), (), flexible=True))), ), (), flexible=True),)),
     20: RecordSchema(20, 'streams_group_target_assignment_metadata', S((('group_id', 'string'), )),
         (S((('assignment_epoch', 'int32'), ), ((0, 'assignment_timestamp', 'int64'), ), flexible=True),)),
     21: RecordSchema(21, 'streams_group_target_assignment_member', S((('group_id', 'string'), ('member_id', 'string'), )),
@@ -143,6 +152,9 @@ def _sub(r, raw: bytes, t):
 def _read(r, t):
     if isinstance(t, S):
         return decode_struct(r, t)
+    if isinstance(t, N):
+        present = r.uvarint() > 0 if t.tagged else _FIXED["int8"].unpack(r._take(1))[0] >= 0
+        return decode_struct(r, t.struct) if present else None
     if isinstance(t, A):
         n = r.uvarint() - 1
         if n == -1 and t.nullable:
@@ -186,8 +198,10 @@ def encode_struct(s: S, value: dict) -> bytes:
     """The bytes of one struct (the inverse of decode_struct)."""
     out = [_write(t, value[name]) for name, t in s.fields]
     if s.flexible:
-        tags = [(tag, _write(t, value[name])) for tag, name, t in s.tagged
-                if value.get(name) is not None]
+        # a tagged field is written when present (a tagged nullable struct also when null:
+        # Kafka writes the null marker, and decoding gives the key with None)
+        tags = [(tag, _write(t, value[name])) for tag, name, t in s.tagged if name in value
+                and (value[name] is not None or isinstance(t, N))]
         tags += list(value.get("_unknown_tagged_fields", ()))
         tags.sort()
         out.append(_uvarint(len(tags)))
@@ -206,6 +220,10 @@ def _text(s: str | None, compact: bool) -> bytes:
 def _write(t, v) -> bytes:
     if isinstance(t, S):
         return encode_struct(t, v)
+    if isinstance(t, N):
+        if v is None:
+            return _uvarint(0) if t.tagged else _FIXED["int8"].pack(-1)
+        return (_uvarint(1) if t.tagged else _FIXED["int8"].pack(1)) + encode_struct(t.struct, v)
     if isinstance(t, A):
         if v is None:
             return _uvarint(0)

@@ -90,10 +90,11 @@ def sample_log(*, groups: tuple[str, str, str], data_topic: str, t0: int,
     tombstone(g3, 1, t0 + 7 * m)
     out.append(SampleRecord(partition_for_group(g3, partitions), encode_key(GroupMetadataKey(g3)), None,
                             t0 + 7 * m, (GroupMetadataKey(g3), None)))
-    # Records to skip: a KIP-848 record type (key v5), an unknown value version, malformed bytes.
+    # Records to skip: a record type newer than this decoder (key v99), an unknown value version,
+    # malformed bytes.
     p1 = partition_for_group(g1, partitions)
-    out.append(SampleRecord(p1, b"\x00\x05" + encode_key(GroupMetadataKey(g1))[2:], b"\x00\x00\x00",
-                            t0 + 8 * m, "unknown key v5"))
+    out.append(SampleRecord(p1, b"\x00\x63" + encode_key(GroupMetadataKey(g1))[2:], b"\x00\x00\x00",
+                            t0 + 8 * m, "unknown key v99"))
     out.append(SampleRecord(p1, encode_key(OffsetCommitKey(g1, data_topic, 0)), b"\x00\x09junk",
                             t0 + 8 * m, "unknown value v9"))
     out.append(SampleRecord(p1, b"\x00\x01\x00\x09short", b"\x00\x03", t0 + 8 * m, "malformed"))
