@@ -693,8 +693,5 @@ class KafkaAdmin:
                 continue  # deleted meanwhile, or not authorized: its id stays unnamed
             if d.topic_id is not None:
                 # librdkafka prints ids in standard base64; Kafka (and the records) URL-safe
-                out[str(d.topic_id).translate(_URL_SAFE).rstrip("=")] = name
+                out[str(d.topic_id).translate(str.maketrans("+/", "-_")).rstrip("=")] = name
         return out
-
-
-_URL_SAFE = str.maketrans("+/", "-_")
