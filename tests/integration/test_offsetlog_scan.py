@@ -400,3 +400,42 @@ def test_scan_of_one_group_of_the_real_log_even_with_read_uncommitted_client_pro
     assert r.json()["source_partitions"] == [partition_for_group(g, 50)] and r.json()["errors"] == 0
     assert sorted(x["offset"] for x in _real_rows(out, g)) == [3, 6]
     assert {x["group"] for x in pq.read_table(f"{out}/commits").to_pylist()} == {g}
+
+
+def test_a_commit_after_a_tombstone_is_not_a_rewind(spark, tmp_path):
+    """Regression: `commits rewinds` compared a commit made after its partition's tombstone with
+    the commit before the deletion and reported a rewind; a deletion starts afresh, as `commits
+    show` labels that commit `first`."""
+    import pyarrow as pa
+
+    from offsetkeeper.offsetlog.analytics import Report, run_report
+    from offsetkeeper.offsetlog.history import group_commits, show_rows
+    from offsetkeeper.offsetlog.scan import COMMIT_COLUMNS, ScanSummary
+
+    def row(i, offset, tombstone=False, partition=0):
+        return {"group": "g", "topic": "t", "partition": partition, "offset": offset,
+                "leader_epoch": None, "metadata": None if tombstone else "",
+                "commit_timestamp": None if tombstone else T0 + i, "expire_timestamp": None,
+                "tombstone": tombstone, "key_version": 1, "value_version": None if tombstone else 3,
+                "source_partition": 0, "source_offset": i, "record_timestamp": T0 + i}
+
+    rows = [row(0, 50), row(1, None, tombstone=True), row(2, 10), row(3, 8),   # 8 < 10: a rewind
+            row(4, 30, partition=1), row(5, 20, partition=1)]                  # a rewind
+    (tmp_path / "commits").mkdir()
+    schema = pa.schema([("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+                        ("offset", pa.int64()), ("leader_epoch", pa.int32()), ("metadata", pa.string()),
+                        ("commit_timestamp", pa.int64()), ("expire_timestamp", pa.int64()),
+                        ("tombstone", pa.bool_()), ("key_version", pa.int32()),
+                        ("value_version", pa.int32()), ("source_partition", pa.int32()),
+                        ("source_offset", pa.int64()), ("record_timestamp", pa.int64())])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema).select(list(COMMIT_COLUMNS)),
+                   tmp_path / "commits" / "part-0.parquet")
+    (tmp_path / "scan.json").write_text(ScanSummary(
+        source="test", scanned_at="", scanned_at_ms=0, group=None, source_partitions=None,
+        records=len(rows), offset_commits=5, offset_tombstones=1, group_metadata=0,
+        group_tombstones=0, skipped=[], errors=0, error_samples=[]).to_json())
+    out = str(tmp_path)
+    changes = [r["change"] for r in show_rows(group_commits(out, "g")) if r["partition"] == 0]
+    assert changes == ["first", "deleted", "first", "REWIND -2"]
+    rw = run_report(Report.rewinds, out, spark=spark)
+    assert [(x["partition"], x["from_offset"], x["to_offset"]) for x in rw] == [(0, 10, 8), (1, 30, 20)]
