@@ -69,6 +69,8 @@ def scan(
         ("records", s.records), ("offset commits", s.offset_commits),
         ("offset tombstones", s.offset_tombstones), ("group metadata", s.group_metadata),
         ("group tombstones", s.group_tombstones),
+        ("consumer/share/streams group records",
+         ", ".join(f"{k}: {n}" for k, n in sorted(s.coordinator_records.items())) or 0),
         ("skipped (unknown)", ", ".join(f"{k.part} v{k.version}: {k.count}" for k in s.skipped) or 0),
         ("malformed", s.errors), ("seconds", s.seconds), ("history", out)]]
     render_rows(rows, ["field", "value"], output, title="commit history scan")
