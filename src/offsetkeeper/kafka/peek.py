@@ -187,6 +187,8 @@ class NextRecordTimes:
         from confluent_kafka import KafkaError
         from confluent_kafka import TopicPartition as CkTP
 
+        from offsetkeeper.kafka.errors import AUTHORIZATION
+
         out: dict[Key, tuple[int, int | None] | None] = {}
         todo: dict[Key, tuple[int, int]] = {}
         for key, rng in ranges.items():
@@ -205,12 +207,19 @@ class NextRecordTimes:
         counts = {k: 0 for k in todo}
         first: dict[Key, int | None] = {}
         remaining = dict(todo)
+        denied: set[Key] = set()
         c.assign([CkTP(t, p, rng[0]) for (t, p), rng in todo.items()])
         deadline = time.monotonic() + self.timeout_s
         done: list = []
         try:
             while remaining and time.monotonic() < deadline:
                 for m in c.consume(num_messages=500, timeout=0.1):
+                    if m.error() is not None and m.error().name() in AUTHORIZATION:
+                        # no Read on the topic (ACLs): not counted, and no use waiting
+                        for key in [k for k in remaining if k[0] == m.topic()]:
+                            del remaining[key]
+                            denied.add(key)
+                        continue
                     key = (m.topic(), m.partition())
                     rng = remaining.get(key)
                     if rng is None:
@@ -238,7 +247,7 @@ class NextRecordTimes:
                     c.resume(done)
             c.unassign()
         for key, rng in todo.items():
-            if key in remaining:
+            if key in remaining or key in denied:
                 out[key] = None
             else:
                 out[key] = (counts[key], first.get(key))
