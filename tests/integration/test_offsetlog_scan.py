@@ -204,8 +204,8 @@ def test_scan_of_an_empty_topic_is_not_a_success(bootstrap, unique, tmp_path, ca
 # -- the real __consumer_offsets of Apache Kafka ------------------------------------------------
 
 def _consume_and_commit(bootstrap: str, group: str, topic: str, offset: int, protocol: str) -> None:
-    """Join `group` (classic or consumer protocol), read a few records, commit `offset` as a
-    member (with its member id and generation/epoch), and leave."""
+    """Join `group` (classic or consumer protocol; `topic` may be a `^regex`), read a few
+    records, commit `offset` as a member (with its member id and generation/epoch), and leave."""
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest"}
     if protocol == "consumer":
@@ -213,14 +213,29 @@ def _consume_and_commit(bootstrap: str, group: str, topic: str, offset: int, pro
     c = Consumer(conf)
     try:
         c.subscribe([topic])
-        deadline, n = time.monotonic() + 30, 0
+        deadline, n, read_from = time.monotonic() + 30, 0, topic
         while n < 3:
             assert time.monotonic() < deadline, f"group {group} read nothing"
             m = c.poll(0.5)
-            n += m is not None and m.error() is None
-        c.commit(offsets=[CkTP(topic, 0, offset)], asynchronous=False)
+            if m is not None and m.error() is None:
+                n, read_from = n + 1, m.topic()
+        c.commit(offsets=[CkTP(read_from, 0, offset)], asynchronous=False)
     finally:
         c.close()
+
+
+def _share_group(bootstrap: str, group: str, topic: str) -> None:
+    """A share group (KIP-932): Kafka's own console share consumer joins, gets the partition,
+    and leaves (it reads nothing: a share group starts at the log end)."""
+    import subprocess
+
+    from offsetkeeper.devbroker import dist
+
+    subprocess.run([dist.java_executable(), "-Xmx256m", "-XX:+UseSerialGC",
+                    "-XX:TieredStopAtLevel=1", "-cp", dist.classpath(),
+                    "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",
+                    bootstrap, "--topic", topic, "--group", group, "--max-messages", "1",
+                    "--timeout-ms", "8000"], capture_output=True, timeout=120, check=False)
 
 
 def _retry(fn, *args):
@@ -243,13 +258,16 @@ def real_log(bootstrap, tmp_path_factory):
 
     u = uuid.uuid4().hex[:8]
     topic = f"real-{u}"
-    g = {k: f"{k}-{u}" for k in ("classic", "consumer", "gone", "tx", "simple")}
+    g = {k: f"{k}-{u}" for k in ("classic", "consumer", "gone", "tx", "simple", "share", "regex")}
     create_topic(bootstrap, topic, 1)
     produce_n(bootstrap, topic, 1, 20)
     _retry(commit, bootstrap, g["simple"], {(topic, 0): 2})  # a commit from outside any group
     _consume_and_commit(bootstrap, g["classic"], topic, 5, "classic")
     _consume_and_commit(bootstrap, g["consumer"], topic, 7, "consumer")
     _consume_and_commit(bootstrap, g["gone"], topic, 4, "consumer")
+    # a consumer-protocol group subscribed by a regular expression (the broker resolves it)
+    _consume_and_commit(bootstrap, g["regex"], f"^real-{u}.*", 8, "consumer")
+    _share_group(bootstrap, g["share"], topic)
     a = AdminClient({"bootstrap.servers": bootstrap})
     for _ in range(40):  # tombstones for its offsets and for every consumer-group record type
         try:
@@ -307,6 +325,9 @@ def test_scan_of_the_real_consumer_offsets(real_log, real_scan):
     assert {"consumer_group_metadata", "consumer_group_member_metadata",
             "consumer_group_target_assignment_metadata", "consumer_group_target_assignment_member",
             "consumer_group_current_member_assignment"} <= set(kinds), kinds
+    assert "consumer_group_regular_expression" in kinds, kinds                 # the regex group
+    assert {"share_group_metadata", "share_group_member_metadata",                 # the share group
+            "share_group_current_member_assignment"} <= set(kinds), kinds
     assert real_log["topic"] in s.topic_names.values()
     coord = pq.read_table(f"{out}/coordinator").to_pylist()
     mine = [x for x in coord if x["group"] == g["consumer"]]
@@ -324,8 +345,9 @@ def test_scan_of_the_real_consumer_offsets(real_log, real_scan):
                                                                  key=lambda x: x["source_offset"])]
            for name, grp in g.items()}
     assert got == {"simple": [(2, False)], "classic": [(5, False)], "consumer": [(7, False)],
-                   "gone": [(4, False), (None, True)], "tx": [(3, False), (6, False)]}
-    for grp in g.values():
+                   "gone": [(4, False), (None, True)], "tx": [(3, False), (6, False)],
+                   "regex": [(8, False)], "share": []}
+    for grp in (x for k, x in g.items() if k != "share"):
         assert {x["source_partition"] for x in _real_rows(out, grp)} == {partition_for_group(grp, 50)}
     # the classic group's metadata, decoded from the real bytes: its member and assignment
     rows = [r for r in pq.read_table(f"{out}/groups").to_pylist() if r["group"] == g["classic"]]
@@ -363,6 +385,20 @@ def test_generations_of_real_groups(real_log, real_scan, capsys, spark):
     [m] = r.json()
     assert m["member"] == joined["member"] and m["joined"] and m["left"]
     assert m["first_epoch"] >= 1 and m["subscribed"] == topic
+    # a share group: the same membership history from its own record types
+    r = run_cli(capsys, "commits", "generations", g["share"], "-H", out, "-o", "json")
+    assert r.code == 0, r.err
+    states = [x["state"] for x in r.json()]
+    assert "joined" in states and "left" in states and \
+        any(x.endswith("(share group, 1 members)") for x in states), states
+    assert any(x["assigned"] == f"{topic}:0" for x in r.json()), r.out
+    # a regex subscription shows as /regex/
+    r = run_cli(capsys, "commits", "generations", g["regex"], "-H", out, "-o", "json")
+    # (librdkafka sends the regex wrapped in parentheses)
+    assert any(x["state"] == "joined" and x["subscribed"].startswith("/")
+               and f"^{topic}" in x["subscribed"] for x in r.json()), r.out
+    assert any(x["state"].startswith("regex /") and x["subscribed"] == topic
+               for x in r.json()), r.out
     rb = run_report(Report.rebalances, str(out), group=g["consumer"], spark=spark)
     assert sum(x["rebalances"] for x in rb) >= 2 and max(x["max_members"] for x in rb) == 1
 

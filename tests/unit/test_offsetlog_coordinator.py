@@ -293,3 +293,15 @@ def test_a_scan_without_the_coordinator_table_has_no_membership(tmp_path):
 
     out = _history(tmp_path, [])   # a scan made before the table existed
     assert membership_rows(out, "g") == [] and rebalance_events(out) == []
+
+
+def test_regex_resolution_is_an_event(tmp_path):
+    from offsetkeeper.offsetlog.membership import membership_rows
+
+    regex = CoordinatorRecord(CoordinatorKey(16, {"group_id": "g", "regular_expression": "^o.*"}),
+                              {"topics": ("orders", "outbox"), "version": 1, "timestamp": 5})
+    member = _member("g", "m1", [])
+    member.value["subscribed_topic_regex"] = "^o.*"
+    out = _history(tmp_path, [(1, member), (2, regex)])
+    assert [(r["state"], r["subscribed"]) for r in membership_rows(out, "g")] == [
+        ("joined", "/^o.*/"), ("regex /^o.*/ resolved", "orders,outbox")]

@@ -12,6 +12,7 @@ What the coordinator writes, per group type (consumer / share / streams record t
 - current assignment (8 / 14 / 22): what the member owns now, its member epoch (and the one
   before), its state (stable, or still revoking / waiting for partitions), what it still has to
   revoke.
+- regular expression (16, consumer groups): the topics a subscribed regex resolved to.
 
 Events are taken in log order (source partition, source offset), timed by the record's append
 time. Topics are named by id in these records; the scan keeps the source cluster's id -> name
@@ -34,6 +35,7 @@ MEMBER_METADATA = {5, 10, 19}
 TARGET_METADATA = {6, 12, 20}
 TARGET_MEMBER = {7, 13, 21}
 CURRENT_ASSIGNMENT = {8, 14, 22}
+REGULAR_EXPRESSION = 16
 MEMBER_STATES = {0: "stable", 1: "revoking", 2: "waiting for partitions", 127: "unknown"}
 _TASKS = ("active_tasks", "standby_tasks", "warmup_tasks")
 
@@ -171,6 +173,10 @@ def membership_rows(out: str, group: str) -> list[dict]:
             if revoking:
                 state += f", revoking {revoking}"
             result.append(row(r, state, assigned=_assigned(t, value, names) or ""))
+        elif t == REGULAR_EXPRESSION and value is not None:
+            regex = json.loads(r["record_key"] or "{}").get("regular_expression", "")
+            result.append(row(r, f"regex /{regex}/ resolved", member=None,
+                              subscribed=",".join(value.get("topics") or ()) or None))
         elif t in TARGET_MEMBER and value is not None:
             result.append(row(r, "target assignment", assigned=_assigned(t, value, names) or ""))
         elif t in TARGET_METADATA and value is not None:
