@@ -38,7 +38,12 @@ def log(bootstrap, tmp_path_factory):
     create_topic(bootstrap, data, 2, {"retention.ms": "-1"})
     produce_n(bootstrap, data, 2, 20)
     create_topic(bootstrap, offsets_topic, 3, {"retention.ms": "-1"})
-    records = sample_log(groups=groups, data_topic=data, t0=T0)
+    from offsetkeeper.config import Connection
+    from offsetkeeper.kafka.admin import KafkaAdmin
+
+    with KafkaAdmin(Connection(bootstrap)) as admin:
+        topic_id = next(i for i, name in admin.topic_ids().items() if name == data)
+    records = sample_log(groups=groups, data_topic=data, t0=T0, topic_id=topic_id)
     produce(bootstrap, offsets_topic, [(r.partition, r.key, r.value, None, r.timestamp) for r in records])
     out = str(tmp_path_factory.mktemp("history"))
     return {"groups": groups, "data": data, "topic": offsets_topic, "records": records, "out": out}
@@ -86,6 +91,44 @@ def test_scan_writes_the_expected_commit_table(log, scanned):
         (len(log["records"]), 8, 2, 3, 1)
     assert [(k.part, k.version, k.count) for k in s.skipped] == [("key", 99, 1), ("value", 9, 1)]
     assert s.errors == 1 and "offset" in s.error_samples[0]
+
+
+def test_kip848_membership_history_of_the_built_log(log, scanned, capsys, spark):
+    """Invariant: the consumer-protocol records of the built log are counted by kind, and
+    `commits generations` / `--members` / `rebalances` replay its membership: two members join
+    (epochs 1, 2), the first revokes a partition, leaves (epoch 3), the second takes all."""
+    from offsetkeeper.offsetlog.analytics import Report, run_report
+
+    g4, data, out = f"{log['groups'][0]}-kip848", log["data"], log["out"]
+    assert scanned.coordinator_records == {
+        "consumer_group_metadata": 3, "consumer_group_member_metadata": 3,
+        "consumer_group_target_assignment_member": 4, "consumer_group_target_assignment_metadata": 3,
+        "consumer_group_current_member_assignment": 5}
+    r = run_cli(capsys, "commits", "generations", g4, "-H", out, "-o", "json")
+    assert r.code == 0, r.err
+    got = [(x["generation"], x["state"], x["member"], x["assigned"]) for x in r.json()
+           if not x["state"].startswith("target")]
+    assert got == [
+        (None, "joined", "m-a", None),
+        (1, "group epoch 1 (consumer group, 1 members)", None, None),
+        (1, "member epoch 0 -> 1, stable", "m-a", f"{data}:0/1"),
+        (1, "joined", "m-b", None),
+        (2, "group epoch 2 (consumer group, 2 members)", None, None),
+        (2, f"member epoch 1 -> 2, revoking, revoking {data}:1", "m-a", f"{data}:0"),
+        (2, "member epoch 2 -> 2, stable", "m-a", f"{data}:0"),
+        (2, "member epoch 0 -> 2, stable", "m-b", f"{data}:1"),
+        (2, "left", "m-a", None),
+        (3, "group epoch 3 (consumer group, 1 members)", None, None),
+        (3, "member epoch 2 -> 3, stable", "m-b", f"{data}:0/1"),
+    ]
+    r = run_cli(capsys, "commits", "generations", g4, "-H", out, "--members", "-o", "json")
+    assert [(x["member"], x["joined"], x["left"], x["first_epoch"], x["last_epoch"], x["assigned"])
+            for x in r.json()] == [
+        ("m-a", iso(T0 + MINUTE), iso(T0 + 6 * MINUTE), 1, 2, f"{data}:0"),
+        ("m-b", iso(T0 + 2 * MINUTE), None, 2, 3, f"{data}:0/1")]
+    rb = run_report(Report.rebalances, out, group=g4, spark=spark)
+    assert [(x["hour"], x["rebalances"], x["generations"], x["max_members"]) for x in rb] == [
+        ("2026-11-20T09:00Z", 3, "1,2,3", 2)]
 
 
 def test_group_table_has_members_and_assignments(log, scanned):
