@@ -37,7 +37,8 @@ def part(ctx) -> None:
     produce_sample(ctx.prod, LOG_TOPIC, sample_log(groups=GROUPS, data_topic=ctx.topic, t0=t0,
                                                    topic_id=ids[ctx.topic]))
     ctx.console.print(f"produced a __consumer_offsets-format log (every key/value version, tombstones, "
-                      f"group metadata) into '{LOG_TOPIC}': more versions than one Kafka release writes")
+                      f"group metadata, a KIP-848 group's member and assignment records) into "
+                      f"'{LOG_TOPIC}': more versions than one Kafka release writes")
     hist = str(ctx.work / "commit-history")
     run("Decode the log on Spark into a commit history",
         ["commits", "scan", "-t", LOG_TOPIC, "--out", hist, *b])
