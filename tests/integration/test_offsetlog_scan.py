@@ -442,6 +442,9 @@ def test_generations_of_real_groups(real_log, real_scan, capsys, spark):
                and f"^{topic}" in x["subscribed"] for x in r.json()), r.out
     assert any(x["state"].startswith("regex /") and x["subscribed"] == topic
                for x in r.json()), r.out
+    ex = run_report(Report.expired, str(out), group=g["gone"], spark=spark)
+    assert [(x["group"], x["reason"]) for x in ex] == [
+        (g["gone"], "offsets expired or deleted; group deleted")]     # its group-epoch tombstone
     rb = run_report(Report.rebalances, str(out), group=g["consumer"], spark=spark)
     assert sum(x["rebalances"] for x in rb) >= 2 and max(x["max_members"] for x in rb) == 1
 

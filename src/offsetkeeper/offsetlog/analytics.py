@@ -123,11 +123,30 @@ def expired_groups(spark, out: str, group: str | None = None) -> list[dict]:
     w = Window.partitionBy("group").orderBy(F.desc("source_partition"), F.desc("source_offset"))
     deleted = (_groups(spark, out, group).withColumn("rn", F.row_number().over(w))
                .where((F.col("rn") == 1) & F.col("tombstone")).collect())
+    deleted += _deleted_epoch_groups(spark, out, group)
     for r in deleted:
         entry = rows.setdefault(r["group"], {"group": r["group"], "partitions": 0,
                                              "last_commit": None, "last_record": iso(r["record_timestamp"])})
         entry["reason"] = "group deleted" if "reason" not in entry else entry["reason"] + "; group deleted"
     return sorted(rows.values(), key=lambda r: r["group"])
+
+
+def _deleted_epoch_groups(spark, out: str, group: str | None) -> list:
+    """Consumer, share and streams groups whose last group-epoch record is a tombstone."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from offsetkeeper.offsetlog.membership import GROUP_METADATA, read_coordinator
+
+    if not read_coordinator(out, group, GROUP_METADATA):  # none, or a scan from before
+        return []
+    c = spark.read.parquet(join(out, "coordinator")).where(
+        F.col("record_type").isin(*GROUP_METADATA))
+    if group:
+        c = c.where(F.col("group") == group)
+    w = Window.partitionBy("group").orderBy(F.desc("source_partition"), F.desc("source_offset"))
+    return (c.withColumn("rn", F.row_number().over(w))
+            .where((F.col("rn") == 1) & F.col("tombstone")).collect())
 
 
 def rebalances_per_hour(spark, out: str, group: str | None = None) -> list[dict]:
