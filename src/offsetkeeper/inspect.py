@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from offsetkeeper.kafka import stable
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import GroupInfo, GroupListing, TopicPartition
 
@@ -22,16 +23,36 @@ class OffsetRow:
     consumer_id: str | None
     host: str | None
     client_id: str | None
+    # `lag` is what a read_committed consumer still has to read (kafka/stable.py): against the
+    # last stable offset, 0 when only transaction markers or aborted records are left.
+    # `lag_raw` is kafka-consumer-groups.sh's LAG, `log end - committed offset`.
+    lag_raw: int | None = None
+    last_stable_offset: int | None = None
+    open_transaction_since: int | None = None   # ms: first record of the open transaction
 
     @property
     def note(self) -> str | None:
         """Why a number looks odd: a commit beyond the log end gives a negative lag (shown,
-        as kafka-consumer-groups.sh shows it, never hidden as 0)."""
+        as kafka-consumer-groups.sh shows it, never hidden as 0); an open transaction holds
+        read_committed consumers at the last stable offset."""
         if self.lag is not None and self.lag < 0:
             return (f"committed offset {self.current_offset} is beyond the log end "
                     f"{self.log_end_offset} (lag {self.lag}): the log was truncated or the topic "
                     "recreated; the consumer will reset by its auto.offset.reset")
+        if self.last_stable_offset is not None and self.last_stable_offset < self.log_end_offset:
+            return open_transaction_note(self.last_stable_offset, self.log_end_offset,
+                                         self.open_transaction_since)
         return None
+
+
+def open_transaction_note(lso: int, log_end: int, since_ms: int | None) -> str:
+    """One sentence for a partition whose LSO an open transaction holds back."""
+    from offsetkeeper.history.model import iso
+
+    since = f" since {iso(since_ms)}" if since_ms is not None else ""
+    return (f"open transaction{since}: read_committed consumers cannot read past the last "
+            f"stable offset {lso} (log end {log_end}) until its producer commits or aborts it; "
+            "waiting there is not the consumer's fault")
 
 
 def list_groups(admin: KafkaAdmin, states: set[str] | None = None) -> list[GroupListing]:
@@ -127,18 +148,62 @@ def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str], *,
                 wanted.add(tp)
     for offs in committed.values():
         wanted.update(offs)
-    marks = admin.watermarks(wanted)
+    logs = admin.log_offsets(wanted)
+    positions = {(g, tp): o.offset for g, offs in committed.items() for tp, o in offs.items()}
+    view = transaction_view(admin, positions, logs)
     rows = []
     for g in group_ids:
         tps = set(committed.get(g, {})) | {tp for (gg, tp) in owner if gg == g}
         for tp in sorted(tps):
             c = committed.get(g, {}).get(tp)
-            wm = marks[tp]
+            lo = logs[tp]
             cur = c.offset if c else None
             mid, host, cid = owner.get((g, tp), (None, None, None))
-            rows.append(OffsetRow(g, tp.topic, tp.partition, cur, wm.low, wm.high,
-                                  None if cur is None else wm.high - cur, mid, host, cid))
+            lag = raw = None
+            if cur is not None:
+                raw = stable.raw_lag(cur, lo.log_end)
+                # beyond the log end: the negative raw lag, as kafka-consumer-groups.sh shows
+                lag = raw if raw < 0 else stable.readable_lag(
+                    cur, lo.log_end, lo.lso, view.counted.get((tp, cur)))
+            rows.append(OffsetRow(g, tp.topic, tp.partition, cur, lo.log_start, lo.log_end,
+                                  lag, mid, host, cid, raw, lo.lso,
+                                  view.open_since.get(tp) if lo.open_transaction else None))
     return [infos[g] for g in group_ids], rows
+
+
+@dataclass
+class TransactionView:
+    """What read_committed consumers see past committed offsets: per (partition, committed
+    offset) the records left up to the LSO (counted ones only), per partition held back by an
+    open transaction the time of its first record."""
+
+    counted: dict[tuple[TopicPartition, int], int]
+    open_since: dict[TopicPartition, int | None]
+
+
+def transaction_view(admin: KafkaAdmin, positions: dict[tuple[str, TopicPartition], int],
+                     logs: dict, *, timeout_s: float = 3.0) -> TransactionView:
+    """Count, with one read_committed consumer, the records left to the LSO on partitions
+    whose committed offset is a few offsets short of it (`stable.wants_count`: they may be
+    markers only), and read, uncommitted, the first record of each open transaction (at the
+    LSO)."""
+    wanted: dict[TopicPartition, set[int]] = {}
+    for (_, tp), off in positions.items():
+        lo = logs.get(tp)
+        if lo is not None and stable.wants_count(off, lo.log_end, lo.lso):
+            wanted.setdefault(tp, set()).add(off)
+    counted: dict[tuple[TopicPartition, int], int] = {}
+    rounds = max((len(v) for v in wanted.values()), default=0)
+    for i in range(rounds):  # one range per partition per fetch
+        ask = {tp: sorted(v)[i] for tp, v in wanted.items() if len(v) > i}
+        got = admin.count_readable({tp: (o, logs[tp].lso) for tp, o in ask.items()},
+                                   timeout_s=timeout_s)
+        for tp, (n, _ts) in got.items():
+            counted[(tp, ask[tp])] = n
+    held = {tp: lo.lso for tp, lo in logs.items() if lo.open_transaction}
+    firsts = admin.first_records(held, read_committed=False, timeout_s=timeout_s)
+    return TransactionView(counted, {tp: (firsts[tp][1] if tp in firsts else None)
+                                     for tp in held})
 
 
 def rows_as_dicts(rows) -> list[dict]:

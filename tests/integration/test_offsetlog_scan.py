@@ -6,6 +6,7 @@ transactional (exactly-once) commits, with the aborted ones left out."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections import defaultdict
@@ -37,7 +38,12 @@ def log(bootstrap, tmp_path_factory):
     create_topic(bootstrap, data, 2, {"retention.ms": "-1"})
     produce_n(bootstrap, data, 2, 20)
     create_topic(bootstrap, offsets_topic, 3, {"retention.ms": "-1"})
-    records = sample_log(groups=groups, data_topic=data, t0=T0)
+    from offsetkeeper.config import Connection
+    from offsetkeeper.kafka.admin import KafkaAdmin
+
+    with KafkaAdmin(Connection(bootstrap)) as admin:
+        topic_id = next(i for i, name in admin.topic_ids().items() if name == data)
+    records = sample_log(groups=groups, data_topic=data, t0=T0, topic_id=topic_id)
     produce(bootstrap, offsets_topic, [(r.partition, r.key, r.value, None, r.timestamp) for r in records])
     out = str(tmp_path_factory.mktemp("history"))
     return {"groups": groups, "data": data, "topic": offsets_topic, "records": records, "out": out}
@@ -83,8 +89,46 @@ def test_scan_writes_the_expected_commit_table(log, scanned):
     s = scanned
     assert (s.records, s.offset_commits, s.offset_tombstones, s.group_metadata, s.group_tombstones) == \
         (len(log["records"]), 8, 2, 3, 1)
-    assert [(k.part, k.version, k.count) for k in s.skipped] == [("key", 5, 1), ("value", 9, 1)]
+    assert [(k.part, k.version, k.count) for k in s.skipped] == [("key", 99, 1), ("value", 9, 1)]
     assert s.errors == 1 and "offset" in s.error_samples[0]
+
+
+def test_kip848_membership_history_of_the_built_log(log, scanned, capsys, spark):
+    """Invariant: the consumer-protocol records of the built log are counted by kind, and
+    `commits generations` / `--members` / `rebalances` replay its membership: two members join
+    (epochs 1, 2), the first revokes a partition, leaves (epoch 3), the second takes all."""
+    from offsetkeeper.offsetlog.analytics import Report, run_report
+
+    g4, data, out = f"{log['groups'][0]}-kip848", log["data"], log["out"]
+    assert scanned.coordinator_records == {
+        "consumer_group_metadata": 3, "consumer_group_member_metadata": 3,
+        "consumer_group_target_assignment_member": 4, "consumer_group_target_assignment_metadata": 3,
+        "consumer_group_current_member_assignment": 5}
+    r = run_cli(capsys, "commits", "generations", g4, "-H", out, "-o", "json")
+    assert r.code == 0, r.err
+    got = [(x["generation"], x["state"], x["member"], x["assigned"]) for x in r.json()
+           if not x["state"].startswith("target")]
+    assert got == [
+        (None, "joined", "m-a", None),
+        (1, "group epoch 1 (consumer group, 1 members)", None, None),
+        (1, "member epoch 0 -> 1, stable", "m-a", f"{data}:0/1"),
+        (1, "joined", "m-b", None),
+        (2, "group epoch 2 (consumer group, 2 members)", None, None),
+        (2, f"member epoch 1 -> 2, revoking, revoking {data}:1", "m-a", f"{data}:0"),
+        (2, "member epoch 2 -> 2, stable", "m-a", f"{data}:0"),
+        (2, "member epoch 0 -> 2, stable", "m-b", f"{data}:1"),
+        (2, "left", "m-a", None),
+        (3, "group epoch 3 (consumer group, 1 members)", None, None),
+        (3, "member epoch 2 -> 3, stable", "m-b", f"{data}:0/1"),
+    ]
+    r = run_cli(capsys, "commits", "generations", g4, "-H", out, "--members", "-o", "json")
+    assert [(x["member"], x["joined"], x["left"], x["first_epoch"], x["last_epoch"], x["assigned"])
+            for x in r.json()] == [
+        ("m-a", iso(T0 + MINUTE), iso(T0 + 6 * MINUTE), 1, 2, f"{data}:0"),
+        ("m-b", iso(T0 + 2 * MINUTE), None, 2, 3, f"{data}:0/1")]
+    rb = run_report(Report.rebalances, out, group=g4, spark=spark)
+    assert [(x["hour"], x["rebalances"], x["generations"], x["max_members"]) for x in rb] == [
+        ("2026-11-20T09:00Z", 3, "1,2,3", 2)]
 
 
 def test_group_table_has_members_and_assignments(log, scanned):
@@ -203,8 +247,8 @@ def test_scan_of_an_empty_topic_is_not_a_success(bootstrap, unique, tmp_path, ca
 # -- the real __consumer_offsets of Apache Kafka ------------------------------------------------
 
 def _consume_and_commit(bootstrap: str, group: str, topic: str, offset: int, protocol: str) -> None:
-    """Join `group` (classic or consumer protocol), read a few records, commit `offset` as a
-    member (with its member id and generation/epoch), and leave."""
+    """Join `group` (classic or consumer protocol; `topic` may be a `^regex`), read a few
+    records, commit `offset` as a member (with its member id and generation/epoch), and leave."""
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest"}
     if protocol == "consumer":
@@ -212,14 +256,29 @@ def _consume_and_commit(bootstrap: str, group: str, topic: str, offset: int, pro
     c = Consumer(conf)
     try:
         c.subscribe([topic])
-        deadline, n = time.monotonic() + 30, 0
+        deadline, n, read_from = time.monotonic() + 30, 0, topic
         while n < 3:
             assert time.monotonic() < deadline, f"group {group} read nothing"
             m = c.poll(0.5)
-            n += m is not None and m.error() is None
-        c.commit(offsets=[CkTP(topic, 0, offset)], asynchronous=False)
+            if m is not None and m.error() is None:
+                n, read_from = n + 1, m.topic()
+        c.commit(offsets=[CkTP(read_from, 0, offset)], asynchronous=False)
     finally:
         c.close()
+
+
+def _share_group(bootstrap: str, group: str, topic: str) -> None:
+    """A share group (KIP-932): Kafka's own console share consumer joins, gets the partition,
+    and leaves (it reads nothing: a share group starts at the log end)."""
+    import subprocess
+
+    from offsetkeeper.devbroker import dist
+
+    subprocess.run([dist.java_executable(), "-Xmx256m", "-XX:+UseSerialGC",
+                    "-XX:TieredStopAtLevel=1", "-cp", dist.classpath(),
+                    "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",
+                    bootstrap, "--topic", topic, "--group", group, "--max-messages", "1",
+                    "--timeout-ms", "8000"], capture_output=True, timeout=120, check=False)
 
 
 def _retry(fn, *args):
@@ -242,13 +301,16 @@ def real_log(bootstrap, tmp_path_factory):
 
     u = uuid.uuid4().hex[:8]
     topic = f"real-{u}"
-    g = {k: f"{k}-{u}" for k in ("classic", "consumer", "gone", "tx", "simple")}
+    g = {k: f"{k}-{u}" for k in ("classic", "consumer", "gone", "tx", "simple", "share", "regex")}
     create_topic(bootstrap, topic, 1)
     produce_n(bootstrap, topic, 1, 20)
     _retry(commit, bootstrap, g["simple"], {(topic, 0): 2})  # a commit from outside any group
     _consume_and_commit(bootstrap, g["classic"], topic, 5, "classic")
     _consume_and_commit(bootstrap, g["consumer"], topic, 7, "consumer")
     _consume_and_commit(bootstrap, g["gone"], topic, 4, "consumer")
+    # a consumer-protocol group subscribed by a regular expression (the broker resolves it)
+    _consume_and_commit(bootstrap, g["regex"], f"^real-{u}.*", 8, "consumer")
+    _share_group(bootstrap, g["share"], topic)
     a = AdminClient({"bootstrap.servers": bootstrap})
     for _ in range(40):  # tombstones for its offsets and for every consumer-group record type
         try:
@@ -301,14 +363,34 @@ def test_scan_of_the_real_consumer_offsets(real_log, real_scan):
     s, g, out = real_scan, real_log["groups"], real_log["out"]
     assert s.errors == 0, s.error_samples
     assert s.offset_commits >= 6 and s.offset_tombstones >= 1
-    assert s.skipped and all(k.part == "key" and 3 <= k.version <= 24 for k in s.skipped), s.skipped
-    assert {3, 5, 8} <= {k.version for k in s.skipped}  # consumer-protocol group records
+    assert s.skipped == [], s.skipped
+    kinds = s.coordinator_records
+    assert {"consumer_group_metadata", "consumer_group_member_metadata",
+            "consumer_group_target_assignment_metadata", "consumer_group_target_assignment_member",
+            "consumer_group_current_member_assignment"} <= set(kinds), kinds
+    assert "consumer_group_regular_expression" in kinds, kinds                 # the regex group
+    assert {"share_group_metadata", "share_group_member_metadata",                 # the share group
+            "share_group_current_member_assignment"} <= set(kinds), kinds
+    assert real_log["topic"] in s.topic_names.values()
+    coord = pq.read_table(f"{out}/coordinator").to_pylist()
+    mine = [x for x in coord if x["group"] == g["consumer"]]
+    assert {x["kind"] for x in mine} >= {"consumer_group_metadata", "consumer_group_member_metadata",
+                                         "consumer_group_current_member_assignment"}
+    assert {x["source_partition"] for x in mine} == {partition_for_group(g["consumer"], 50)}
+    member = next(x for x in mine if x["kind"] == "consumer_group_member_metadata"
+                  and not x["tombstone"])
+    assert member["member_id"]
+    assert json.loads(member["fields"])["subscribed_topic_names"] == [real_log["topic"]]
+    # the deleted group: a tombstone for its group epoch record
+    assert any(x["kind"] == "consumer_group_metadata" and x["tombstone"]
+               for x in coord if x["group"] == g["gone"])
     got = {name: [(x["offset"], x["tombstone"]) for x in sorted(_real_rows(out, grp),
                                                                  key=lambda x: x["source_offset"])]
            for name, grp in g.items()}
     assert got == {"simple": [(2, False)], "classic": [(5, False)], "consumer": [(7, False)],
-                   "gone": [(4, False), (None, True)], "tx": [(3, False), (6, False)]}
-    for grp in g.values():
+                   "gone": [(4, False), (None, True)], "tx": [(3, False), (6, False)],
+                   "regex": [(8, False)], "share": []}
+    for grp in (x for k, x in g.items() if k != "share"):
         assert {x["source_partition"] for x in _real_rows(out, grp)} == {partition_for_group(grp, 50)}
     # the classic group's metadata, decoded from the real bytes: its member and assignment
     rows = [r for r in pq.read_table(f"{out}/groups").to_pylist() if r["group"] == g["classic"]]
@@ -317,15 +399,54 @@ def test_scan_of_the_real_consumer_offsets(real_log, real_scan):
     assert {p for m in members for a in m["assigned"] for p in a["partitions"]} == {0}
 
 
-def test_generations_of_real_groups(real_log, real_scan, capsys):
+def test_generations_of_real_groups(real_log, real_scan, capsys, spark):
     """Invariant: `commits generations` shows a real classic group's rebalances with its member,
-    and says why a consumer-protocol group has none (its records are the skipped new types)."""
-    g, out = real_log["groups"], real_log["out"]
+    and a consumer-protocol group's membership history: the member joined with its
+    subscription, got its partition at a member epoch, and left; `--members` summarises it and
+    `commits rebalances` counts its group epochs."""
+    from offsetkeeper.offsetlog.analytics import Report, run_report
+
+    g, out, topic = real_log["groups"], real_log["out"], real_log["topic"]
     r = run_cli(capsys, "commits", "generations", g["classic"], "-H", out, "-o", "json")
     assert r.code == 0, r.err
-    assert any(x["subscribed"] == real_log["topic"] for x in r.json()), r.out
-    r = run_cli(capsys, "commits", "generations", g["consumer"], "-H", out)
-    assert r.code == 2 and "consumer-protocol group" in r.err, r.err
+    assert any(x["subscribed"] == topic for x in r.json()), r.out
+    r = run_cli(capsys, "commits", "generations", g["consumer"], "-H", out, "-o", "json")
+    assert r.code == 0, r.err
+    events = r.json()
+    states = [x["state"] for x in events]
+    # Kafka writes the member before the group epoch it bumps: joined, then the new epoch
+    joined = events[0]
+    assert joined["state"] == "joined"
+    assert any(x.startswith("group epoch") and x.endswith("(consumer group, 1 members)")
+               for x in states), states
+    assert joined["subscribed"] == topic and joined["member"] and joined["client"]
+    assert any(x["assigned"] == f"{topic}:0" and x["state"].startswith("member epoch")
+               for x in events), states
+    assert any(x["state"] == "left" and x["member"] == joined["member"] for x in events), states
+    r = run_cli(capsys, "commits", "generations", g["consumer"], "-H", out, "--members", "-o", "json")
+    assert r.code == 0, r.err
+    [m] = r.json()
+    assert m["member"] == joined["member"] and m["joined"] and m["left"]
+    assert m["first_epoch"] >= 1 and m["subscribed"] == topic
+    # a share group: the same membership history from its own record types
+    r = run_cli(capsys, "commits", "generations", g["share"], "-H", out, "-o", "json")
+    assert r.code == 0, r.err
+    states = [x["state"] for x in r.json()]
+    assert "joined" in states and "left" in states and \
+        any(x.endswith("(share group, 1 members)") for x in states), states
+    assert any(x["assigned"] == f"{topic}:0" for x in r.json()), r.out
+    # a regex subscription shows as /regex/
+    r = run_cli(capsys, "commits", "generations", g["regex"], "-H", out, "-o", "json")
+    # (librdkafka sends the regex wrapped in parentheses)
+    assert any(x["state"] == "joined" and x["subscribed"].startswith("/")
+               and f"^{topic}" in x["subscribed"] for x in r.json()), r.out
+    assert any(x["state"].startswith("regex /") and x["subscribed"] == topic
+               for x in r.json()), r.out
+    ex = run_report(Report.expired, str(out), group=g["gone"], spark=spark)
+    assert [(x["group"], x["reason"]) for x in ex] == [
+        (g["gone"], "offsets expired or deleted; group deleted")]     # its group-epoch tombstone
+    rb = run_report(Report.rebalances, str(out), group=g["consumer"], spark=spark)
+    assert sum(x["rebalances"] for x in rb) >= 2 and max(x["max_members"] for x in rb) == 1
 
 
 def test_aborted_transactional_commits_never_show(real_log, real_scan, capsys):
@@ -361,3 +482,42 @@ def test_scan_of_one_group_of_the_real_log_even_with_read_uncommitted_client_pro
     assert r.json()["source_partitions"] == [partition_for_group(g, 50)] and r.json()["errors"] == 0
     assert sorted(x["offset"] for x in _real_rows(out, g)) == [3, 6]
     assert {x["group"] for x in pq.read_table(f"{out}/commits").to_pylist()} == {g}
+
+
+def test_a_commit_after_a_tombstone_is_not_a_rewind(spark, tmp_path):
+    """Regression: `commits rewinds` compared a commit made after its partition's tombstone with
+    the commit before the deletion and reported a rewind; a deletion starts afresh, as `commits
+    show` labels that commit `first`."""
+    import pyarrow as pa
+
+    from offsetkeeper.offsetlog.analytics import Report, run_report
+    from offsetkeeper.offsetlog.history import group_commits, show_rows
+    from offsetkeeper.offsetlog.scan import COMMIT_COLUMNS, ScanSummary
+
+    def row(i, offset, tombstone=False, partition=0):
+        return {"group": "g", "topic": "t", "partition": partition, "offset": offset,
+                "leader_epoch": None, "metadata": None if tombstone else "",
+                "commit_timestamp": None if tombstone else T0 + i, "expire_timestamp": None,
+                "tombstone": tombstone, "key_version": 1, "value_version": None if tombstone else 3,
+                "source_partition": 0, "source_offset": i, "record_timestamp": T0 + i}
+
+    rows = [row(0, 50), row(1, None, tombstone=True), row(2, 10), row(3, 8),   # 8 < 10: a rewind
+            row(4, 30, partition=1), row(5, 20, partition=1)]                  # a rewind
+    (tmp_path / "commits").mkdir()
+    schema = pa.schema([("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+                        ("offset", pa.int64()), ("leader_epoch", pa.int32()), ("metadata", pa.string()),
+                        ("commit_timestamp", pa.int64()), ("expire_timestamp", pa.int64()),
+                        ("tombstone", pa.bool_()), ("key_version", pa.int32()),
+                        ("value_version", pa.int32()), ("source_partition", pa.int32()),
+                        ("source_offset", pa.int64()), ("record_timestamp", pa.int64())])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema).select(list(COMMIT_COLUMNS)),
+                   tmp_path / "commits" / "part-0.parquet")
+    (tmp_path / "scan.json").write_text(ScanSummary(
+        source="test", scanned_at="", scanned_at_ms=0, group=None, source_partitions=None,
+        records=len(rows), offset_commits=5, offset_tombstones=1, group_metadata=0,
+        group_tombstones=0, skipped=[], errors=0, error_samples=[]).to_json())
+    out = str(tmp_path)
+    changes = [r["change"] for r in show_rows(group_commits(out, "g")) if r["partition"] == 0]
+    assert changes == ["first", "deleted", "first", "REWIND -2"]
+    rw = run_report(Report.rewinds, out, spark=spark)
+    assert [(x["partition"], x["from_offset"], x["to_offset"]) for x in rw] == [(0, 10, 8), (1, 30, 20)]

@@ -62,6 +62,20 @@ def check_contract(store):
     pts = store.log_end_points(1_003_000)
     assert pts[TopicPartition("orders", 0)] == [(1_003_000, 33), (1_004_000, 43)]
     assert store.recent("unknown", 3) == [] and store.latest("unknown") == []
+    check_transaction_fields(store)
+
+
+def check_transaction_fields(store):
+    """Schema 4: the last stable offset, the counted readable records and the open
+    transaction's start are stored and read back (None where not read)."""
+    txn = [Sample(ts=2_000_000, group="txn", topic="tx", partition=p, committed=9, log_start=0,
+                  log_end=12, lso=10 if p == 0 else None, readable=0 if p == 0 else None,
+                  open_txn_since=1_999_000 if p == 0 else None) for p in range(2)]
+    store.write(txn, Cycle(2_000_000, 1000, 1, 2, 1))
+    back = store.latest("txn")
+    assert back == txn
+    assert [(s.lag, s.lag_raw, s.waiting_on_transaction) for s in back] == [(0, 3, True),
+                                                                            (3, 3, False)]
 
 
 def check_prune(store):
@@ -148,6 +162,8 @@ def test_sqlite_migrates_a_version_1_file(tmp_path):
         assert [(g.group, g.first_ts, g.last_ts) for g in s.groups()] == [("g", 5, 5)]  # migration 3
         s.write_gap(Gap(1, 2, "x"))  # the table added by migration 2 exists
         assert s.gaps() == [Gap(1, 2, "x")]
+        old = s.latest("g")[0]                    # migration 4: transaction columns, NULL
+        assert (old.lso, old.readable, old.open_txn_since, old.lag) == (None, None, None, 2)
 
 
 def test_sqlite_readers_while_a_writer_writes(tmp_path):

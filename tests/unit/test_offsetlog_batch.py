@@ -48,7 +48,7 @@ def test_vectorised_equals_per_record_on_every_version_and_oddities():
         _commit(1, 3, metadata="ünï😀"),
         (encode_key(OffsetCommitKey("grp", "orders", 2)), None),  # tombstone
         (encode_key(GroupMetadataKey("grp")), encode_value(GroupMetadataValue("consumer", 3, "range", None))),
-        (struct.pack(">h", 9) + b"new record type", b"\x00\x00"),
+        (struct.pack(">h", 99) + b"new record type", b"\x00\x00"),
         (b"\x00\x01\x00\x02\xff\xfe\x00\x01t\x00\x00\x00\x01", _commit(1, 3)[1]),  # bad UTF-8 group
         (b"\x00", b"garbage"),
         (None, None),

@@ -69,6 +69,8 @@ def scan(
         ("records", s.records), ("offset commits", s.offset_commits),
         ("offset tombstones", s.offset_tombstones), ("group metadata", s.group_metadata),
         ("group tombstones", s.group_tombstones),
+        ("consumer/share/streams group records",
+         ", ".join(f"{k}: {n}" for k, n in sorted(s.coordinator_records.items())) or 0),
         ("skipped (unknown)", ", ".join(f"{k.part} v{k.version}: {k.count}" for k in s.skipped) or 0),
         ("malformed", s.errors), ("seconds", s.seconds), ("history", out)]]
     render_rows(rows, ["field", "value"], output, title="commit history scan")
@@ -119,19 +121,38 @@ def at(
 
 
 @app.command("generations")
-def generations(group: GroupArg, history: HistoryOpt, output: OutputOpt = OutputFormat.table) -> None:
+def generations(
+    group: GroupArg, history: HistoryOpt,
+    members: Annotated[bool, typer.Option(
+        "--members", help="One row per member (consumer, share and streams groups): joined, "
+        "left, first and last member epoch, subscription, assignment.")] = False,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
     """A group's generations: members, their subscriptions and assignments, per rebalance.
+
+    Classic groups: one row per member per generation. Consumer (KIP-848), share and streams
+    groups: their membership history, one row per event (group epoch, member joined, new
+    subscription, new assignment and member epoch, target assignment, member left).
 
     Example: offsetkeeper commits generations payments --history /data/commit-history
     """
     from offsetkeeper.errors import UnknownGroupError
     from offsetkeeper.offsetlog.history import generation_rows
+    from offsetkeeper.offsetlog.membership import member_rows, membership_rows
 
-    rows = generation_rows(history, group)
+    if members:
+        rows = member_rows(history, group)
+        if not rows:
+            raise UnknownGroupError(f"group '{group}' has no consumer, share or streams group "
+                                    f"members in the history in {history}", group=group)
+        render_rows(rows, ["member", "client", "host", "joined", "left", "first_epoch",
+                           "last_epoch", "assignments", "subscribed", "assigned"], output)
+        return
+    # a group that migrated between protocols has both: merged by time
+    rows = sorted(generation_rows(history, group) + membership_rows(history, group),
+                  key=lambda r: r["time"] or "")
     if not rows:
-        raise UnknownGroupError(f"group '{group}' has no group metadata in the history in {history} "
-                                "(only classic groups have it: a consumer-protocol group keeps its "
-                                "members in newer record types, which a scan counts and skips)",
+        raise UnknownGroupError(f"group '{group}' has no group metadata in the history in {history}",
                                 group=group)
     render_rows(rows, ["time", "generation", "state", "member", "client", "host", "subscribed",
                        "assigned"], output)
@@ -160,5 +181,6 @@ _report("topics", "Groups per topic, and how many still hold a live offset on it
         "offsetkeeper commits topics --history /data/commit-history")
 _report("expired", "Groups whose offsets all expired or were deleted, or whose metadata was deleted",
         "offsetkeeper commits expired --history /data/commit-history")
-_report("rebalances", "Rebalances (new generations) per group and hour",
+_report("rebalances", "Rebalances (new generations; new group epochs of consumer, share and "
+        "streams groups) per group and hour",
         "offsetkeeper commits rebalances --history /data/commit-history -g payments")

@@ -32,7 +32,8 @@ app = typer.Typer(help="List, describe and delete consumer groups.", no_args_is_
 STATES = ["stable", "empty", "dead", "preparingrebalance", "completingrebalance", "assigning",
           "reconciling", "notready", "unknown"]
 OFFSET_COLUMNS = ["group", "topic", "partition", "current_offset", "log_start_offset",
-                  "log_end_offset", "lag", "consumer_id", "host", "client_id"]
+                  "log_end_offset", "lag", "lag_raw", "consumer_id", "host", "client_id"]
+TXN_COLUMNS = ["last_stable_offset", "open_transaction_since"]  # JSON and CSV only
 
 
 @app.command("list")
@@ -128,7 +129,9 @@ def describe(
                  "state": i.state, "members": len(i.members)} for i in infos]
         render_rows(rows, ["group", "coordinator", "assignment_strategy", "state", "members"], output)
     else:
-        render_rows(rows_as_dicts(offset_rows), OFFSET_COLUMNS, output)
+        render_rows(rows_as_dicts(offset_rows), OFFSET_COLUMNS + (
+            TXN_COLUMNS if output is not OutputFormat.table else []), output,
+            time_columns=["open_transaction_since"])
         for r in offset_rows:
             if r.note:
                 say(f"group {r.group} {r.topic}:{r.partition}: {r.note}", style="yellow",

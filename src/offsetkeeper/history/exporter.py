@@ -9,6 +9,14 @@
     kafka_consumergroup_group_topic_sum_lag{cluster_name,group,topic}
     kafka_partition_latest_offset{cluster_name,topic,partition}
     kafka_partition_earliest_offset{cluster_name,topic,partition}
+  transactions (offsetkeeper's addition; `group_lag` is what a read_committed consumer still has
+  to read: against the last stable offset, 0 behind transaction markers only):
+    kafka_consumergroup_group_lag_raw{...partition labels}   log end - committed offset
+    kafka_partition_last_stable_offset{cluster_name,topic,partition}
+    kafka_partition_open_transaction{cluster_name,topic,partition}   1 while an open
+                                                  transaction holds the LSO below the log end
+    kafka_partition_open_transaction_age_seconds{cluster_name,topic,partition}
+                                                  how long it has been open (when known)
     kafka_consumergroup_poll_time_ms{cluster_name}     duration of the latest sampling cycle
   plus the Burrow-style status (offsetkeeper's addition):
     kafka_consumergroup_group_status{cluster_name,group}            0 OK, 1 WARN, 2 ERR
@@ -68,6 +76,20 @@ class LagCollector(Collector):
         earliest = GaugeMetricFamily("kafka_partition_earliest_offset",
                                      "Earliest offset of a partition",
                                      labels=["cluster_name", "topic", "partition"])
+        lag_raw = GaugeMetricFamily("kafka_consumergroup_group_lag_raw",
+                                    "Log end minus committed offset of a partition (counts "
+                                    "transaction markers and open transactions)",
+                                    labels=PARTITION_LABELS)
+        tp_labels = ["cluster_name", "topic", "partition"]
+        lso = GaugeMetricFamily("kafka_partition_last_stable_offset",
+                                "Last stable offset of a partition (read_committed consumers "
+                                "stop there)", labels=tp_labels)
+        open_txn = GaugeMetricFamily("kafka_partition_open_transaction",
+                                     "1 while an open transaction holds the last stable offset "
+                                     "below the log end", labels=tp_labels)
+        open_age = GaugeMetricFamily("kafka_partition_open_transaction_age_seconds",
+                                     "Age of the open transaction holding the last stable offset",
+                                     labels=tp_labels)
         gstatus = GaugeMetricFamily("kafka_consumergroup_group_status",
                                     "Burrow-style group status: 0 OK, 1 WARN, 2 ERR",
                                     labels=["cluster_name", "group"])
@@ -86,12 +108,19 @@ class LagCollector(Collector):
                 labels = [c, group, s.topic, str(s.partition), s.host, s.consumer_id, s.client_id]
                 offset.add_metric(labels, s.committed)
                 lag.add_metric(labels, s.lag)
+                lag_raw.add_metric(labels, s.lag_raw)
                 lag_s.add_metric(labels, s.time_lag_s)
                 by_topic[s.topic] = by_topic.get(s.topic, 0) + s.lag
                 if (s.topic, s.partition) not in seen_tp:
                     seen_tp.add((s.topic, s.partition))
                     latest.add_metric([c, s.topic, str(s.partition)], s.log_end)
                     earliest.add_metric([c, s.topic, str(s.partition)], s.log_start)
+                    tpl = [c, s.topic, str(s.partition)]
+                    if s.lso is not None:
+                        lso.add_metric(tpl, s.lso)
+                        open_txn.add_metric(tpl, 1 if s.open_transaction else 0)
+                    if s.open_transaction and s.open_txn_since is not None:
+                        open_age.add_metric(tpl, max(0.0, (s.ts - s.open_txn_since) / 1000))
             max_lag.add_metric([c, group], max(s.lag for s in cur))
             max_lag_s.add_metric([c, group], max(s.time_lag_s for s in cur))
             sum_lag.add_metric([c, group], sum(s.lag for s in cur))
@@ -101,7 +130,7 @@ class LagCollector(Collector):
             for p in st.partitions:
                 pstatus.add_metric([c, group, p.topic, str(p.partition)], p.status.code)
         yield from (offset, lag, lag_s, max_lag, max_lag_s, sum_lag, topic_sum, latest, earliest,
-                    gstatus, pstatus)
+                    gstatus, pstatus, lag_raw, lso, open_txn, open_age)
         took = self.poll_time_ms() if self.poll_time_ms is not None else None
         if took is not None:
             poll = GaugeMetricFamily("kafka_consumergroup_poll_time_ms",

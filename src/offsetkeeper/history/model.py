@@ -1,8 +1,10 @@
 """What the history stores: one `Sample` per group partition per cycle, cycles and gaps.
 
 All times are epoch milliseconds (UTC). A committed offset is the offset of the next record the
-group will read; `lag = log_end - committed` (never negative: committed offsets are read before
-log ends in a cycle).
+group will read. `lag` is the number of records a read_committed consumer still has to read
+(kafka/stable.py): against the last stable offset, 0 when only transaction markers or aborted
+records lie between the committed offset and the end; `lag_raw = log_end - committed`. Neither
+is negative (committed offsets are read before log ends in a cycle).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
+from offsetkeeper.kafka.stable import readable_lag
 from offsetkeeper.models import TopicPartition
 
 
@@ -33,6 +36,11 @@ class Sample:
     next_ts: int | None = None    # timestamp of the record at `committed` (None: caught up/unknown)
     time_lag_ms: int | None = None          # exact: ts - next_ts (0 when caught up)
     time_lag_interp_ms: int | None = None   # interpolated from sampled log ends
+    # schema version 4: transactions (None in samples recorded before, and where not read)
+    lso: int | None = None        # last stable offset: read_committed consumers stop there
+    readable: int | None = None   # records a read_committed consumer gets from `committed` to
+                                  # the LSO, when counted (a few offsets short of it only)
+    open_txn_since: int | None = None  # an open transaction holds the LSO back since (ms)
 
     @property
     def tp(self) -> TopicPartition:
@@ -40,8 +48,25 @@ class Sample:
 
     @property
     def lag(self) -> int:
-        """Records behind the log end (0 when caught up; never negative)."""
+        """Records a read_committed consumer still has to read (0 when caught up, also when
+        only transaction markers are left; never negative)."""
+        return readable_lag(self.committed, self.log_end, self.lso, self.readable)
+
+    @property
+    def lag_raw(self) -> int:
+        """The plain offset difference `log_end - committed` (never negative)."""
         return max(0, self.log_end - self.committed)
+
+    @property
+    def open_transaction(self) -> bool:
+        """An open transaction holds the last stable offset below the log end."""
+        return self.lso is not None and self.lso < self.log_end
+
+    @property
+    def waiting_on_transaction(self) -> bool:
+        """The group has read everything it may read and waits for an open transaction to end
+        (not the consumer's fault)."""
+        return self.open_transaction and self.lag == 0
 
     @property
     def time_lag_s(self) -> float:

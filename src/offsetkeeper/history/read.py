@@ -11,8 +11,8 @@ from offsetkeeper.history.status import DEFAULT_WINDOW, GroupStatus, evaluate_st
 from offsetkeeper.history.store.base import HistoryStore
 from offsetkeeper.history.timeparse import now_ms
 
-SHOW_COLUMNS = ["time", "topic", "partition", "committed", "log_end", "lag", "time_lag_s",
-                "time_lag_interp_s", "rate"]
+SHOW_COLUMNS = ["time", "topic", "partition", "committed", "log_end", "lag", "lag_raw",
+                "time_lag_s", "time_lag_interp_s", "rate", "open_txn_since"]
 AT_COLUMNS = ["group", "topic", "partition", "committed", "metadata", "log_start", "log_end",
               "lag", "sample_time", "sample_age_s"]
 
@@ -48,7 +48,9 @@ def show_rows(store: HistoryStore, group: str, *, topic: str | None = None,
         prev[(s.topic, s.partition)] = s
         rows.append({"time": iso(s.ts), "ts": s.ts, "topic": s.topic, "partition": s.partition,
                      "committed": s.committed, "log_start": s.log_start, "log_end": s.log_end,
-                     "lag": s.lag, "time_lag_s": 0.0 if s.lag == 0 else _s(s.time_lag_ms),
+                     "lag": s.lag, "lag_raw": s.lag_raw, "lso": s.lso,
+                     "open_txn_since": iso(s.open_txn_since),
+                     "time_lag_s": 0.0 if s.lag == 0 else _s(s.time_lag_ms),
                      "time_lag_interp_s": 0.0 if s.lag == 0 else _s(s.time_lag_interp_ms),
                      "rate": rate, "state": s.state, "members": s.members})
     return rows
@@ -127,12 +129,14 @@ def status_rows(statuses: Sequence[GroupStatus], *, partitions: bool = False) ->
     if not partitions:
         return [{k: v for k, v in st.as_dict().items() if k != "partitions"} for st in statuses]
     return [{"group": st.group, "topic": p.topic, "partition": p.partition,
-             "status": str(p.status), "lag": p.lag, "time_lag_s": round(p.time_lag_s, 3),
-             "committed": p.committed, "log_end": p.log_end, "reason": p.reason}
+             "status": str(p.status), "lag": p.lag, "lag_raw": p.lag_raw,
+             "time_lag_s": round(p.time_lag_s, 3), "committed": p.committed,
+             "log_end": p.log_end, "lso": p.lso, "open_txn_since": iso(p.open_txn_since),
+             "reason": p.reason}
             for st in statuses for p in st.partitions]
 
 
 STATUS_COLUMNS = ["group", "status", "total_lag", "max_lag", "max_time_lag_s", "complete",
                   "last_sample", "reason"]
-PARTITION_STATUS_COLUMNS = ["group", "topic", "partition", "status", "lag", "time_lag_s",
-                            "committed", "log_end", "reason"]
+PARTITION_STATUS_COLUMNS = ["group", "topic", "partition", "status", "lag", "lag_raw",
+                            "time_lag_s", "committed", "log_end", "reason"]

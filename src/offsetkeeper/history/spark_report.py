@@ -7,7 +7,8 @@ Export layout (Hive-style, readable by Spark, pyarrow, DuckDB ...):
 
 Columns: ts (ms), time (timestamp UTC), group, topic, partition, committed, log_start, log_end,
 lag, time_lag_s (exact, else interpolated, 0 when caught up), time_lag_ms, time_lag_interp_ms,
-state, members.
+state, members, lag_raw (log end - committed), lso, open_txn_since (ms; transactions: lag is what
+a read_committed consumer still has to read, see docs/history.md).
 
 Report, per group and day: p50/p99/max of the group's lag (summed over its partitions at each
 sample time) and of its time lag (the max over partitions at each sample time), the commit rate
@@ -60,6 +61,9 @@ def _table(samples: Sequence[Sample]):
         "time_lag_interp_ms": pa.array([s.time_lag_interp_ms for s in samples], pa.int64()),
         "state": pa.array([s.state for s in samples], pa.string()),
         "members": pa.array([s.members for s in samples], pa.int32()),
+        "lag_raw": pa.array([s.lag_raw for s in samples], pa.int64()),
+        "lso": pa.array([s.lso for s in samples], pa.int64()),
+        "open_txn_since": pa.array([s.open_txn_since for s in samples], pa.int64()),
     }
     return pa.table(cols)
 

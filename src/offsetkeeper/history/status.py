@@ -17,6 +17,11 @@ stopped committing" is judged from the offset not moving for the whole window pl
 membership: STOP when no member owns the partition, STALL when one does.
 
 Group: ERR if any partition is STOP, STALL or REWIND; else WARN if any is WARN; else OK.
+
+Lag is what a read_committed consumer still has to read (kafka/stable.py): a group caught up
+behind transaction markers is caught up, and one held at the last stable offset by an open
+transaction has read all it may read — OK, and the reason says it waits on that transaction,
+since when, and that this is not the consumer's fault (the producer's transaction is open).
 """
 
 from __future__ import annotations
@@ -65,6 +70,9 @@ class PartitionStatus:
     time_lag_s: float
     samples: int
     consumer_id: str = ""
+    lag_raw: int = 0                    # log end - committed (markers and open transactions count)
+    lso: int | None = None              # last stable offset
+    open_txn_since: int | None = None   # an open transaction holds the LSO back since (ms)
 
 
 @dataclass(frozen=True)
@@ -104,8 +112,11 @@ def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDO
     full = len(w) >= window and len(w) >= 2
 
     def result(status: Status, reason: str) -> PartitionStatus:
+        if cur.open_transaction:
+            reason += f"; {waiting_reason(cur)}"
         return PartitionStatus(cur.topic, cur.partition, status, reason, cur.committed,
-                               cur.log_end, cur.lag, cur.time_lag_s, len(w), cur.consumer_id)
+                               cur.log_end, cur.lag, cur.time_lag_s, len(w), cur.consumer_id,
+                               cur.lag_raw, cur.lso, cur.open_txn_since)
 
     if cur.lag <= allowed_lag:
         return result(Status.OK, "caught up" if cur.lag == 0 else f"lag {cur.lag} within allowed {allowed_lag}")
@@ -130,6 +141,14 @@ def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDO
     if not full:
         return result(Status.OK, f"lag {cur.lag}; {len(w)} of {window} samples so far")
     return result(Status.OK, f"lag {cur.lag}, consumer moving")
+
+
+def waiting_reason(s: Sample) -> str:
+    """Why a partition's log end is out of reach: an open transaction holds the LSO back."""
+    since = f" since {iso(s.open_txn_since)}" if s.open_txn_since is not None else ""
+    return (f"an open transaction{since} holds the last stable offset at {s.lso} (log end "
+            f"{s.log_end}): read_committed consumers wait there until its producer commits or "
+            "aborts it, not the consumer's fault")
 
 
 def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
@@ -162,6 +181,14 @@ def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
         reason = f"{first.status} {first.topic}:{first.partition}: {first.reason}{more}"
     else:
         reason = "all partitions caught up" if total == 0 else f"total lag {total}, consumers moving"
+        waiting = [p for p in parts if p.open_txn_since is not None or
+                   (p.lso is not None and p.lso < p.log_end)]
+        if waiting:
+            w0 = waiting[0]
+            since = f" since {iso(w0.open_txn_since)}" if w0.open_txn_since is not None else ""
+            more = f" (+{len(waiting) - 1} more)" if len(waiting) > 1 else ""
+            reason += (f"; {w0.topic}:{w0.partition}{more} held at the last stable offset by an "
+                       f"open transaction{since}: not the consumer's fault")
     complete = min(1.0, min(p.samples for p in parts) / window)
     return GroupStatus(
         group=gid, status=status, reason=reason, partitions=parts, total_lag=total,

@@ -633,3 +633,76 @@ class KafkaAdmin(JvmGroupsAdmin):
                 if not exc.retriable or time.monotonic() >= deadline:
                     raise
                 time.sleep(0.1)
+
+    # -- transactions: the log as a read_committed consumer sees it (kafka/stable.py) ----------
+    def log_offsets(self, tps: Iterable[TopicPartition], *, ordered: bool = True) -> dict:
+        """Per partition a `kafka.stable.LogOffsets`: log start, log end and last stable offset
+        (LSO: the log end under READ_COMMITTED isolation). The LSO request is in flight while
+        the watermarks are read."""
+        from offsetkeeper.kafka.stable import LogOffsets
+
+        wanted = set(tps)
+        if not wanted:
+            return {}
+        with cf.ThreadPoolExecutor(max_workers=1) as pool:
+            lso_future = pool.submit(self.end_offsets, wanted, read_committed=True)
+            marks = self.watermarks(wanted, ordered=ordered)
+            lso = lso_future.result()
+        return {tp: LogOffsets(wm.low, wm.high, min(lso.get(tp, wm.high), wm.high))
+                for tp, wm in marks.items()}
+
+    def count_readable(self, ranges: Mapping[TopicPartition, tuple[int, int]], *,
+                       timeout_s: float = 3.0) -> dict[TopicPartition, tuple[int, int | None]]:
+        """Per partition, the records a read_committed consumer gets from `start` up to `end`
+        (markers and aborted records skipped) and the first one's timestamp: (count, ts|None).
+        Partitions that did not answer within `timeout_s` are absent. For short ranges (kafka/
+        stable.py: a few offsets below the LSO); one short-lived consumer that never joins a
+        group and never commits (kafka/peek.py)."""
+        return self._peek(lambda p: p.count_records(
+            {(tp.topic, tp.partition): r for tp, r in ranges.items()}), True, timeout_s) \
+            if ranges else {}
+
+    def first_records(self, offsets: Mapping[TopicPartition, int], *, read_committed: bool = True,
+                      timeout_s: float = 3.0) -> dict[TopicPartition, tuple[int, int | None]]:
+        """Per partition, the (offset, timestamp ms) of the first record a consumer gets when it
+        fetches from the given offset; (end offset, None) when it gets none before the end (the
+        LSO for read_committed). Read uncommitted at the LSO: the first record of the open
+        transaction holding it. Partitions that did not answer within `timeout_s` are absent."""
+        return self._peek(lambda p: p.next_records(
+            {(tp.topic, tp.partition): o for tp, o in offsets.items()}), read_committed,
+            timeout_s) if offsets else {}
+
+    def _peek(self, fn, read_committed: bool, timeout_s: float) -> dict:
+        from offsetkeeper.kafka.peek import NextRecordTimes
+
+        conf = {**self.conn.client_config(),
+                "isolation.level": "read_committed" if read_committed else "read_uncommitted"}
+        probe = NextRecordTimes(conf, timeout_s=timeout_s)
+        try:
+            got = fn(probe)
+        finally:
+            probe.close()
+        return {TopicPartition(*k): v for k, v in got.items() if v is not None}
+
+    def topic_ids(self) -> dict[str, str]:
+        """Topic id (as Kafka prints it: URL-safe base64) -> name, for every topic (internal
+        ones included): the newer `__consumer_offsets` records name topics by id."""
+        from confluent_kafka import TopicCollection
+
+        try:
+            names = list(self.admin.list_topics(timeout=self.timeout).topics)
+        except KafkaException as exc:
+            raise translate(exc, action="list topics") from exc
+        if not names:
+            return {}
+        futures = self.admin.describe_topics(TopicCollection(names), request_timeout=self.timeout)
+        out: dict[str, str] = {}
+        for name, fut in futures.items():
+            try:
+                d = self._wait(fut, action="describe topic", topic=name)
+            except OffsetkeeperError:
+                continue  # deleted meanwhile, or not authorized: its id stays unnamed
+            if d.topic_id is not None:
+                # librdkafka prints ids in standard base64; Kafka (and the records) URL-safe
+                out[str(d.topic_id).translate(str.maketrans("+/", "-_")).rstrip("=")] = name
+        return out

@@ -7,7 +7,8 @@
 - expired: groups whose every offset ended in a tombstone (expired or deleted), or whose group
   metadata was deleted last
 - rebalances: rebalances per group and hour — a new generation first seen in that hour (its
-  current-state timestamp, else the record time)
+  current-state timestamp, else the record time); for consumer (KIP-848), share and streams
+  groups a new group epoch (offsetlog/membership.py), with the members it had then
 """
 
 from __future__ import annotations
@@ -72,10 +73,12 @@ def rewinds(spark, out: str, group: str | None = None) -> list[dict]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    c = _commits(spark, out, group).where(~F.col("tombstone"))
+    # Tombstones stay in the window: a commit right after one has no previous offset (its
+    # `prev` is the tombstone's null offset), so it starts afresh, as `commits show` labels it.
+    c = _commits(spark, out, group)
     w = Window.partitionBy("group", "topic", "partition").orderBy("source_partition", "source_offset")
     rows = (c.withColumn("prev", F.lag("offset").over(w))
-            .where(F.col("offset") < F.col("prev"))
+            .where(~F.col("tombstone") & (F.col("offset") < F.col("prev")))
             .orderBy("group", "commit_timestamp", "topic", "partition").collect())
     return [{"group": r["group"], "topic": r["topic"], "partition": r["partition"],
              "time": iso(r["commit_timestamp"]), "from_offset": r["prev"], "to_offset": r["offset"],
@@ -120,11 +123,30 @@ def expired_groups(spark, out: str, group: str | None = None) -> list[dict]:
     w = Window.partitionBy("group").orderBy(F.desc("source_partition"), F.desc("source_offset"))
     deleted = (_groups(spark, out, group).withColumn("rn", F.row_number().over(w))
                .where((F.col("rn") == 1) & F.col("tombstone")).collect())
+    deleted += _deleted_epoch_groups(spark, out, group)
     for r in deleted:
         entry = rows.setdefault(r["group"], {"group": r["group"], "partitions": 0,
                                              "last_commit": None, "last_record": iso(r["record_timestamp"])})
         entry["reason"] = "group deleted" if "reason" not in entry else entry["reason"] + "; group deleted"
     return sorted(rows.values(), key=lambda r: r["group"])
+
+
+def _deleted_epoch_groups(spark, out: str, group: str | None) -> list:
+    """Consumer, share and streams groups whose last group-epoch record is a tombstone."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from offsetkeeper.offsetlog.membership import GROUP_METADATA, read_coordinator
+
+    if not read_coordinator(out, group, GROUP_METADATA):  # none, or a scan from before
+        return []
+    c = spark.read.parquet(join(out, "coordinator")).where(
+        F.col("record_type").isin(*GROUP_METADATA))
+    if group:
+        c = c.where(F.col("group") == group)
+    w = Window.partitionBy("group").orderBy(F.desc("source_partition"), F.desc("source_offset"))
+    return (c.withColumn("rn", F.row_number().over(w))
+            .where((F.col("rn") == 1) & F.col("tombstone")).collect())
 
 
 def rebalances_per_hour(spark, out: str, group: str | None = None) -> list[dict]:
@@ -141,9 +163,24 @@ def rebalances_per_hour(spark, out: str, group: str | None = None) -> list[dict]
                 F.array_sort(F.collect_list("generation")).alias("generations"),
                 F.max("members").alias("max_members"))
             .orderBy("group", "hour").collect())
-    return [{"group": r["group"], "hour": iso(int(r["hour"]))[:13] + ":00Z", "rebalances": r["rebalances"],
-             "generations": ",".join(str(x) for x in r["generations"]), "max_members": r["max_members"]}
-            for r in rows]
+    out_rows = [{"group": r["group"], "hour": iso(int(r["hour"]))[:13] + ":00Z",
+                 "rebalances": r["rebalances"],
+                 "generations": ",".join(str(x) for x in r["generations"]),
+                 "max_members": r["max_members"]} for r in rows]
+    return sorted(out_rows + _epoch_rebalances(out, group), key=lambda r: (r["group"], r["hour"]))
+
+
+def _epoch_rebalances(out: str, group: str | None) -> list[dict]:
+    """New group epochs of consumer, share and streams groups per group and hour."""
+    from offsetkeeper.offsetlog.membership import rebalance_events
+
+    buckets: dict[tuple[str, int], list[dict]] = {}
+    for e in rebalance_events(out, group):
+        buckets.setdefault((e["group"], e["time"] // 3_600_000 * 3_600_000), []).append(e)
+    return [{"group": g, "hour": iso(hour)[:13] + ":00Z", "rebalances": len(es),
+             "generations": ",".join(str(x) for x in sorted(e["generation"] for e in es)),
+             "max_members": max(e["members"] for e in es)}
+            for (g, hour), es in buckets.items()]
 
 
 _REPORTS = {Report.rate: commit_rate, Report.rewinds: rewinds, Report.topics: groups_per_topic,

@@ -11,6 +11,8 @@ unit test holds them to that.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Iterator
 from functools import cache
 
@@ -19,6 +21,7 @@ import pyarrow as pa
 
 from offsetkeeper.offsetlog.decode import decode_assignment, decode_record, decode_subscription
 from offsetkeeper.offsetlog.records import (
+    CoordinatorRecord,
     DecodedRecord,
     GroupMetadataRecord,
     MalformedRecord,
@@ -41,6 +44,9 @@ DECODED_FIELDS = (
     ("protocol", "string"), ("leader", "string"), ("current_state_timestamp", "long"),
     ("members", "members"), ("error", "string"), ("source_partition", "int"),
     ("source_offset", "long"), ("record_timestamp", "long"),
+    # the newer coordinator records (types 3-24, offsetlog/coordinator.py): the member of a
+    # member record, the other key fields (a regex record's expression), the value as JSON
+    ("member_id", "string"), ("record_key", "string"), ("fields", "string"),
 )
 INPUT_COLUMNS = ("key", "value", "source_partition", "source_offset", "record_timestamp")
 _SOURCE = ("source_partition", "source_offset", "record_timestamp")
@@ -92,7 +98,8 @@ def _tps(tps) -> list[dict]:
 def _member_row(m: MemberMetadata, protocol_type: str) -> dict:
     row = {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
            "client_id": m.client_id, "client_host": m.client_host,
-           "rebalance_timeout": None if m.rebalance_timeout == -1 else m.rebalance_timeout,
+           # -1 is a value (the schema's default, and what v0 records mean), never null
+           "rebalance_timeout": m.rebalance_timeout,
            "session_timeout": m.session_timeout, "subscribed_topics": None,
            "owned_partitions": None, "assigned": None, "subscription": m.subscription,
            "assignment": m.assignment, "protocol_error": None}
@@ -138,12 +145,31 @@ def record_row(rec: DecodedRecord) -> dict:
                        current_state_timestamp=None if g.current_state_timestamp == -1
                        else g.current_state_timestamp,
                        members=[_member_row(m, g.protocol_type) for m in g.members])
+    elif isinstance(rec, CoordinatorRecord):
+        k = rec.key
+        extra = {n: v for n, v in k.fields.items() if n not in ("group_id", "member_id")}
+        row.update(key_version=k.record_type, group=k.group, member_id=k.fields.get("member_id"),
+                   record_key=json.dumps(extra, sort_keys=True) if extra else None,
+                   tombstone=rec.value is None)
+        if rec.value is not None:
+            row.update(value_version=rec.value_version, fields=fields_json(rec.value))
     elif isinstance(rec, UnknownRecord):
         row["key_version" if rec.part == "key" else "value_version"] = rec.version
         row["group"] = rec.group
     elif isinstance(rec, MalformedRecord):
         row["error"] = rec.reason
     return row
+
+
+def _json_default(v):
+    if isinstance(v, bytes | bytearray):
+        return base64.b64encode(v).decode("ascii")
+    raise TypeError(f"{type(v).__name__} is not JSON")
+
+
+def fields_json(value: dict) -> str:
+    """A coordinator record's value as JSON (bytes as base64; tuples as arrays)."""
+    return json.dumps(value, sort_keys=True, default=_json_default, ensure_ascii=False)
 
 
 def _slow(batch: pa.RecordBatch, rows_idx: np.ndarray) -> pa.RecordBatch:

@@ -23,6 +23,8 @@ from offsetkeeper.offsetlog.records import (
     OFFSET_COMMIT_KEY_VERSIONS,
     OFFSET_COMMIT_VALUE_VERSIONS,
     Assignment,
+    CoordinatorKey,
+    CoordinatorRecord,
     DecodedRecord,
     GroupMetadataKey,
     GroupMetadataRecord,
@@ -138,10 +140,17 @@ class _Reader:
             raise MalformedBytes(f"{len(self.buf) - self.pos} unexpected trailing bytes")
 
 
-def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey | UnknownRecord:
+def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey | CoordinatorKey | UnknownRecord:
     """Decode a record key; raises MalformedBytes on broken bytes."""
+    from offsetkeeper.offsetlog.coordinator import SCHEMAS, decode_struct
+
     r = _Reader(key)
     version = r.i16()
+    schema = SCHEMAS.get(version)
+    if schema is not None:
+        fields = decode_struct(r, schema.key)
+        r.end()
+        return CoordinatorKey(version, fields)
     if version in OFFSET_COMMIT_KEY_VERSIONS:
         group, topic, partition = r.string(), r.string(), r.i32()
         r.end()
@@ -220,6 +229,8 @@ def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
     if isinstance(k, UnknownRecord):
         return k
     try:
+        if isinstance(k, CoordinatorKey):
+            return _coordinator_record(k, value)
         if isinstance(k, OffsetCommitKey):
             if value is None:
                 return OffsetCommitRecord(k, None)
@@ -237,6 +248,21 @@ def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
         return MalformedRecord("value", f"value: {exc}")
     except Exception as exc:  # the contract is "never raises"
         return MalformedRecord("value", f"value: {type(exc).__name__}: {exc}")
+
+
+def _coordinator_record(k: CoordinatorKey, value: bytes | None) -> CoordinatorRecord | UnknownRecord:
+    from offsetkeeper.offsetlog.coordinator import SCHEMAS, decode_struct
+
+    if value is None:
+        return CoordinatorRecord(k, None)
+    r = _Reader(value)
+    v = r.i16()
+    schemas = SCHEMAS[k.record_type].values
+    if not 0 <= v < len(schemas):
+        return UnknownRecord("value", v, k.group)
+    fields = decode_struct(r, schemas[v])
+    r.end()
+    return CoordinatorRecord(k, fields, v)
 
 
 # -- the consumer protocol (inside GroupMetadataValue members) ------------------------------------

@@ -29,9 +29,16 @@ def part(ctx) -> None:
     run, b = ctx.run, ["-b", ctx.prod]
     t0 = (int(time.time() * 1000) // MINUTE - 30) * MINUTE
     _create_topic(ctx.prod, LOG_TOPIC, 3)
-    produce_sample(ctx.prod, LOG_TOPIC, sample_log(groups=GROUPS, data_topic=ctx.topic, t0=t0))
+    from offsetkeeper.config import Connection
+    from offsetkeeper.kafka.admin import KafkaAdmin
+
+    with KafkaAdmin(Connection(bootstrap_servers=ctx.prod)) as admin:
+        ids = {name: tid for tid, name in admin.topic_ids().items()}
+    produce_sample(ctx.prod, LOG_TOPIC, sample_log(groups=GROUPS, data_topic=ctx.topic, t0=t0,
+                                                   topic_id=ids[ctx.topic]))
     ctx.console.print(f"produced a __consumer_offsets-format log (every key/value version, tombstones, "
-                      f"group metadata) into '{LOG_TOPIC}': more versions than one Kafka release writes")
+                      f"group metadata, a KIP-848 group's member and assignment records) into "
+                      f"'{LOG_TOPIC}': more versions than one Kafka release writes")
     hist = str(ctx.work / "commit-history")
     run("Decode the log on Spark into a commit history",
         ["commits", "scan", "-t", LOG_TOPIC, "--out", hist, *b])
@@ -39,6 +46,8 @@ def part(ctx) -> None:
     at = iso(t0 + 4 * MINUTE + 30_000)
     run(f"Where billing stood at {at}, replayed exactly", ["commits", "at", "billing", "-H", hist, "--time", at])
     run("Members and assignments per generation", ["commits", "generations", "billing", "-H", hist])
+    run("A KIP-848 consumer group's membership history (joined, epochs, assignments, left)",
+        ["commits", "generations", f"{GROUPS[0]}-kip848", "-H", hist])
     run("REWIND events across all groups (Spark)", ["commits", "rewinds", "-H", hist])
     run("Plan: reset billing to what it had committed then (dry run)",
         ["offsets", "reset", "-g", "billing", "--to-commit-time", at, "--commit-history", hist, *b])

@@ -9,6 +9,8 @@ import struct
 from offsetkeeper.offsetlog.records import (
     FLEXIBLE_VALUE_VERSION,
     Assignment,
+    CoordinatorKey,
+    CoordinatorRecord,
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -58,8 +60,12 @@ def _tagged(fields: TaggedFields) -> bytes:
     return b"".join(out)
 
 
-def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
-    """Key bytes: int16 version, then the fields."""
+def encode_key(key: OffsetCommitKey | GroupMetadataKey | CoordinatorKey) -> bytes:
+    """Key bytes: int16 version (the record type), then the fields."""
+    if isinstance(key, CoordinatorKey):
+        from offsetkeeper.offsetlog.coordinator import SCHEMAS, encode_struct
+
+        return _I16.pack(key.record_type) + encode_struct(SCHEMAS[key.record_type].key, key.fields)
     if isinstance(key, OffsetCommitKey):
         return _I16.pack(key.version) + _string(key.group) + _string(key.topic) + _I32.pack(key.partition)
     return _I16.pack(key.version) + _string(key.group)
@@ -105,10 +111,18 @@ def _group_metadata_value(g: GroupMetadataValue) -> bytes:
     return b"".join(out)
 
 
-def encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes | None:
-    """Value bytes (None stays None: a tombstone)."""
+def encode_value(value: OffsetCommitValue | GroupMetadataValue | CoordinatorRecord | None,
+                 ) -> bytes | None:
+    """Value bytes (None stays None: a tombstone). A CoordinatorRecord gives its value's bytes."""
     if value is None:
         return None
+    if isinstance(value, CoordinatorRecord):
+        from offsetkeeper.offsetlog.coordinator import SCHEMAS, encode_struct
+
+        if value.value is None:
+            return None
+        schema = SCHEMAS[value.key.record_type].values[value.value_version]
+        return _I16.pack(value.value_version) + encode_struct(schema, value.value)
     if isinstance(value, OffsetCommitValue):
         return _offset_commit_value(value)
     return _group_metadata_value(value)

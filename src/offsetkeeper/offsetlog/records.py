@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-# Key versions: 0 and 1 are offset commits, 2 is group metadata; newer coordinators (KIP-848,
-# share groups, transactions...) add higher versions for other record types, skipped here.
+# Key versions: 0 and 1 are offset commits, 2 is group metadata; the higher ones are the record
+# types of KIP-848 consumer groups, share and streams groups (offsetlog/coordinator.py).
 OFFSET_COMMIT_KEY_VERSIONS = (0, 1)
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSIONS = (0, 1, 2, 3, 4)
@@ -169,4 +169,38 @@ class MalformedRecord:
     kind = RecordKind.ERROR
 
 
-DecodedRecord = OffsetCommitRecord | GroupMetadataRecord | UnknownRecord | MalformedRecord
+@dataclass(frozen=True)
+class CoordinatorKey:
+    """The key of a newer coordinator record (types 3-24): its type and key fields."""
+
+    record_type: int
+    fields: dict
+
+    @property
+    def group(self) -> str:
+        return self.fields["group_id"]
+
+
+@dataclass(frozen=True)
+class CoordinatorRecord:
+    """A record of a consumer (KIP-848), share or streams group, or (value None) its tombstone:
+    the member left, the assignment or the group was deleted. `value` holds the fields of the
+    schema of `value_version` (offsetlog/coordinator.py)."""
+
+    key: CoordinatorKey
+    value: dict | None
+    value_version: int = 0
+
+    @property
+    def kind(self) -> str:
+        from offsetkeeper.offsetlog.coordinator import SCHEMAS
+
+        return SCHEMAS[self.key.record_type].name
+
+    @property
+    def tombstone(self) -> bool:
+        return self.value is None
+
+
+DecodedRecord = (OffsetCommitRecord | GroupMetadataRecord | CoordinatorRecord | UnknownRecord
+                 | MalformedRecord)

@@ -3,7 +3,8 @@
 A broker writes only the record kinds and versions of its own release into `__consumer_offsets`,
 so this log is produced into an ordinary topic (each group's records into the partition Kafka
 would use) and scanned like the real one. It holds every key and value version, tombstones, group metadata with members,
-a REWIND, an offset beyond the log end, an expired group, and records to skip.
+a REWIND, an offset beyond the log end, an expired group, a KIP-848 consumer group's membership
+records (`<active group>-kip848`: two members join, one leaves), and records to skip.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from offsetkeeper.offsetlog.encode import (
 )
 from offsetkeeper.offsetlog.records import (
     Assignment,
+    CoordinatorKey,
+    CoordinatorRecord,
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -50,10 +53,58 @@ def _member(member_id: str, topic: str, partitions: tuple[int, ...], version: in
                           None, 300_000 if version >= 1 else -1)
 
 
+# A topic id for the KIP-848 records (URL-safe base64 of 16 bytes); the demo passes the real one.
+SAMPLE_TOPIC_ID = "AAECAwQFBgcICQoLDA0ODw"
+
+
+def kip848_records(group: str, topic: str, topic_id: str,
+                   t0: int) -> list[tuple[int, CoordinatorRecord]]:
+    """A consumer-protocol group's records as Kafka 4 writes them: two members join (each
+    bumping the group epoch), the target and current assignments follow, the first leaves."""
+    m = MINUTE
+
+    def rec(record_type, value, member=None):
+        fields = {"group_id": group} if member is None else {"group_id": group, "member_id": member}
+        return CoordinatorRecord(CoordinatorKey(record_type, fields), value)
+
+    def member(mid, client):
+        return rec(5, {"instance_id": None, "rack_id": None, "client_id": client,
+                       "client_host": "/10.0.0.7", "subscribed_topic_names": (topic,),
+                       "subscribed_topic_regex": None, "rebalance_timeout_ms": 300_000,
+                       "server_assignor": "uniform"}, mid)
+
+    def current(mid, epoch, prev, parts, revoking=()):
+        tps = ({"topic_id": topic_id, "partitions": tuple(parts)},) if parts else ()
+        rev = ({"topic_id": topic_id, "partitions": tuple(revoking)},) if revoking else ()
+        return rec(8, {"member_epoch": epoch, "previous_member_epoch": prev,
+                       "state": 1 if revoking else 0, "assigned_partitions": tps,
+                       "partitions_pending_revocation": rev}, mid)
+
+    def target(mid, parts):
+        return rec(7, {"topic_partitions": ({"topic_id": topic_id, "partitions": tuple(parts)},)}, mid)
+
+    return [
+        (t0 + m, member("m-a", "pay-a")), (t0 + m, rec(3, {"epoch": 1})),
+        (t0 + m, target("m-a", [0, 1])), (t0 + m, rec(6, {"assignment_epoch": 1})),
+        (t0 + m, current("m-a", 1, 0, [0, 1])),
+        (t0 + 2 * m, member("m-b", "pay-b")), (t0 + 2 * m, rec(3, {"epoch": 2})),
+        (t0 + 2 * m, target("m-a", [0])), (t0 + 2 * m, target("m-b", [1])),
+        (t0 + 2 * m, rec(6, {"assignment_epoch": 2})),
+        (t0 + 2 * m, current("m-a", 2, 1, [0], revoking=[1])),
+        (t0 + 2 * m + 5000, current("m-a", 2, 2, [0])),
+        (t0 + 2 * m + 5000, current("m-b", 2, 0, [1])),
+        (t0 + 6 * m, CoordinatorRecord(member("m-a", "pay-a").key, None)),
+        (t0 + 6 * m, rec(3, {"epoch": 3})),
+        (t0 + 6 * m, target("m-b", [0, 1])), (t0 + 6 * m, rec(6, {"assignment_epoch": 3})),
+        (t0 + 6 * m, current("m-b", 3, 2, [0, 1])),
+    ]
+
+
 def sample_log(*, groups: tuple[str, str, str], data_topic: str, t0: int,
-               partitions: int = 3) -> list[SampleRecord]:
+               partitions: int = 3, topic_id: str = SAMPLE_TOPIC_ID) -> list[SampleRecord]:
     """The sample log for groups (active, odd-named, gone) committing on `data_topic` (2
-    partitions, 20 records each are assumed by the expectations in the tests and demo)."""
+    partitions, 20 records each are assumed by the expectations in the tests and demo), plus
+    a KIP-848 group `<active>-kip848` whose records name the topic by `topic_id`."""
     g1, g2, g3 = groups
     out: list[SampleRecord] = []
 
@@ -90,10 +141,15 @@ def sample_log(*, groups: tuple[str, str, str], data_topic: str, t0: int,
     tombstone(g3, 1, t0 + 7 * m)
     out.append(SampleRecord(partition_for_group(g3, partitions), encode_key(GroupMetadataKey(g3)), None,
                             t0 + 7 * m, (GroupMetadataKey(g3), None)))
-    # Records to skip: a KIP-848 record type (key v5), an unknown value version, malformed bytes.
+    g4 = f"{g1}-kip848"
+    for t, rec in kip848_records(g4, data_topic, topic_id, t0):
+        out.append(SampleRecord(partition_for_group(g4, partitions), encode_key(rec.key),
+                                encode_value(rec), t, rec))
+    # Records to skip: a record type newer than this decoder (key v99), an unknown value version,
+    # malformed bytes.
     p1 = partition_for_group(g1, partitions)
-    out.append(SampleRecord(p1, b"\x00\x05" + encode_key(GroupMetadataKey(g1))[2:], b"\x00\x00\x00",
-                            t0 + 8 * m, "unknown key v5"))
+    out.append(SampleRecord(p1, b"\x00\x63" + encode_key(GroupMetadataKey(g1))[2:], b"\x00\x00\x00",
+                            t0 + 8 * m, "unknown key v99"))
     out.append(SampleRecord(p1, encode_key(OffsetCommitKey(g1, data_topic, 0)), b"\x00\x09junk",
                             t0 + 8 * m, "unknown value v9"))
     out.append(SampleRecord(p1, b"\x00\x01\x00\x09short", b"\x00\x03", t0 + 8 * m, "malformed"))

@@ -13,6 +13,10 @@ Output directory:
     OUT/groups/    Parquet: group, generation, protocol_type, protocol, leader,
                    current_state_timestamp, members (with decoded subscriptions/assignments),
                    tombstone, value_version, source_partition, source_offset, record_timestamp
+    OUT/coordinator/  Parquet: the records of KIP-848 consumer, share and streams groups
+                   (types 3-24): group, kind, record_type, member_id, record_key, value_version,
+                   tombstone, fields (the value as JSON), source_partition, source_offset,
+                   record_timestamp (offsetlog/coordinator.py, offsetlog/membership.py)
     OUT/scan.json  what was read and what was skipped. A scan writes into a hidden work
                    directory and replaces the old tables only when it succeeded (scan.json removed
                    first, written last), so a failed scan leaves the previous history readable.
@@ -41,6 +45,10 @@ COMMIT_COLUMNS = ("group", "topic", "partition", "offset", "leader_epoch", "meta
 GROUP_COLUMNS = ("group", "generation", "protocol_type", "protocol", "leader",
                  "current_state_timestamp", "members", "tombstone", "value_version",
                  "source_partition", "source_offset", "record_timestamp")
+COORDINATOR_COLUMNS = ("group", "kind", "record_type", "member_id", "record_key", "value_version",
+                       "tombstone", "fields", "source_partition", "source_offset",
+                       "record_timestamp")
+TABLES = ("commits", "groups", "coordinator")
 _ERROR_SAMPLES = 5
 
 
@@ -117,6 +125,10 @@ class ScanSummary:
     error_samples: list[str]
     seconds: float = 0.0
     format: int = SCAN_FORMAT
+    # records of consumer (KIP-848), share and streams groups by kind (tombstones included);
+    # absent from scans made before offsetkeeper decoded them
+    coordinator_records: dict[str, int] = field(default_factory=dict)
+    topic_names: dict[str, str] = field(default_factory=dict)  # topic id -> name at scan time
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -229,6 +241,29 @@ def decode_frame(records):
 
 # -- the scan --------------------------------------------------------------------------------------
 
+def _coordinator_kinds() -> tuple[str, ...]:
+    from offsetkeeper.offsetlog.coordinator import SCHEMAS
+
+    return tuple(s.name for s in SCHEMAS.values())
+
+
+_COORDINATOR_KINDS = _coordinator_kinds()
+
+
+def topic_names(source: ScanSource) -> dict[str, str]:
+    """Topic id -> name of the source cluster (coordinator records name topics by id); empty for
+    a backup or when the cluster does not say."""
+    if not isinstance(source, KafkaSource):
+        return {}
+    from offsetkeeper.kafka.admin import KafkaAdmin
+
+    try:
+        with KafkaAdmin(source.connection) as admin:
+            return admin.topic_ids()
+    except Exception:  # names are a convenience: ids are shown instead
+        return {}
+
+
 def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, object]:
     """Write the commit and group tables from a decoded DataFrame; returns the counts.
 
@@ -260,6 +295,9 @@ def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, o
         .write.mode("overwrite").parquet(join(out, "commits"))
     staged.where(F.col("kind") == "group_metadata").select(*GROUP_COLUMNS) \
         .write.mode("overwrite").parquet(join(out, "groups"))
+    staged.where(F.col("kind").isin(*_COORDINATOR_KINDS)) \
+        .withColumn("record_type", F.col("key_version")).select(*COORDINATOR_COLUMNS) \
+        .write.mode("overwrite").parquet(join(out, "coordinator"))
     fs, path = open_fs(staging)
     fs.rm(path, recursive=True)
     samples = [x for r in counts for x in (r["samples"] or [])][:_ERROR_SAMPLES]
@@ -274,6 +312,9 @@ def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, o
             tally["group_tombstones" if r.tombstone else "group_metadata"] += r["count"]  # type: ignore[operator]
         elif r.kind == "error":
             tally["errors"] += r["count"]  # type: ignore[operator]
+        elif r.kind in _COORDINATOR_KINDS:
+            kinds = tally.setdefault("coordinator_records", {})
+            kinds[r.kind] = kinds.get(r.kind, 0) + r["count"]  # type: ignore[union-attr]
         else:
             part, version = ("key", r.key_version) if r.key_version is not None else ("value", r.value_version)
             skipped[(part, version)] = skipped.get((part, version), 0) + r["count"]
@@ -288,7 +329,7 @@ def _publish(work: str, out: str, summary: ScanSummary) -> None:
     summary_path = scan_json_path(out)
     if fs.exists(open_fs(summary_path)[1]):
         fs.rm(open_fs(summary_path)[1])  # from here until the end, readers refuse the directory
-    for table in ("commits", "groups"):
+    for table in TABLES:
         target = open_fs(join(out, table))[1]
         if fs.exists(target):
             fs.rm(target, recursive=True)
@@ -320,6 +361,8 @@ def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress)
         if not tally["records"]:
             what = f" for group '{cfg.group}'" if cfg.group else ""
             raise UsageError(f"{cfg.source.describe()} holds no records{what}; nothing to scan")
+        tally.setdefault("coordinator_records", {})
+        tally["topic_names"] = topic_names(cfg.source) if tally["coordinator_records"] else {}
         summary = ScanSummary(
             source=cfg.source.describe(), scanned_at=now.isoformat(timespec="seconds"),
             scanned_at_ms=int(now.timestamp() * 1000), group=cfg.group, source_partitions=partitions,

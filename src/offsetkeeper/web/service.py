@@ -177,6 +177,8 @@ def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
         v = tl.get((r.topic, r.partition))
         parts.append({"topic": r.topic, "partition": r.partition, "committed": r.current_offset,
                       "log_start": r.log_start_offset, "log_end": r.log_end_offset, "lag": r.lag,
+                      "lag_raw": r.lag_raw, "last_stable_offset": r.last_stable_offset,
+                      "open_transaction_since": r.open_transaction_since, "note": r.note,
                       "time_lag_s": v.time_lag_s if v else None,
                       "status": v.status if v else None, "reason": v.reason if v else "",
                       "consumer_id": r.consumer_id, "host": r.host, "client_id": r.client_id})

@@ -28,7 +28,7 @@ from offsetkeeper.errors import StoreError
 from offsetkeeper.history.model import Cycle, Gap, Sample
 from offsetkeeper.models import TopicPartition
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class StoreUnavailable(StoreError):

@@ -6,7 +6,9 @@
     P:g:<group>         zset  one member per cycle of the group, score = ts; the member is JSON
                               {"ts", "state", "members", "p": [[topic, partition, committed,
                               log_start, log_end, metadata, consumer_id, client_id, host,
-                              next_ts, time_lag_ms, time_lag_interp_ms], ...]}
+                              next_ts, time_lag_ms, time_lag_interp_ms, lso, readable,
+                              open_txn_since], ...]}   (the last three: version 4; older
+                              members have 12 items and read as None there)
     P:cycles            zset  JSON {ts, interval_ms, groups, partitions, duration_ms}, score = ts
     P:gaps              zset  JSON {start, end, reason}, score = start
 
@@ -45,7 +47,8 @@ def _encode(ts: int, samples: Sequence[Sample]) -> str:
     first = samples[0]
     return json.dumps({"ts": ts, "state": first.state, "members": first.members, "p": [
         [s.topic, s.partition, s.committed, s.log_start, s.log_end, s.metadata, s.consumer_id,
-         s.client_id, s.host, s.next_ts, s.time_lag_ms, s.time_lag_interp_ms] for s in samples]},
+         s.client_id, s.host, s.next_ts, s.time_lag_ms, s.time_lag_interp_ms, s.lso,
+         s.readable, s.open_txn_since] for s in samples]},
         separators=(",", ":"), sort_keys=True)
 
 
@@ -54,7 +57,13 @@ def _decode(group: str, raw: bytes | str) -> list[Sample]:
     return [Sample(ts=d["ts"], group=group, topic=p[0], partition=p[1], committed=p[2],
                    log_start=p[3], log_end=p[4], metadata=p[5], state=d["state"],
                    members=d["members"], consumer_id=p[6], client_id=p[7], host=p[8],
-                   next_ts=p[9], time_lag_ms=p[10], time_lag_interp_ms=p[11]) for p in d["p"]]
+                   next_ts=p[9], time_lag_ms=p[10], time_lag_interp_ms=p[11],
+                   lso=_at(p, 12), readable=_at(p, 13), open_txn_since=_at(p, 14))
+            for p in d["p"]]
+
+
+def _at(p: list, i: int):
+    return p[i] if len(p) > i else None
 
 
 class RedisStore(HistoryStore):

@@ -1,10 +1,11 @@
 """The SQL schema and queries shared by the SQLite and PostgreSQL stores.
 
-Schema (version 3):
+Schema (version 4):
 
     schema_version(version)                      one row
     samples(ts, grp, topic, part, committed, log_start, log_end, metadata, state, members,
-            consumer_id, client_id, host, next_ts, time_lag_ms, time_lag_interp_ms)
+            consumer_id, client_id, host, next_ts, time_lag_ms, time_lag_interp_ms,
+            lso, readable, open_txn_since)                   (the last three: migration 4)
             PRIMARY KEY (grp, topic, part, ts); INDEX (grp, ts); INDEX (ts)
     cycles(ts PRIMARY KEY, interval_ms, groups, partitions, duration_ms)
     gaps(start_ts PRIMARY KEY, end_ts, reason)                    (added by migration 2)
@@ -36,7 +37,7 @@ from offsetkeeper.models import TopicPartition
 
 COLUMNS = ("ts", "grp", "topic", "part", "committed", "log_start", "log_end", "metadata", "state",
            "members", "consumer_id", "client_id", "host", "next_ts", "time_lag_ms",
-           "time_lag_interp_ms")
+           "time_lag_interp_ms", "lso", "readable", "open_txn_since")
 _COLS = ", ".join(COLUMNS)
 
 MIGRATIONS: list[list[str]] = [
@@ -68,6 +69,12 @@ MIGRATIONS: list[list[str]] = [
         "INSERT INTO group_index (grp, first_ts, last_ts) "
         "SELECT grp, MIN(ts), MAX(ts) FROM samples GROUP BY grp",
     ],
+    # 4: transactions: last stable offset, next readable offset, open transaction since
+    [
+        "ALTER TABLE samples ADD COLUMN lso BIGINT",
+        "ALTER TABLE samples ADD COLUMN readable BIGINT",
+        "ALTER TABLE samples ADD COLUMN open_txn_since BIGINT",
+    ],
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -85,7 +92,7 @@ def _row_to_sample(r: Sequence) -> Sample:
 def _sample_row(s: Sample) -> tuple:
     return (s.ts, s.group, s.topic, s.partition, s.committed, s.log_start, s.log_end, s.metadata,
             s.state, s.members, s.consumer_id, s.client_id, s.host, s.next_ts, s.time_lag_ms,
-            s.time_lag_interp_ms)
+            s.time_lag_interp_ms, s.lso, s.readable, s.open_txn_since)
 
 
 class SqlStore(HistoryStore, abc.ABC):
