@@ -37,6 +37,9 @@ class OffsetkeeperError(Exception):
         topic: str | None = None,
         partition: int | None = None,
     ) -> None:
+        from offsetkeeper.redact import mask_url
+
+        message = mask_url(message)  # no password of a store URL or DSN in any error
         super().__init__(message)
         self.message = message
         self.group = group

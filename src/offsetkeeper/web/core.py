@@ -236,4 +236,6 @@ def safe_call(fn, default):
     try:
         return fn(), None
     except (OffsetkeeperError, OSError) as exc:
-        return default, str(exc)
+        from offsetkeeper.redact import mask_url
+
+        return default, mask_url(str(exc))

@@ -1,0 +1,185 @@
+"""Regression tests for issue 22, "Hardening, round two" (unit level: no broker)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.cli import run_cli
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "offsetkeeper"
+
+# -- item 3: secrets in store URLs, DSNs and destinations -------------------------------------
+
+# (URL or DSN, the secret that must never be shown)
+SECRET_FORMS = [
+    ("postgresql://app:hunter2xyz@db.example/ok", "hunter2xyz"),
+    ("postgresql://db.example/ok?user=app&password=hunter2xyz", "hunter2xyz"),
+    ("postgresql://db.example/ok?sslmode=require&password=hunter2xyz&application_name=x",
+     "hunter2xyz"),
+    ("host=db.example dbname=ok user=app password=hunter2xyz", "hunter2xyz"),
+    ("host=db.example password='hunter2 xyz' dbname=ok", "hunter2 xyz"),
+    ("postgresql://app:hun@ter2xyz@db.example/ok", "hun@ter2xyz"),
+    ("postgresql://app:hunter2 xyz@db.example/ok", "hunter2 xyz"),
+    ("s3://AKIAKEYID:wJalrSECRETxyz@bucket/snapshots", "wJalrSECRETxyz"),
+    ("gs://bucket/snapshots?token=ya29SECRETtoken", "ya29SECRETtoken"),
+    ("redis://:hunter2xyz@cache:6379/0", "hunter2xyz"),
+    ("rediss://default:hunter2xyz@cache:6380/0?prefix=ok", "hunter2xyz"),
+]
+
+
+def _renderers():
+    """Every path that renders a store or destination, as (name, url -> shown text)."""
+    from offsetkeeper.consumer.stores import redact_url as consumer_redact
+    from offsetkeeper.errors import OffsetkeeperError, StoreError
+    from offsetkeeper.history.store import redact_url as history_redact
+    from offsetkeeper.history.store.memory import MemoryStore
+    from offsetkeeper.snapshots.store import SnapshotStore
+    from offsetkeeper.web import checkpoints as web_checkpoints
+    from offsetkeeper.web import core as web_core
+    from offsetkeeper.web import data as web_data
+    from offsetkeeper.web.backups import safe_list, shown
+
+    def memory(url: str) -> str:
+        # fsspec's in-memory filesystem stands in for s3/gs (no credentials are checked)
+        return "memory://" + url.split("://", 1)[-1]
+
+    def snapshot_store(url: str) -> str:
+        st = SnapshotStore(memory(url))
+        return " ".join([st.display_url, st.display(st.path("snap-20261121T194501.123Z-1a2b")),
+                         repr(st)])
+
+    def history_display(url: str) -> str:
+        store = MemoryStore(url)
+        return store.display_url
+
+    def error_message(url: str) -> str:
+        return OffsetkeeperError(f"cannot open {url}: driver said {url!r}").message
+
+    def web_backup_list(url: str) -> str:
+        return repr(safe_list([memory(url)]))
+
+    def failing(exc):
+        def fn():
+            raise exc
+        return fn
+
+    return [
+        ("history.store.redact_url", history_redact),
+        ("HistoryStore.display_url", history_display),
+        ("consumer.stores.redact_url", consumer_redact),
+        ("web.backups.shown", shown),
+        ("web.backups.safe_list", web_backup_list),
+        ("web.checkpoints._message",
+         lambda u: web_checkpoints._message(OSError(f"no such file {u}"), u)),
+        ("web.core.safe_call", lambda u: web_core.safe_call(failing(OSError(u)), None)[1]),
+        ("web.data.safe", lambda u: web_data.safe(failing(StoreError(f"down: {u}")), None)[1]),
+        ("SnapshotStore", snapshot_store),
+        ("OffsetkeeperError.message", error_message),
+    ]
+
+
+@pytest.mark.parametrize("url,secret", SECRET_FORMS, ids=[u for u, _ in SECRET_FORMS])
+def test_every_store_renderer_masks_every_secret_form(url, secret):
+    """Invariant: no path that renders a store or destination (history/offset/snapshot stores,
+    backup destinations, checkpoint locations, error messages, dashboard helpers) shows a
+    password, whatever its form: URL userinfo (also with a raw '@' or a space), a secret query
+    parameter, a libpq key=value DSN, an fsspec URL with credentials."""
+    for name, render in _renderers():
+        text = render(url)
+        assert secret not in text, f"{name} showed the secret: {text!r}"
+        for piece in re.split(r"[@ ]", secret):
+            if len(piece) >= 4:
+                assert piece not in text, f"{name} showed part of the secret: {text!r}"
+
+
+def test_one_masking_function():
+    """Invariant: credential masking lives in redact.py only; no module keeps a regex of its own
+    (the old copies disagreed about a raw '@' and query parameters)."""
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        if path.name == "redact.py":
+            continue
+        text = path.read_text()
+        if re.search(r"_CRED\s*=|\[\^:/@\]|\[\^@/\]", text):
+            offenders.append(str(path.relative_to(SRC)))
+    assert offenders == []
+
+
+def test_mask_url_keeps_what_is_not_secret():
+    """Invariant: masking hides passwords only: hosts, users, paths and other parameters stay
+    readable, and URLs without credentials are unchanged."""
+    from offsetkeeper.redact import mask_url
+
+    assert mask_url("postgresql://app:pw123@db/ok?sslmode=require") == \
+        "postgresql://app:******@db/ok?sslmode=require"
+    for plain in ["s3://bucket/path@v1", "/var/lib/offsetkeeper/history.db",
+                  "postgresql://app@db/ok", "redis://cache:6379/0", "file:///tmp/x"]:
+        assert mask_url(plain) == plain
+
+
+def test_malformed_url_in_driver_error_is_masked():
+    """Invariant: a driver's error that quotes a malformed URL (psycopg on a space in the
+    password) shows no part of the password."""
+    from offsetkeeper.errors import UsageError
+    from offsetkeeper.history.store import open_store
+
+    with pytest.raises(UsageError) as exc:
+        open_store("postgresql://app:hunter2 xyz@127.0.0.1:1/ok")
+    assert "hunter2" not in exc.value.message and "xyz" not in exc.value.message
+
+
+def test_raw_at_in_postgres_password_is_refused():
+    """Invariant: a PostgreSQL URL whose password holds a raw '@' is refused before connecting
+    (libpq would print the password's tail as the host name), exit 2, nothing shown."""
+    from offsetkeeper.consumer.stores import open_store as open_offset_store
+    from offsetkeeper.errors import UsageError
+    from offsetkeeper.history.store import open_store
+
+    with pytest.raises(UsageError) as exc:
+        open_store("postgresql://app:hun@ter2xyz@127.0.0.1:1/ok", check=False)
+    assert "%40" in exc.value.message and "ter2xyz" not in exc.value.message
+    with pytest.raises(UsageError) as exc:
+        open_offset_store("postgresql://app:hun@ter2xyz@127.0.0.1:1/ok")
+    assert "ter2xyz" not in exc.value.message
+
+
+def test_libpq_dsn_is_never_a_sqlite_path(tmp_path, monkeypatch, capsys):
+    """Invariant: a libpq key=value DSN given as a history or offset store is PostgreSQL, never
+    a SQLite file name: a read-only command creates no file or directory named after it, and
+    the password is masked in the error."""
+    from offsetkeeper.history.store import open_store
+    from offsetkeeper.history.store.postgres import PostgresStore
+
+    monkeypatch.chdir(tmp_path)
+    dsn = "host=127.0.0.1 port=1 dbname=ok password=hunter2/xyz connect_timeout=1"
+    assert isinstance(open_store(dsn, check=False), PostgresStore)
+    r = run_cli(capsys, "history", "show", "payments", "--store", dsn)
+    assert r.code == 1, r
+    assert "hunter2" not in r.err + r.out
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- item 9: SQL history stores refuse a newer schema -----------------------------------------
+
+def test_sqlite_history_store_refuses_newer_schema(tmp_path, capsys):
+    """Invariant: a SQL history store whose schema version is newer than this offsetkeeper
+    knows is neither written to nor migrated: one line, exit 1, the version row unchanged."""
+    from offsetkeeper.history.store import SCHEMA_VERSION, StoreUnavailable, open_store
+
+    path = tmp_path / "h.db"
+    open_store(str(path)).close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    db.commit()
+    db.close()
+    with pytest.raises(StoreUnavailable) as exc:
+        open_store(str(path))
+    assert f"schema version {SCHEMA_VERSION + 1}" in exc.value.message
+    r = run_cli(capsys, "history", "show", "payments", "--store", str(path))
+    assert r.code == 1 and "newer" in r.err and len(r.err.strip().splitlines()) == 1, r
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION + 1,)]
