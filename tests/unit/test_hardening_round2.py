@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -183,3 +184,66 @@ def test_sqlite_history_store_refuses_newer_schema(tmp_path, capsys):
     assert r.code == 1 and "newer" in r.err and len(r.err.strip().splitlines()) == 1, r
     db = sqlite3.connect(path)
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION + 1,)]
+
+
+# -- item 4: "no committed offset" is a state a rollback restores -----------------------------
+
+def _facts(committed: dict):
+    from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition, Watermarks
+    from offsetkeeper.reset.plan import GroupFacts, ResetFacts
+
+    tps = [TopicPartition("t", p) for p in range(3)]
+    info = GroupInfo("g", "empty")
+    return ResetFacts(
+        groups={"g": GroupFacts(info, {TopicPartition("t", p): CommittedOffset(o, "")
+                                       for p, o in committed.items()})},
+        topic_partitions={"t": (0, 1, 2)}, watermarks={tp: Watermarks(0, 10) for tp in tps})
+
+
+def test_snapshot_records_uncommitted_and_rollback_plans_offset_delete():
+    """Invariant: the partitions a reset commits to that had no committed offset are recorded
+    in its snapshot (schema version 2, read back), and a rollback to that snapshot plans an
+    OffsetDelete for each of them that has a commit now, noted in the plan; the executor's
+    snapshot function is told which partitions those are."""
+    from offsetkeeper.models import CommittedOffset, TopicPartition
+    from offsetkeeper.reset.apply import uncommitted_partitions
+    from offsetkeeper.reset.plan import ResetScope, TopicSpec, plan_reset
+    from offsetkeeper.reset.render import plan_script
+    from offsetkeeper.reset.targets import ToEarliest
+    from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot
+    from offsetkeeper.snapshots.rollback import rollback_groups, rollback_target
+
+    t = [TopicPartition("t", p) for p in range(3)]
+    reset = plan_reset(_facts({0: 7}), ResetScope(groups=("g",), topics=(TopicSpec("t"),)),
+                       ToEarliest())
+    assert uncommitted_partitions(reset) == {"g": [t[1], t[2]]}
+
+    snap = Snapshot("snap-20261121T194501.123Z-1a2b", "2026-11-21T19:45:01.123Z", "c", "b:9092",
+                    "before reset", {"g": GroupSnapshot("empty", {t[0]: CommittedOffset(7, "")},
+                                                        frozenset({t[1], t[2]}))})
+    doc = json.loads(snap.to_json())
+    assert doc["schema_version"] == 2
+    assert Snapshot.from_json(snap.to_json()) == snap
+    assert rollback_groups(snap) == ("g",)
+
+    plan = plan_reset(_facts({0: 0, 1: 0}), ResetScope(groups=("g",), all_topics=True),
+                      rollback_target(snap))
+    by = {p.partition: p for p in plan.groups[0].partitions}
+    assert by[0].target == 7 and not by[0].delete
+    assert by[1].delete and by[1].changes and "OffsetDelete" in by[1].note
+    assert by[2].delete and not by[2].changes  # no commit now either: unchanged
+    assert plan.groups[0].deletes == [t[1]]
+    script = plan_script(plan, bootstrap_servers="b:9092")
+    assert "--delete-offsets --topic t:1" in script
+
+
+def test_snapshot_of_only_uncommitted_partitions_can_be_rolled_back():
+    """Invariant: a snapshot of a group that had no commit at all on the reset's partitions
+    still rolls back (it deletes them), instead of "nothing to roll back"."""
+    from offsetkeeper.models import TopicPartition
+    from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot
+    from offsetkeeper.snapshots.rollback import rollback_target
+
+    snap = Snapshot("snap-20261121T194501.123Z-1a2b", "2026-11-21T19:45:01.123Z", "c", "b:9092",
+                    "", {"g": GroupSnapshot("dead", {}, frozenset({TopicPartition("t", 0)}))})
+    assert rollback_target(snap).deletes_for("g") == {TopicPartition("t", 0)}

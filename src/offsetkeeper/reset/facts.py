@@ -84,6 +84,7 @@ def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str
     for gf in gfacts.values():
         if isinstance(target, FromOffsets):
             topics.update(tp.topic for tp in target.for_group(gf.info.group_id))
+            topics.update(tp.topic for tp in target.deletes_for(gf.info.group_id))
         elif scope.all_topics:
             topics.update(tp.topic for tp in gf.committed)
     parts, _ = admin.resolve_partitions([*scope.topics, *((t, None) for t in sorted(topics))])

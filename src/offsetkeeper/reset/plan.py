@@ -30,6 +30,8 @@ NOTE_UNCHANGED = "unchanged"
 NOTE_NO_COMMIT = "no committed offset"
 NOTE_NEW_GROUP = "new group: created by --execute"
 NOTE_NEW_GROUP_REFUSED = "group does not exist: --execute needs --create-groups"
+NOTE_DELETE_UNCOMMITTED = "delete: no committed offset before (restored with OffsetDelete)"
+NOTE_STILL_UNCOMMITTED = "no committed offset, as before; unchanged"
 
 
 class PlanKind(StrEnum):
@@ -169,6 +171,12 @@ class GroupPlan:
         """Offsets to commit (partitions with an error are left out)."""
         return {p.tp: p.target for p in self.partitions if p.error is None and p.target is not None}
 
+    @property
+    def deletes(self) -> list[TopicPartition]:
+        """Partitions whose committed offset is deleted (a reset plan restoring "no committed
+        offset", e.g. a rollback; every partition of a delete plan)."""
+        return [p.tp for p in self.partitions if p.delete and p.changes]
+
 
 @dataclass(frozen=True)
 class ResetPlan:
@@ -212,7 +220,7 @@ def _scope_partitions(
     group: str, gf: GroupFacts, scope: ResetScope, target: ResetTarget, facts: ResetFacts
 ) -> list[TopicPartition]:
     if isinstance(target, FromOffsets):
-        tps = set(target.for_group(group))
+        tps = set(target.for_group(group)) | target.deletes_for(group)
         if scope.topics:
             wanted = _spec_partitions(scope.topics, facts)
             tps &= set(wanted)
@@ -237,6 +245,13 @@ def _plan_partition(
     notes: list[str] = []
     error = None
     wanted: int | None
+    if isinstance(target, FromOffsets) and tp in target.deletes_for(group) \
+            and tp not in target.for_group(group):
+        # "no committed offset" is a target too: the commit made since is deleted.
+        return PartitionPlan(group=group, topic=tp.topic, partition=tp.partition, current=current,
+                             target=None, log_start=wm.low, log_end=wm.high, delete=True,
+                             note=NOTE_DELETE_UNCOMMITTED if current is not None
+                             else NOTE_STILL_UNCOMMITTED)
     if isinstance(target, ToEarliest):
         wanted = wm.low
     elif isinstance(target, ToLatest):
@@ -292,6 +307,8 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
         parts = []
         for tp in tps:
             wm = facts.watermarks.get(tp)
+            if wm is None and isinstance(target, FromOffsets) and tp in target.deletes_for(group):
+                wm = Watermarks(-1, -1)  # deleting a commit needs no watermarks
             if wm is None:
                 parts.append(PartitionPlan(group, tp.topic, tp.partition,
                                            _committed(gf, tp), None, -1, -1,

@@ -67,7 +67,15 @@ class FromOffsets:
     # Per group (None = every group) and partition, a note the provider wants shown in the plan
     # (e.g. "sample 4m old", "no commit at that time").
     notes: Mapping[str | None, Mapping[TopicPartition, str]] = field(default_factory=dict)
+    # Per group (None = every group), partitions that must end with NO committed offset (a
+    # rollback to a snapshot that recorded them as uncommitted): planned as OffsetDelete.
+    deletes: Mapping[str | None, frozenset[TopicPartition]] = field(default_factory=dict)
     label = "from-file"
+
+    def deletes_for(self, group: str) -> frozenset[TopicPartition]:
+        """The partitions of `group` whose committed offset must be removed."""
+        return frozenset(self.deletes.get(None, frozenset())) | \
+            frozenset(self.deletes.get(group, frozenset()))
 
     def for_group(self, group: str) -> dict[TopicPartition, int]:
         """The explicit offsets that apply to `group`."""
@@ -79,7 +87,7 @@ class FromOffsets:
 
     def groups(self) -> list[str]:
         """Groups named explicitly (the several-group form)."""
-        return sorted(g for g in self.offsets if g is not None)
+        return sorted({g for g in [*self.offsets, *self.deletes] if g is not None})
 
 
 ResetTarget = ToEarliest | ToLatest | ToCurrent | ToOffset | ShiftBy | ToDatetime | FromOffsets
