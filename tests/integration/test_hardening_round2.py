@@ -59,3 +59,73 @@ def test_rollback_restores_no_committed_offset(capsys, bootstrap, unique, isolat
     r = run_cli(capsys, "snapshots", "rollback", undo, "-b", bootstrap, "--execute")
     assert r.code == 0, r.err
     assert committed(bootstrap, group, topic, 3) == {0: 0, 1: 0, 2: 0}
+
+
+# -- item 5: names read back exactly; a file naming a missing group says so ---------------------
+# librdkafka strips leading whitespace from a consumer's group.id, so groups whose names start
+# with a space are created and read here through the admin API (independent of offsetkeeper).
+
+def admin_commit(bootstrap: str, group: str, offsets: dict) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    req = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o)
+                                               for (t, p), o in offsets.items()])
+    a.alter_consumer_group_offsets([req])[group].result(timeout=30)
+
+
+def admin_committed(bootstrap: str, group: str) -> dict:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    res = a.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+    return {(tp.topic, tp.partition): tp.offset for tp in res.result(timeout=30).topic_partitions
+            if tp.offset >= 0}
+
+def test_export_then_from_file_keeps_names_exactly(capsys, bootstrap, unique, isolated):
+    """Invariant: `--export` then `--from-file` changes exactly the groups and topics exported,
+    names read back byte for byte (RFC 4180: quotes, leading/trailing spaces), and creates no
+    group nobody named."""
+    topic = unique("names")
+    create_topic(bootstrap, topic, partitions=1)
+    produce_n(bootstrap, topic, 1, 10)
+    quoted, lead = f' "q{unique("")}" ', f" lead{unique('')}"
+    for g in (quoted, lead):
+        admin_commit(bootstrap, g, {(topic, 0): 5})
+    plan = isolated / "plan.csv"
+    r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "-g", quoted, "-g", lead, "-t", topic,
+                "--to-offset", "2", "--export", str(plan))
+    assert r.code == 0, r.err
+    r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "--from-file", str(plan),
+                "--all-groups", "-o", "json")
+    assert r.code == 0, r.err
+    assert sorted(g["group"] for g in r.json()["groups"]) == sorted([quoted, lead])
+    assert not any(g["new_group"] for g in r.json()["groups"]), [(g["group"], g["state"], g["partitions"]) for g in r.json()["groups"]]
+    r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "--from-file", str(plan),
+                "--all-groups", "--execute")
+    assert r.code == 0, r.err
+    for g in (quoted, lead):
+        assert admin_committed(bootstrap, g) == {(topic, 0): 2}
+    for wrong in (quoted.strip(), lead.strip()):
+        assert admin_committed(bootstrap, wrong) == {}
+
+
+def test_file_plan_naming_a_missing_group_says_so_loudly(capsys, bootstrap, unique, isolated):
+    """Invariant: a plan read from a file that names a group the cluster does not have says so
+    in the plan (every partition's note) and on stderr as a warning, in the dry run and when
+    executing, even though the file's groups may be created."""
+    topic, missing = unique("missing"), unique("nosuchgroup")
+    create_topic(bootstrap, topic, partitions=1)
+    produce_n(bootstrap, topic, 1, 10)
+    plan = isolated / "plan.csv"
+    plan.write_text(f"{missing},{topic},0,3\n{unique('other')},{topic},0,3\n")
+    r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "--from-file", str(plan),
+                "--all-groups")
+    assert r.code == 0, r.err
+    assert "do not exist" in r.err and missing in r.err and "warning" in r.err.lower()
+    assert "DOES NOT EXIST" in r.out
+    r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "--from-file", str(plan),
+                "--all-groups", "--execute")
+    assert r.code == 0 and "warning" in r.err and missing in r.err, r.err

@@ -247,3 +247,29 @@ def test_snapshot_of_only_uncommitted_partitions_can_be_rolled_back():
     snap = Snapshot("snap-20261121T194501.123Z-1a2b", "2026-11-21T19:45:01.123Z", "c", "b:9092",
                     "", {"g": GroupSnapshot("dead", {}, frozenset({TopicPartition("t", 0)}))})
     assert rollback_target(snap).deletes_for("g") == {TopicPartition("t", 0)}
+
+
+# -- item 5: names read back exactly ---------------------------------------------------------
+
+@pytest.mark.parametrize("name", [' "q" ', " lead", "trail ", "#hash", "a,b", 'x"y', "\ufeffbom",
+                                  "line\nbreak", "  "])
+def test_export_csv_reads_back_exactly(name):
+    """Invariant: every group and topic name written by --export is read back by --from-file
+    byte for byte (RFC 4180 quoting; no whitespace stripped, no comment taken)."""
+    from offsetkeeper.models import TopicPartition
+    from offsetkeeper.reset.parse import csv_line, parse_offsets_csv
+
+    text = csv_line([name, name, "0", "5"]) + "\n" + csv_line(["other", "t", "1", "6"]) + "\n"
+    got = parse_offsets_csv(text).offsets
+    assert got[name] == {TopicPartition(name, 0): 5}
+    assert got["other"] == {TopicPartition("t", 1): 6}
+
+
+def test_offset_consumer_refuses_group_id_with_leading_whitespace():
+    """Invariant: OffsetConsumer never silently joins another group than the one named
+    (librdkafka drops a group.id's leading whitespace): such a group.id is refused."""
+    from offsetkeeper.consumer import OffsetConsumer
+    from offsetkeeper.errors import ConsumerConfigError
+
+    with pytest.raises(ConsumerConfigError, match="whitespace"):
+        OffsetConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": " lead"}, ["t"])

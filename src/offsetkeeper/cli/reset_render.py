@@ -97,7 +97,10 @@ def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
         say(f"snapshot taken before the change: {report.snapshot_id} "
             f"(undo: offsetkeeper snapshots rollback {report.snapshot_id} --execute)")
     for note in notes:
-        say(note, prefix="note:")
+        if note.startswith("warning:"):
+            say(note.removeprefix("warning:").strip(), style="bold yellow", prefix="warning:")
+        else:
+            say(note, prefix="note:")
     if fmt is OutputFormat.json and report is not None:
         render_json({"plan": plan.to_dict(), "report": report.to_dict()})
     else:

@@ -14,7 +14,7 @@ from typing import Any
 
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
-from offsetkeeper.ops.targets import TargetContext, TargetSpec, resolve_target
+from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, ReportStatus, apply_plan
 from offsetkeeper.reset.facts import build_delete_plan, build_plan, check_creatable
@@ -184,7 +184,24 @@ def plan_reset_request(admin, req: ResetRequest) -> tuple[ResetPlan, tuple[str, 
     plan = build_plan(admin, scope, resolved.target, label=resolved.label,
                       create_groups=req.create_groups,
                       allow_unknown_state=req.options.allow_unknown_state)
-    return plan, resolved.notes
+    return plan, resolved.notes + _missing_named_groups(plan, req)
+
+
+def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
+    """A warning when a --from-file CSV names groups the cluster does not have: executing
+    would create them, and a name the file mangled would leave the real group unchanged."""
+    if req.target.kind is not TargetKind.FROM_FILE:
+        return ()
+    from offsetkeeper.reset.parse import show
+
+    missing = [g.group for g in plan.groups if g.new_group]
+    if not missing:
+        return ()
+    names = ", ".join(show(g) for g in missing[:5])
+    more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+    return (f"warning: --from-file names {len(missing)} group(s) that do not exist on the "
+            f"cluster: {names}{more}; --execute would create them with these offsets "
+            "(check the names in the file)",)
 
 
 def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:

@@ -30,6 +30,9 @@ NOTE_UNCHANGED = "unchanged"
 NOTE_NO_COMMIT = "no committed offset"
 NOTE_NEW_GROUP = "new group: created by --execute"
 NOTE_NEW_GROUP_REFUSED = "group does not exist: --execute needs --create-groups"
+# A group named by the input (a --from-file CSV, a snapshot, a mapping) that the cluster does not
+# have: possibly a name the file mangled, so the plan says it loudly.
+NOTE_NEW_GROUP_FROM_INPUT = "GROUP DOES NOT EXIST: named by the input; new group: created by --execute"
 NOTE_DELETE_UNCOMMITTED = "delete: no committed offset before (restored with OffsetDelete)"
 NOTE_STILL_UNCOMMITTED = "no committed offset, as before; unchanged"
 
@@ -316,8 +319,9 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                 continue
             part = _plan_partition(group, tp, _committed(gf, tp), wm, target, facts)
             if not gf.exists:
-                part = _with_note(part, NOTE_NEW_GROUP if group in facts.may_create
-                                  else NOTE_NEW_GROUP_REFUSED)
+                named = isinstance(target, FromOffsets) and group in target.groups()
+                part = _with_note(part, NOTE_NEW_GROUP_REFUSED if group not in facts.may_create
+                                  else NOTE_NEW_GROUP_FROM_INPUT if named else NOTE_NEW_GROUP)
             parts.append(part)
         refused = refusal_of(gf.info, allow_unknown_state=facts.allow_unknown_state)
         if scope.live:
