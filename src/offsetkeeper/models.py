@@ -9,6 +9,22 @@ from dataclasses import dataclass, field
 INACTIVE_STATES = frozenset({"empty", "dead"})
 UNKNOWN_STATE = "unknown"
 
+# Every offset read from anywhere (files, checkpoints, ZooKeeper, mappings, snapshots, history,
+# commit history) must be an integer in [0, 2^63): Kafka's offsets are signed 64-bit and never
+# negative once committed. `offset_problem` is the one test of that rule.
+OFFSET_LIMIT = 2**63
+
+
+def offset_problem(value: object) -> str | None:
+    """Why `value` is not a valid offset (None when it is one)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{str(value)[:40]!r} is not an integer offset"
+    if value < 0:
+        return f"offset {value} is negative"
+    if value >= OFFSET_LIMIT:
+        return f"offset {value} is not below 2^63"
+    return None
+
 
 @dataclass(frozen=True, order=True)
 class TopicPartition:

@@ -129,3 +129,62 @@ def test_file_plan_naming_a_missing_group_says_so_loudly(capsys, bootstrap, uniq
     r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "--from-file", str(plan),
                 "--all-groups", "--execute")
     assert r.code == 0 and "warning" in r.err and missing in r.err, r.err
+
+
+# -- item 6: garbage offsets from ZooKeeper are refused; '#' names survive the CSV --------------
+
+@pytest.fixture
+def zk(zookeeper_hosts):
+    import uuid
+
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zookeeper_hosts)
+    client.start(timeout=20)
+    chroot = f"/kafka-{uuid.uuid4().hex[:8]}"
+    try:
+        yield client, chroot, f"{zookeeper_hosts}{chroot}"
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_zookeeper_garbage_offsets_are_refused(zk, capsys, bootstrap, unique, isolated):
+    """Invariant: a ZooKeeper offset node holding a negative number or one of 2^63 or more is
+    never exported as an offset nor migrated: `zk export` reports the node and exits 1,
+    `--from-zookeeper --execute` refuses it by path (exit 1) and commits nothing."""
+    client, chroot, address = zk
+    topic, group = unique("zkbad"), unique("legacy")
+    create_topic(bootstrap, topic, partitions=2)
+    produce_n(bootstrap, topic, 2, 10)
+    client.create(f"{chroot}/consumers/{group}/offsets/{topic}/0", b"-5", makepath=True)
+    client.create(f"{chroot}/consumers/{group}/offsets/{topic}/1", str(2**63).encode(),
+                  makepath=True)
+    client.ensure_path(f"{chroot}/consumers/{group}/ids")
+    r = run_cli(capsys, "zk", "export", "-z", address, "-g", group, "-o", "csv")
+    assert r.code == 1 and r.out == "", r
+    assert f"{topic}/0" in r.err and "negative" in r.err and "2^63" in r.err
+    r = run_cli(capsys, "offsets", "reset", "--from-zookeeper", address, "-g", group,
+                "-b", bootstrap, "--execute")
+    assert r.code == 1 and f"{topic}/" in r.err, r
+    assert committed(bootstrap, group, topic, 2) == {0: NONE, 1: NONE}
+
+
+def test_zk_export_csv_quotes_a_leading_hash(zk, capsys, bootstrap, unique, isolated):
+    """Invariant: `zk export -o csv` quotes a name starting with '#' (and other names the
+    --from-file reader would change), so the exported file migrates every group: none is
+    read back as a comment and skipped."""
+    client, chroot, address = zk
+    topic, group = unique("zkhash"), "#" + unique("legacy")
+    create_topic(bootstrap, topic, partitions=1)
+    produce_n(bootstrap, topic, 1, 10)
+    client.create(f"{chroot}/consumers/{group}/offsets/{topic}/0", b"4", makepath=True)
+    r = run_cli(capsys, "zk", "export", "-z", address, "-g", group, "-o", "csv")
+    assert r.code == 0, r.err
+    assert r.out == f'"{group}",{topic},0,4\n'
+    plan = isolated / "zk.csv"
+    plan.write_text(r.out)
+    r = run_cli(capsys, "offsets", "reset", "--from-file", str(plan), "--all-groups",
+                "-b", bootstrap, "--execute")
+    assert r.code == 0, r.err
+    assert admin_committed(bootstrap, group) == {(topic, 0): 4}

@@ -273,3 +273,110 @@ def test_offset_consumer_refuses_group_id_with_leading_whitespace():
 
     with pytest.raises(ConsumerConfigError, match="whitespace"):
         OffsetConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": " lead"}, ["t"])
+
+
+# -- item 6: every offset read from anywhere is validated ------------------------------------
+
+BAD_OFFSETS = [-5, -1, 2**63, 10**25, True, "7"]
+
+
+@pytest.mark.parametrize("bad", BAD_OFFSETS, ids=repr)
+def test_from_offsets_refuses_invalid_offsets_from_any_source(bad):
+    """Invariant: no offset outside 0 <= offset < 2^63 (or not an integer) reaches a plan,
+    whatever produced it (file, checkpoint, ZooKeeper, mapping, snapshot, history, commit
+    history all build a FromOffsets): refused naming the input, group and partition (exit 2)."""
+    from offsetkeeper.errors import UsageError
+    from offsetkeeper.models import TopicPartition
+    from offsetkeeper.reset.targets import FromOffsets
+
+    with pytest.raises(UsageError) as exc:
+        FromOffsets({"g": {TopicPartition("t", 3): bad}}, source="zookeeper zk:2181")
+    assert exc.value.exit_code == 2
+    assert "zookeeper zk:2181" in exc.value.message and "t:3" in exc.value.message
+    FromOffsets({"g": {TopicPartition("t", 3): 2**63 - 1}}, source="ok")  # the largest is fine
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("t,0,9223372036854775808\n", "line 1: offset 9223372036854775808 is not below 2^63"),
+    ("g,t,0,5\ng,t,1,-5\n", "line 2: offset '-5' is not a non-negative integer"),
+    ("t,0,99999999999999999999999999\n", "not below 2^63"),
+])
+def test_offsets_file_refuses_out_of_range_offsets_with_line(text, msg):
+    """Invariant: an offsets CSV holding an offset outside [0, 2^63) is refused naming the line."""
+    from offsetkeeper.errors import UsageError
+    from offsetkeeper.reset.parse import parse_offsets_csv
+
+    with pytest.raises(UsageError, match=re.escape(msg)):
+        parse_offsets_csv(text, source="plan.csv")
+
+
+def test_to_offset_refuses_2_pow_63():
+    """Invariant: --to-offset accepts only offsets below 2^63."""
+    from offsetkeeper.errors import UsageError
+    from offsetkeeper.reset.parse import parse_offset
+
+    assert parse_offset(str(2**63 - 1)) == 2**63 - 1
+    with pytest.raises(UsageError, match="2\\^63"):
+        parse_offset(str(2**63))
+
+
+@pytest.mark.parametrize("field,value", [("offset", -5), ("offset", 2**63), ("partition", -1)])
+def test_snapshot_with_invalid_offset_is_corrupt(field, value):
+    """Invariant: a snapshot file holding an offset or partition outside [0, 2^63) is refused
+    as corrupt (never shown, diffed or rolled back to)."""
+    from offsetkeeper.errors import SnapshotFormatError
+    from offsetkeeper.snapshots.model import Snapshot
+
+    o = {"topic": "t", "partition": 0, "offset": 5, "metadata": ""}
+    o[field] = value
+    doc = {"schema_version": 1, "id": "snap-20261121T194501.123Z-1a2b",
+           "created_at": "2026-11-21T19:45:01.123Z", "groups": {"g": {"state": "empty",
+                                                                      "offsets": [o]}},
+           "partitions": []}
+    with pytest.raises(SnapshotFormatError, match=field):
+        Snapshot.from_dict(doc)
+    doc["schema_version"] = 99
+    with pytest.raises(SnapshotFormatError, match="newer"):
+        Snapshot.from_dict(doc)
+
+
+@pytest.mark.parametrize("text,msg", [
+    ('v1\n{}\n{"orders":{"0":-5}}', "offset -5 is negative"),
+    ('v1\n{}\n{"orders":{"0":9223372036854775808}}', "not below 2^63"),
+    ('v1\n{}\n{"orders":{"-1":5}}', "partition -1"),
+    ('v99\n{}\n{"orders":{"0":5}}', "'v99'"),
+])
+def test_checkpoint_with_invalid_offset_or_version_is_refused(text, msg):
+    """Invariant: a streaming checkpoint's offsets file with an offset outside [0, 2^63), a
+    negative partition or an unknown version is refused naming the file (never shown, reset
+    or committed to a group)."""
+    from offsetkeeper.errors import StoreError
+    from offsetkeeper.streaming.checkpoint import parse_commit_log, parse_offset_log
+
+    with pytest.raises(StoreError, match=re.escape(msg)) as exc:
+        parse_offset_log(3, text)
+    assert "offsets/3" in exc.value.message
+    with pytest.raises(StoreError, match="v99"):
+        parse_commit_log(3, 'v99\n{"nextBatchWatermarkMs":0}')
+
+
+def test_checkpoint_with_negative_offset_cli_exits_1(tmp_path, capsys):
+    """Invariant: `streaming show` refuses a checkpoint holding a negative offset (exit 1, one
+    line naming the file) instead of showing it."""
+    from streaming_support import jvm_checkpoint
+
+    ck = jvm_checkpoint(tmp_path / "ck", {0: {"orders": {"0": 4}}, 1: {"orders": {"0": -5}}},
+                        commits=[0, 1])
+    r = run_cli(capsys, "streaming", "show", ck)
+    assert r.code == 1 and "offsets/1" in r.err and "negative" in r.err, r
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_mapping_with_negative_offset_is_corrupt():
+    """Invariant: an offset mapping holding a negative source or target offset is corrupt."""
+    from offsetkeeper.errors import StoreError
+    from offsetkeeper.models import TopicPartition
+    from offsetkeeper.restore.mapping import _increasing
+
+    with pytest.raises(StoreError, match="negative"):
+        _increasing([-3, 4, 9], "source offset", TopicPartition("t", 0))

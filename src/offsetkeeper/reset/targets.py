@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.errors import UsageError
+from offsetkeeper.models import TopicPartition, offset_problem
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,21 @@ class FromOffsets:
     # rollback to a snapshot that recorded them as uncommitted): planned as OffsetDelete.
     deletes: Mapping[str | None, frozenset[TopicPartition]] = field(default_factory=dict)
     label = "from-file"
+
+    def __post_init__(self) -> None:
+        # The one gate every offset from a file, checkpoint, ZooKeeper, mapping, snapshot or
+        # history passes before planning: an invalid one refuses the whole input (exit 2).
+        for group, offsets in self.offsets.items():
+            for tp, value in offsets.items():
+                if (problem := offset_problem(value)) is not None:
+                    who = f"group {group!r} " if group is not None else ""
+                    raise UsageError(f"{self.source}: {who}{tp}: {problem} "
+                                     "(valid offsets are 0 <= offset < 2^63); nothing was changed",
+                                     group=group, topic=tp.topic, partition=tp.partition)
+                if tp.partition < 0:
+                    raise UsageError(f"{self.source}: partition {tp.partition} of {tp.topic!r} "
+                                     "is negative; nothing was changed", group=group,
+                                     topic=tp.topic, partition=tp.partition)
 
     def deletes_for(self, group: str) -> frozenset[TopicPartition]:
         """The partitions of `group` whose committed offset must be removed."""

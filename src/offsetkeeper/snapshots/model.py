@@ -30,7 +30,7 @@ from enum import StrEnum
 from typing import Any
 
 from offsetkeeper.errors import SnapshotFormatError
-from offsetkeeper.models import CommittedOffset, TopicPartition, Watermarks
+from offsetkeeper.models import CommittedOffset, TopicPartition, Watermarks, offset_problem
 
 SCHEMA_VERSION = 1  # written when no group records uncommitted partitions
 UNCOMMITTED_VERSION = 2  # written when one does (a version 1 reader would ignore them)
@@ -240,17 +240,17 @@ class Snapshot:
             groups = {
                 str(g): GroupSnapshot(
                     state=_str(gd, "state"),
-                    offsets={TopicPartition(_str(o, "topic"), _int(o, "partition")):
-                             CommittedOffset(_int(o, "offset"), _str(o, "metadata", ""))
+                    offsets={TopicPartition(_str(o, "topic"), _offset(o, "partition")):
+                             CommittedOffset(_offset(o, "offset"), _str(o, "metadata", ""))
                              for o in _list(gd, "offsets")},
                     uncommitted=frozenset(
-                        TopicPartition(_str(u, "topic"), _int(u, "partition"))
+                        TopicPartition(_str(u, "topic"), _offset(u, "partition"))
                         for u in (_list(gd, "uncommitted") if "uncommitted" in gd else [])),
                 )
                 for g, gd in _dict(doc, "groups").items()
             }
-            partitions = {TopicPartition(_str(p, "topic"), _int(p, "partition")):
-                          Watermarks(_int(p, "log_start"), _int(p, "log_end"))
+            partitions = {TopicPartition(_str(p, "topic"), _offset(p, "partition")):
+                          Watermarks(_offset(p, "log_start"), _offset(p, "log_end"))
                           for p in _list(doc, "partitions")}
             origin_text = _str(doc, "origin", "")
             try:
@@ -303,6 +303,14 @@ def _int(d: Any, key: str) -> int:
     v = _get(d, key, _MISSING)
     if not isinstance(v, int) or isinstance(v, bool):
         raise SnapshotFormatError(f"'{key}' must be an integer, got {json.dumps(v)[:40]}")
+    return v
+
+
+def _offset(d: Any, key: str) -> int:
+    """An offset (or partition number): an integer in [0, 2^63)."""
+    v = _int(d, key)
+    if (problem := offset_problem(v)) is not None:
+        raise SnapshotFormatError(f"'{key}': {problem} (valid: 0 <= {key} < 2^63)")
     return v
 
 
