@@ -15,6 +15,31 @@ UNKNOWN_STATE = "unknown"
 OFFSET_LIMIT = 2**63
 
 
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot be handed to the Kafka client as a group or topic name (None when it
+    can): not valid UTF-8 (bytes that were not UTF-8 arrive as lone surrogates, as do JSON
+    escapes like \\ud800) — librdkafka crashed the process on them — or a NUL character, at
+    which the C client would cut the name and act on another group."""
+    if not isinstance(name, str):
+        return f"{name!r} is not a string"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"{name!r} is not valid UTF-8 (character {exc.start + 1} is a lone surrogate)"
+    if "\x00" in name:
+        return f"{name!r} holds a NUL character"
+    return None
+
+
+def check_names(names, *, what: str = "group") -> None:
+    """Refuse (UsageError, exit 2) any name `name_problem` objects to, before any client sees it."""
+    from offsetkeeper.errors import UsageError
+
+    for n in names:
+        if (problem := name_problem(n)) is not None:
+            raise UsageError(f"{what} name {problem}; refused before reaching the Kafka client")
+
+
 def offset_problem(value: object) -> str | None:
     """Why `value` is not a valid offset (None when it is one)."""
     if isinstance(value, bool) or not isinstance(value, int):

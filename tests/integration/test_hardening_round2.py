@@ -188,3 +188,43 @@ def test_zk_export_csv_quotes_a_leading_hash(zk, capsys, bootstrap, unique, isol
                 "-b", bootstrap, "--execute")
     assert r.code == 0, r.err
     assert admin_committed(bootstrap, group) == {(topic, 0): 4}
+
+
+# -- item 8: names that are not valid UTF-8 never reach the client ------------------------------
+
+BAD_NAMES = ["a\udcffb", "lone\ud800", "nul\x00byte"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES, ids=["invalid-utf8", "lone-surrogate", "nul"])
+def test_invalid_utf8_group_names_are_refused_before_the_client(name, capsys, bootstrap, unique,
+                                                                 isolated):
+    """Invariant: a group name that is not valid UTF-8 (bytes like $'a\\xffb' arrive as lone
+    surrogates) or holds a NUL is refused with exit 2 before any Kafka client sees it — never a
+    segfault (exit 139) — by `groups describe`, `offsets reset` and `snapshots create`."""
+    topic = unique("utf8")
+    create_topic(bootstrap, topic, partitions=1)
+    for args in (["groups", "describe", name], ["groups", "describe", name, "--members"],
+                 ["offsets", "reset", "-g", name, "-t", topic, "--to-earliest", "--execute"],
+                 ["snapshots", "create", "-g", name]):
+        r = run_cli(capsys, *args, "-b", bootstrap)
+        assert r.code == 2, (args, r)
+        assert "refused before reaching the Kafka client" in r.err
+
+
+def test_invalid_names_in_a_snapshot_file_are_refused(capsys, bootstrap, unique, isolated):
+    """Invariant: a lone surrogate in a group or topic name read from a file (a JSON escape in
+    a snapshot) is refused by the rollback before the client sees it (exit 2)."""
+    from offsetkeeper.snapshots.store import SnapshotStore
+
+    sid = "snap-20261121T194501.123Z-bad0"
+    doc = {"schema_version": 1, "id": sid, "created_at": "2026-11-21T19:45:01.123Z",
+           "cluster_id": "", "bootstrap_servers": bootstrap, "description": "",
+           "groups": {"g\ud800": {"state": "empty", "offsets": [
+               {"topic": "t", "partition": 0, "offset": 1, "metadata": ""}]}},
+           "partitions": []}
+    store = SnapshotStore(str(isolated / "snaps"))
+    store.fs.makedirs(store.root, exist_ok=True)
+    (isolated / "snaps" / f"{sid}.json").write_text(json.dumps(doc))
+    r = run_cli(capsys, "snapshots", "rollback", sid, "-b", bootstrap,
+                "--allow-cluster-mismatch")
+    assert r.code == 2 and "not valid UTF-8" in r.err, r

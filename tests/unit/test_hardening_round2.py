@@ -380,3 +380,25 @@ def test_mapping_with_negative_offset_is_corrupt():
 
     with pytest.raises(StoreError, match="negative"):
         _increasing([-3, 4, 9], "source offset", TopicPartition("t", 0))
+
+
+# -- item 8: names the Kafka client cannot take ---------------------------------------------
+
+@pytest.mark.parametrize("name,ok", [("payments", True), ("päyments ✓", True), (" lead", True),
+                                     ("a\udcffb", False), ("\ud800", False), ("a\x00b", False)])
+def test_name_problem(name, ok):
+    """Invariant: only names that encode as UTF-8 without NUL are handed to the client; the
+    planner's gates (FromOffsets, --topic) refuse the others with exit 2."""
+    from offsetkeeper.errors import UsageError
+    from offsetkeeper.models import TopicPartition, name_problem
+    from offsetkeeper.reset.parse import parse_topic_spec
+    from offsetkeeper.reset.targets import FromOffsets
+
+    assert (name_problem(name) is None) is ok
+    if not ok:
+        with pytest.raises(UsageError):
+            FromOffsets({name: {TopicPartition("t", 0): 1}})
+        with pytest.raises(UsageError):
+            FromOffsets({"g": {TopicPartition(name, 0): 1}})
+        with pytest.raises(UsageError):
+            parse_topic_spec(name)

@@ -7,7 +7,7 @@ into a plan without any I/O. `build_plan` / `build_delete_plan` do both steps.
 from __future__ import annotations
 
 from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.reset.plan import (
     GroupFacts,
     ResetFacts,
@@ -32,6 +32,8 @@ def resolve_groups(admin, scope: ResetScope, target: ResetTarget | None = None) 
     for g in scope.groups:
         if not g:
             raise UsageError("--group '' is empty: give a consumer group id")
+    check_names(scope.groups)
+    check_names([s.topic for s in scope.topics], what="topic")
     named = target.groups() if isinstance(target, FromOffsets) else []
     if scope.all_groups:
         groups = named or [g.group_id for g in admin.list_groups()]

@@ -63,6 +63,9 @@ def parse_int(text: str, *, what: str, signed: bool = False, minimum: int | None
 def parse_topic_spec(text: str, *, what: str = "--topic") -> tuple[str, tuple[int, ...] | None]:
     """`topic` -> (topic, None); `topic:0,2` -> (topic, (0, 2))."""
     topic, sep, parts = text.partition(":")  # Kafka topic names cannot contain ':'
+    from offsetkeeper.models import check_names
+
+    check_names([topic], what=what)
     if not topic.strip():
         raise UsageError(f"{what} {show(text)} has no topic name (expected TOPIC or TOPIC:P[,P...])")
     if not sep:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import UsageError
-from offsetkeeper.models import TopicPartition, offset_problem
+from offsetkeeper.models import TopicPartition, check_names, offset_problem
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,9 @@ class FromOffsets:
     def __post_init__(self) -> None:
         # The one gate every offset from a file, checkpoint, ZooKeeper, mapping, snapshot or
         # history passes before planning: an invalid one refuses the whole input (exit 2).
+        check_names([g for g in [*self.offsets, *self.deletes] if g is not None])
+        check_names({tp.topic for offs in [*self.offsets.values(), *self.deletes.values()]
+                     for tp in offs}, what="topic")
         for group, offsets in self.offsets.items():
             for tp, value in offsets.items():
                 if (problem := offset_problem(value)) is not None:

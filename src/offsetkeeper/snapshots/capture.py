@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from offsetkeeper.errors import UnknownGroupError
 from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot, format_time, new_snapshot_id
 from offsetkeeper.snapshots.store import SnapshotStore
 
@@ -47,6 +47,8 @@ def take_snapshot(
     so a rollback deletes what the change commits there.
     """
     when = datetime.now(UTC)
+    if groups is not None:
+        check_names(groups)
     ids = _group_ids(admin, groups)
     state = live_groups(admin, ids)
     for g, tps in (uncommitted or {}).items():
