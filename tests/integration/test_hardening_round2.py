@@ -228,3 +228,24 @@ def test_invalid_names_in_a_snapshot_file_are_refused(capsys, bootstrap, unique,
     r = run_cli(capsys, "snapshots", "rollback", sid, "-b", bootstrap,
                 "--allow-cluster-mismatch")
     assert r.code == 2 and "not valid UTF-8" in r.err, r
+
+
+# -- item 16: dev-broker start with another --port than the running one ------------------------
+
+def test_dev_broker_start_with_another_port_is_refused(capsys, tmp_path):
+    """Invariant: `dev-broker start --port P2` while a broker from the same data directory runs
+    on P1 never reports the P1 broker as started (exit 0): it is refused with exit 2 naming the
+    running one; the same request again returns the running broker."""
+    from offsetkeeper.devbroker import free_port
+
+    p1, p2 = free_port(), free_port()
+    d = tmp_path / "b"
+    r = run_cli(capsys, "dev-broker", "start", "--port", p1, "--data-dir", d, "-o", "json")
+    try:
+        assert r.code == 0, r.err
+        r = run_cli(capsys, "dev-broker", "start", "--port", p2, "--data-dir", d, "-o", "json")
+        assert r.code == 2 and f"127.0.0.1:{p1}" in r.err and "already runs" in r.err, r
+        r = run_cli(capsys, "dev-broker", "start", "--port", p1, "--data-dir", d, "-o", "json")
+        assert r.code == 0 and r.json()["bootstrap"] == f"127.0.0.1:{p1}"
+    finally:
+        run_cli(capsys, "dev-broker", "stop", "--data-dir", d)
