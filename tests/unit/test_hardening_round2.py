@@ -402,3 +402,46 @@ def test_name_problem(name, ok):
             FromOffsets({"g": {TopicPartition(name, 0): 1}})
         with pytest.raises(UsageError):
             parse_topic_spec(name)
+
+
+# -- item 19: fail fast when nothing listens or the name does not resolve ----------------------
+
+@pytest.mark.parametrize("text,servers", [
+    ("localhost:9092", [("localhost", 9092)]),
+    ("a:1, PLAINTEXT://b:2", [("a", 1), ("b", 2)]),
+    ("[::1]:9092", [("::1", 9092)]),
+    ("nohost", None), ("a:99999", None), ("a:x", None),
+])
+def test_split_servers(text, servers):
+    """Invariant: bootstrap lists are split into (host, port); anything else is left to the
+    client (None), never guessed."""
+    from offsetkeeper.kafka.reach import split_servers
+
+    assert split_servers(text) == servers
+
+
+def test_certainly_unreachable_only_when_certain():
+    """Invariant: the fast answer is given only when every bootstrap server refuses the
+    connection or does not resolve; one that listens leaves the decision to the client."""
+    import socket
+
+    from offsetkeeper.kafka.reach import certainly_unreachable
+
+    assert "connection refused" in certainly_unreachable("127.0.0.1:1")
+    assert "does not resolve" in certainly_unreachable("nosuch-broker.invalid:9092")
+    srv = socket.create_server(("127.0.0.1", 0))
+    try:
+        assert certainly_unreachable(f"127.0.0.1:1,127.0.0.1:{srv.getsockname()[1]}") is None
+    finally:
+        srv.close()
+
+
+@pytest.mark.parametrize("bootstrap,why", [("127.0.0.1:1", "connection refused"),
+                                           ("nosuch-broker.invalid:9092", "does not resolve")])
+def test_unreachable_cluster_fails_fast_in_one_line(bootstrap, why, capsys):
+    """Invariant: with connection refused on every bootstrap server, or names that do not
+    resolve, a command fails at once (before librdkafka's probe timeout) in one line saying
+    which, exit 1."""
+    r = run_cli(capsys, "groups", "list", "-b", bootstrap)
+    assert r.code == 1 and why in r.err and bootstrap in r.err
+    assert len(r.err.strip().splitlines()) == 1

@@ -105,6 +105,12 @@ class KafkaAdmin:
 
     def _probe(self, client: AdminClient) -> None:
         """Fail fast, in one line naming the address, when no broker answers at all."""
+        from offsetkeeper.kafka.reach import certainly_unreachable
+
+        if (why := certainly_unreachable(self.conn.bootstrap_servers)) is not None:
+            raise KafkaOperationError(f"cannot reach the cluster at {self.conn.bootstrap_servers}: "
+                                      f"{why}; check --bootstrap-server", code="_TRANSPORT",
+                                      retriable=True)
         wait = min(self.timeout, PROBE_TIMEOUT)
         try:
             client.list_topics(timeout=wait)
