@@ -54,11 +54,13 @@ def resolve_group_ids(admin: KafkaAdmin, groups: list[str], all_groups: bool) ->
     return list(dict.fromkeys(groups))
 
 
-def _check_exist(infos: dict[str, GroupInfo], committed: dict[str, dict]) -> None:
-    from offsetkeeper.errors import UnknownGroupError
+def _check_exist(infos: dict[str, GroupInfo], committed: dict[str, dict], admin=None) -> None:
+    from offsetkeeper.errors import UnknownGroupError, unknown_group
 
     for g, info in infos.items():
         if info.state in ("dead", "unknown") and not info.members and not committed.get(g):
+            if admin is not None:
+                raise unknown_group(admin, g)
             raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
 
 
@@ -66,7 +68,7 @@ def describe_states(admin: KafkaAdmin, group_ids: list[str]) -> list[GroupInfo]:
     """State, coordinator, assignor and members of each group (error for unknown groups)."""
     infos = admin.describe_groups(group_ids)
     _check_exist(infos, admin.committed_offsets_many(
-        [g for g, i in infos.items() if i.state in ("dead", "unknown")]))
+        [g for g, i in infos.items() if i.state in ("dead", "unknown")]), admin)
     return [infos[g] for g in group_ids]
 
 
@@ -85,7 +87,7 @@ def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str]
     dashboard's groups page reads both for every group)."""
     infos = admin.describe_groups(group_ids)
     committed = admin.committed_offsets_many(group_ids)
-    _check_exist(infos, committed)
+    _check_exist(infos, committed, admin)
     owner: dict[tuple[str, TopicPartition], tuple[str, str, str]] = {}
     wanted: set[TopicPartition] = set()
     for g, info in infos.items():

@@ -249,3 +249,52 @@ def test_dev_broker_start_with_another_port_is_refused(capsys, tmp_path):
         assert r.code == 0 and r.json()["bootstrap"] == f"127.0.0.1:{p1}"
     finally:
         run_cli(capsys, "dev-broker", "stop", "--data-dir", d)
+
+
+# -- item 20: exit codes of bad input ---------------------------------------------------------
+
+def test_missing_snapshot_and_backup_are_bad_input(capsys, bootstrap, isolated):
+    """Invariant: naming a snapshot or backup that does not exist is bad input: exit 2, one
+    line (`snapshots rollback nosuch`, `snapshots show nosuch`, `restore run DEST/nosuch`)."""
+    for args in (["snapshots", "rollback", "nosuch", "-b", bootstrap],
+                 ["snapshots", "show", "nosuch"],
+                 ["snapshots", "delete", "nosuch"],
+                 ["restore", "run", f"{isolated}/nosuch", "-b", bootstrap]):
+        r = run_cli(capsys, *args)
+        assert r.code == 2, (args, r)
+        assert "not found" in r.err and len(r.err.strip().splitlines()) == 1, (args, r.err)
+
+
+def test_shift_by_garbage_is_one_line_exit_2(capsys, bootstrap):
+    """Invariant: an integer option that is not an integer (`--shift-by +-5`) is one line on
+    stderr and exit 2, never Click's three-line usage error."""
+    for args in (["offsets", "reset", "-g", "g", "-t", "t", "--shift-by", "+-5"],
+                 ["streaming", "reset", "/nonexistent", "--shift-by", "+-5"]):
+        r = run_cli(capsys, *args, "-b", bootstrap)
+        assert r.code == 2, r
+        assert r.err.strip().splitlines() == [
+            "error: --shift-by '+-5' is not an integer (ASCII digits only)"], r.err
+
+
+def test_dry_run_against_a_misspelled_group_exits_2_with_a_suggestion(capsys, bootstrap, unique,
+                                                                      isolated):
+    """Invariant: a dry run against a group that does not exist is not a success: the plan is
+    shown, then exit 2 with "did you mean <the closest existing group>?" (as --execute, and as
+    `groups describe` and `snapshots create`)."""
+    topic, group = unique("typo"), unique("payments")
+    create_topic(bootstrap, topic, partitions=1)
+    produce_n(bootstrap, topic, 1, 10)
+    commit(bootstrap, group, {(topic, 0): 3})
+    typo = group[:3] + group[4:]  # one letter left out
+    r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "-g", typo, "-t", topic,
+                "--to-earliest")
+    assert r.code == 2, r
+    assert f"did you mean '{group}'?" in r.err and "--execute needs --create-groups" in r.out
+    for args in (["offsets", "reset", "-g", typo, "-t", topic, "--to-earliest", "--execute"],
+                 ["groups", "describe", typo], ["snapshots", "create", "-g", typo]):
+        r = run_cli(capsys, *args, "-b", bootstrap)
+        assert r.code == 2 and f"did you mean '{group}'?" in r.err, (args, r)
+    assert committed(bootstrap, typo, topic, 1) == {0: NONE}
+    r = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "-g", typo, "-t", topic,
+                "--to-earliest", "--create-groups")  # creating it on purpose: a normal dry run
+    assert r.code == 0, r.err

@@ -115,6 +115,8 @@ def render_outcome(outcome, fmt: OutputFormat) -> None:
     show_outcome(outcome.plan, outcome.report, fmt, outcome.notes)
     for path in outcome.files:  # on stderr, so it never mixes with JSON/CSV on stdout
         say(f"plan written to {path}")
+    if getattr(outcome, "error", None) is not None:
+        raise outcome.error
     if not outcome.ok:
         raise typer.Exit(1)
 

@@ -90,6 +90,9 @@ class Outcome:
     notes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     live: Any = None  # a consumer.live.LiveResetReport for `--live --execute`
+    # A dry run whose --execute would be refused as bad input (a misspelled group): shown
+    # with the plan, then raised by the caller (exit 2).
+    error: Any = None
 
     @property
     def ok(self) -> bool:
@@ -207,8 +210,13 @@ def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]
 def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Plan a reset, write the requested plan files, and with `req.execute` apply it."""
     plan, notes = plan_reset_request(admin, req)
-    if req.execute:
-        check_creatable(plan)
+    error = None
+    try:
+        check_creatable(plan, admin)
+    except UsageError as exc:
+        if req.execute:
+            raise
+        error = exc  # the dry run shows the plan, then says it (exit 2)
     files = _write_files(plan, req)
     if req.live and req.execute:
         from offsetkeeper.consumer.live import live_reset
@@ -219,7 +227,7 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
         return Outcome(plan, None, notes, files, live=report)
     report = execute_plan(admin, plan, req.options, description=f"before reset {plan.target}",
                           progress=progress) if req.execute else None
-    return Outcome(plan, report, notes, files)
+    return Outcome(plan, report, notes, files, error=error)
 
 
 def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> Outcome:

@@ -6,7 +6,7 @@ into a plan without any I/O. `build_plan` / `build_delete_plan` do both steps.
 
 from __future__ import annotations
 
-from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError
+from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError, unknown_group
 from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.reset.plan import (
     GroupFacts,
@@ -53,18 +53,23 @@ def _group_facts(admin, groups: list[str]) -> dict[str, GroupFacts]:
     return {g: GroupFacts(infos[g], committed.get(g, {})) for g in groups}
 
 
-def check_creatable(plan: ResetPlan) -> None:
-    """Refuse (exit 2) to execute a plan that would create groups nobody asked for.
+def check_creatable(plan: ResetPlan, admin=None) -> None:
+    """Refuse (exit 2) to execute a plan that would create groups nobody asked for; with
+    `admin`, suggest the closest existing group ("did you mean payments?").
 
     A misspelled group would otherwise be created silently by the commit, and the undo
-    snapshot could not remove it again.
+    snapshot could not remove it again. A dry run of such a plan is refused the same way
+    (after the plan is shown), so a typo is never a success.
     """
     missing = plan.uncreatable
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise UnknownGroupError(
-            f"consumer group '{missing[0]}' does not exist{more}; check the name, or pass "
-            "--create-groups to create it with these offsets", group=missing[0])
+        hint = (f"{more}; check the name, or pass --create-groups to create it with these "
+                "offsets")
+        if admin is not None:
+            raise unknown_group(admin, missing[0], hint=hint)
+        raise UnknownGroupError(f"consumer group '{missing[0]}' does not exist{hint}",
+                                group=missing[0])
 
 
 def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str], *,
@@ -143,11 +148,11 @@ def build_delete_plan(admin, scope: ResetScope, *, whole_groups: bool,
     if not whole_groups:
         for g, gf in gfacts.items():
             if not gf.exists:
-                raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
+                raise unknown_group(admin, g)
     else:
         missing = sorted(g for g, gf in gfacts.items() if not gf.exists)
         if missing:
-            raise UnknownGroupError(f"consumer group '{missing[0]}' does not exist", group=missing[0])
+            raise unknown_group(admin, missing[0])
     # Watermarks only for the topics named (a group may hold commits for deleted topics).
     tps = {TopicPartition(t, p) for t, ps in topic_parts.items() for p in ps}
     facts = ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=admin.watermarks(tps),

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from offsetkeeper.errors import UnknownGroupError
+from offsetkeeper.errors import unknown_group
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot, format_time, new_snapshot_id
@@ -59,7 +59,7 @@ def take_snapshot(
     if must_exist and groups is not None:
         for g, gs in state.items():
             if gs.state in ("dead", "unknown") and not gs.offsets:
-                raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
+                raise unknown_group(admin, g)
     topics = sorted({tp.topic for gs in state.values() for tp in gs.offsets})
     existing = admin.topic_partitions(None) if topics else {}
     tps = {TopicPartition(t, p) for t in topics for p in existing.get(t, [])}

@@ -15,7 +15,7 @@ import fsspec
 import platformdirs
 
 from offsetkeeper.config import ConfigFile
-from offsetkeeper.errors import StoreError, UsageError
+from offsetkeeper.errors import NotFoundError, StoreError, UsageError
 from offsetkeeper.redact import mask_url
 from offsetkeeper.snapshots.model import (
     SAFE_ID,
@@ -118,7 +118,7 @@ class SnapshotStore:
         for sid in ids:
             try:
                 snap = self._read(sid)
-            except StoreError:
+            except (StoreError, NotFoundError):
                 continue  # a corrupt file is listed by `snapshots list`, never picked as latest
             if snap.kind is SnapshotOrigin.BEFORE_ROLLBACK:
                 continue
@@ -141,8 +141,8 @@ class SnapshotStore:
         try:
             data = self.fs.cat_file(path)
         except FileNotFoundError:
-            raise StoreError(f"snapshot {snapshot_id} not found: no file {shown} "
-                             "(see `offsetkeeper snapshots list`)") from None
+            raise NotFoundError(f"snapshot {snapshot_id} not found: no file {shown} "
+                                "(see `offsetkeeper snapshots list`)") from None
         except OSError as exc:
             raise StoreError(f"cannot read snapshot {snapshot_id} from {shown}: "
                              f"{exc.strerror or exc}") from exc
@@ -173,7 +173,7 @@ class SnapshotStore:
         for sid in self.ids():
             try:
                 out.append(self._read(sid).summary())
-            except StoreError as exc:
+            except (StoreError, NotFoundError) as exc:
                 out.append(SnapshotSummary(sid, "", "", "", 0, 0, error=exc.message))
         return out
 
@@ -184,8 +184,8 @@ class SnapshotStore:
         try:
             self.fs.rm_file(path)
         except FileNotFoundError:
-            raise StoreError(f"snapshot {snapshot_id} not found: no file "
-                             f"{self.display(path)}") from None
+            raise NotFoundError(f"snapshot {snapshot_id} not found: no file "
+                                f"{self.display(path)}") from None
         except OSError as exc:
             raise StoreError(f"cannot delete snapshot {snapshot_id} ({self.display(path)}): "
                              f"{exc.strerror or exc}") from exc
