@@ -445,3 +445,39 @@ def test_unreachable_cluster_fails_fast_in_one_line(bootstrap, why, capsys):
     r = run_cli(capsys, "groups", "list", "-b", bootstrap)
     assert r.code == 1 and why in r.err and bootstrap in r.err
     assert len(r.err.strip().splitlines()) == 1
+
+
+# -- item 14: lag status on an incomplete window -------------------------------------------
+
+def _idle_group_samples(n: int, *, ts0: int):
+    from offsetkeeper.history.model import Sample
+
+    return [Sample(ts=ts0 + i * 10_000, group="idle", topic="t", partition=0, committed=5,
+                   log_start=0, log_end=9, state="empty") for i in range(n)]
+
+
+def test_lag_status_says_not_enough_samples(tmp_path, capsys):
+    """Invariant: a group with lag whose window is not full yet is never called "consumers
+    moving": the reason says `not enough samples (4/10)`; `lag status` exits 0 for it, and 1
+    with `--fail-on incomplete` (documented). With a full window the verdict is given."""
+    import time
+
+    from offsetkeeper.history.model import Cycle
+    from offsetkeeper.history.status import Status, evaluate_status
+    from offsetkeeper.history.store import open_store
+
+    g = evaluate_status(_idle_group_samples(4, ts0=0), window=10)
+    assert g.status is Status.OK and g.undecided
+    assert "not enough samples (4/10)" in g.reason and "moving" not in g.reason
+    full = evaluate_status(_idle_group_samples(10, ts0=0), window=10)
+    assert full.status is Status.ERR and not full.undecided  # STOP: nobody consumes it
+
+    db = str(tmp_path / "h.db")
+    now = int(time.time() * 1000) - 40_000
+    with open_store(db) as st:
+        for s in _idle_group_samples(4, ts0=now):
+            st.write([s], Cycle(s.ts, 10_000, 1, 1, 5))
+    r = run_cli(capsys, "lag", "status", "idle", "--store", db)
+    assert r.code == 0 and "not enough samples (4/10)" in r.out, r
+    r = run_cli(capsys, "lag", "status", "idle", "--store", db, "--fail-on", "incomplete")
+    assert r.code == 1, r

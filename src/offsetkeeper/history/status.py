@@ -17,6 +17,9 @@ stopped committing" is judged from the offset not moving for the whole window pl
 membership: STOP when no member owns the partition, STALL when one does.
 
 Group: ERR if any partition is STOP, STALL or REWIND; else WARN if any is WARN; else OK.
+An OK group with lag whose window is not full yet is not judged "moving": its reason says
+`not enough samples (4/10)` and `undecided` is set (`lag status` exits 0 for it unless
+`--fail-on incomplete`).
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ class GroupStatus:
     last_sample: int | None = None
     state: str = ""
     members: int = 0
+    # OK only because the window is not full yet (lag above allowed, fewer than `window` samples)
+    undecided: bool = False
 
     def as_dict(self) -> dict:
         return {
@@ -156,14 +161,22 @@ def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
     else:
         status, worst = Status.OK, []
     total = sum(p.lag for p in parts)
+    fewest = min(p.samples for p in parts)
+    lagging = [p for p in parts if p.lag > allowed_lag]
+    undecided = not worst and bool(lagging) and min(p.samples for p in lagging) < max(window, 2)
     if worst:
         first = worst[0]
         more = f" (+{len(worst) - 1} more)" if len(worst) > 1 else ""
         reason = f"{first.status} {first.topic}:{first.partition}: {first.reason}{more}"
+    elif undecided:
+        have = min(p.samples for p in lagging)
+        reason = (f"not enough samples ({have}/{window}) to judge: total lag {total}, "
+                  "no verdict yet")
     else:
         reason = "all partitions caught up" if total == 0 else f"total lag {total}, consumers moving"
-    complete = min(1.0, min(p.samples for p in parts) / window)
+    complete = min(1.0, fewest / window)
     return GroupStatus(
         group=gid, status=status, reason=reason, partitions=parts, total_lag=total,
         max_lag=max(p.lag for p in parts), max_time_lag_s=max(p.time_lag_s for p in parts),
-        complete=complete, last_sample=latest.ts, state=latest.state, members=latest.members)
+        complete=complete, last_sample=latest.ts, state=latest.state, members=latest.members,
+        undecided=undecided)
