@@ -481,3 +481,48 @@ def test_lag_status_says_not_enough_samples(tmp_path, capsys):
     assert r.code == 0 and "not enough samples (4/10)" in r.out, r
     r = run_cli(capsys, "lag", "status", "idle", "--store", db, "--fail-on", "incomplete")
     assert r.code == 1, r
+
+
+# -- item 10: the exporter never hides an outage ---------------------------------------------
+
+def _scrape(collector) -> str:
+    from prometheus_client import generate_latest
+    from prometheus_client.registry import CollectorRegistry
+
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(collector)
+    return generate_latest(reg).decode()
+
+
+def test_exporter_shows_outage_and_never_serves_stale_lag_as_current():
+    """Invariant: /metrics carries the sampler's health (up 0/1, last success time, sample age);
+    lag of samples older than the staleness limit (three intervals) is not served, so a broker
+    outage shows as up 0 with a growing age instead of the last values with status OK."""
+    import time
+
+    from offsetkeeper.history.exporter import LagCollector
+    from offsetkeeper.history.model import Sample
+
+    now = int(time.time() * 1000)
+
+    def samples(ts):
+        return {"payments": [Sample(ts=ts, group="payments", topic="t", partition=0, committed=5,
+                                    log_start=0, log_end=9, state="stable", members=1)]}
+
+    fresh = _scrape(LagCollector(lambda: samples(now), cluster_name="c", up=lambda: True,
+                                 last_success_ms=lambda: now, stale_after_ms=30_000))
+    assert 'kafka_consumergroup_group_lag{' in fresh and 'offsetkeeper_sampler_up{cluster_name="c"} 1.0' in fresh
+    assert "offsetkeeper_sample_age_seconds" in fresh
+
+    old = now - 100_000
+    down = _scrape(LagCollector(lambda: samples(old), cluster_name="c", up=lambda: False,
+                                last_success_ms=lambda: old, stale_after_ms=30_000))
+    assert 'offsetkeeper_sampler_up{cluster_name="c"} 0.0' in down
+    assert "kafka_consumergroup_group_lag{" not in down
+    assert "kafka_consumergroup_group_status{" not in down
+    age = float(next(line for line in down.splitlines()
+                     if line.startswith("offsetkeeper_sample_age_seconds{")).split()[-1])
+    assert age >= 100
+    last = float(next(line for line in down.splitlines() if line.startswith(
+        "offsetkeeper_sampler_last_success_timestamp_seconds{")).split()[-1])
+    assert last == pytest.approx(old / 1000, abs=1)

@@ -88,6 +88,8 @@ class Sampler:
         self._recent: dict[str, deque[tuple[Sample, ...]]] = {}
         self._seeded = False
         self.last_cycle_ms: int | None = None  # duration of the latest successful cycle
+        self.last_success_ms: int | None = None  # when the latest successful cycle ran
+        self.up: bool | None = None  # whether the latest cycle reached the cluster
 
     # -- state for readers (exporter) --------------------------------------------------------
     def recent(self) -> dict[str, list[Sample]]:
@@ -129,6 +131,7 @@ class Sampler:
             return self._cluster_failed(started, exc)
         self._remember(result)
         self.last_cycle_ms = result.duration_ms
+        self.last_success_ms, self.up = result.ts, True
         if self._gap_start is not None:
             self._pending_gaps.append(Gap(self._gap_start, result.ts, self._gap_reason))
             self._gap_start = None
@@ -151,6 +154,7 @@ class Sampler:
                             error=store_msg)
 
     def _cluster_failed(self, started: int, exc: OffsetkeeperError) -> CycleOutcome:
+        self.up = False
         if self._gap_start is None:
             self._gap_start, self._gap_reason = started, f"cluster unreachable: {exc}"
             self._failures = 0
