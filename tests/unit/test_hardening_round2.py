@@ -526,3 +526,44 @@ def test_exporter_shows_outage_and_never_serves_stale_lag_as_current():
     last = float(next(line for line in down.splitlines() if line.startswith(
         "offsetkeeper_sampler_last_success_timestamp_seconds{")).split()[-1])
     assert last == pytest.approx(old / 1000, abs=1)
+
+
+# -- item 12: history gaps ----------------------------------------------------------------------
+
+def test_partial_and_late_cycles_record_gaps():
+    """Invariant: a cycle that could not read some groups (a coordinator or broker down) or
+    that came long after the previous one leaves a gap in the history, never a silent hole;
+    an ordinary cycle leaves none."""
+    from offsetkeeper.history.sample import CycleResult
+    from offsetkeeper.history.sampler import partial_gap
+
+    ok = CycleResult(ts=20_000, samples=[], groups=24, duration_ms=100)
+    assert partial_gap(10_000, ok, 10_000) is None
+    partial = CycleResult(ts=20_000, samples=[], groups=14, duration_ms=100, missed=10,
+                          missed_reason="coordinator not available")
+    gap = partial_gap(10_000, partial, 10_000)
+    assert (gap.start, gap.end) == (10_000, 20_000)
+    assert "partial cycle: 10 group(s)" in gap.reason and "coordinator" in gap.reason
+    late = CycleResult(ts=45_000, samples=[], groups=24, duration_ms=35_000)
+    assert "no samples for 35s" in partial_gap(10_000, late, 10_000).reason
+
+
+def test_list_groups_with_no_broker_answering_is_an_outage():
+    """Invariant: a ListGroups answered by no broker (only errors) is an outage (retriable
+    error), never an empty cluster: a sampling cycle then fails and records a gap instead of
+    a successful cycle with 0 groups."""
+    from types import SimpleNamespace
+
+    from offsetkeeper.config import Connection
+    from offsetkeeper.errors import KafkaOperationError
+    from offsetkeeper.kafka.admin import KafkaAdmin
+
+    class FakeFuture:
+        def result(self, timeout=None):
+            return SimpleNamespace(valid=[], errors=["KafkaError{code=_TRANSPORT}"])
+
+    admin = KafkaAdmin(Connection("127.0.0.1:1"))
+    admin._admin = SimpleNamespace(list_consumer_groups=lambda **kw: FakeFuture())
+    with pytest.raises(KafkaOperationError) as exc:
+        admin.list_groups()
+    assert exc.value.retriable

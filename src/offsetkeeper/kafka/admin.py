@@ -210,6 +210,11 @@ class KafkaAdmin:
         """Every consumer group the cluster knows, sorted by id."""
         result = self._wait(self.admin.list_consumer_groups(request_timeout=self.timeout),
                             action="list groups")
+        # Brokers that did not answer (a node down): their groups are missing from `valid`.
+        self.last_list_errors = [str(e) for e in (getattr(result, "errors", None) or [])]
+        if self.last_list_errors and not result.valid:
+            raise KafkaOperationError(f"list groups: no broker answered ({self.last_list_errors[0]})",
+                                      code="_TRANSPORT", retriable=True)
         return sorted(
             (GroupListing(g.group_id, _state_name(g.state),
                           _state_name(getattr(g, "type", "")) if getattr(g, "type", None) else "")
