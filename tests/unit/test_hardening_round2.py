@@ -567,3 +567,16 @@ def test_list_groups_with_no_broker_answering_is_an_outage():
     with pytest.raises(KafkaOperationError) as exc:
         admin.list_groups()
     assert exc.value.retriable
+
+
+def test_unexpected_errors_are_masked_too(capsys, monkeypatch):
+    """Invariant: even an error offsetkeeper did not expect (a driver's exception escaping)
+    shows no password of a URL it quotes."""
+    from offsetkeeper.cli import main as cli_main
+
+    def boom(*a, **k):
+        raise RuntimeError("could not connect to postgresql://app:hunter2xyz@db/ok")
+
+    monkeypatch.setattr(cli_main, "command", lambda: boom)
+    r = run_cli(capsys, "groups", "list")
+    assert r.code == 1 and "hunter2xyz" not in r.err and "******" in r.err

@@ -198,7 +198,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if _verbose(argv):
             traceback.print_exc()
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        from offsetkeeper.redact import mask_url
+
+        detail = mask_url(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
         say(f"unexpected {type(exc).__name__}{': ' + detail if detail else ''} "
             "(run again with --verbose for the traceback)", style="bold red", prefix="error:")
         sys.exit(1)
