@@ -182,7 +182,7 @@ def main() -> None:
     bootstrap = args.bootstrap
     if not bootstrap:
         started_broker = tmp / "broker"
-        bootstrap = devbroker.start(devbroker.free_port(), started_broker).bootstrap
+        bootstrap = devbroker.start(devbroker.free_port(), started_broker, tied=True).bootstrap
     try:
         if args.memory_only:
             mem_out = memory_check(bootstrap, tmp, args)

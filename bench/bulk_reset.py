@@ -1,6 +1,6 @@
 """Benchmark: bulk offset reset of G groups x P partitions, offsetkeeper vs a naive baseline.
 
-Creates the groups on a broker (a fresh local noida-db unless --bootstrap-server is given), then
+Creates the groups on a broker (a fresh local Apache Kafka (dev-broker) unless --bootstrap-server is given), then
 in the same run times
   (a) offsetkeeper: plan + concurrent execute of a reset of all groups (read-back verified),
   (b) the naive baseline: the same groups reset one after another with the same client library

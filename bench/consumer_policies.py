@@ -1,6 +1,6 @@
 """Benchmark: OffsetConsumer commit policies vs a bare confluent-kafka loop, in one run.
 
-Fills one topic (a fresh local noida-db unless --bootstrap-server is given), then, each in its
+Fills one topic (a fresh local Apache Kafka (dev-broker) unless --bootstrap-server is given), then, each in its
 own consumer group over the same records, consumes for at most --seconds or --records:
   (a) bare:        confluent_kafka.Consumer.consume(500) loop, no commits (the ceiling)
   (b) bare-batch:  the same, committing synchronously after each poll's records (the yardstick
@@ -129,7 +129,7 @@ def main() -> None:
         st = None
         bootstrap = args.bootstrap_server
         if not bootstrap:
-            st = devbroker.start(devbroker.free_port(), tmp)
+            st = devbroker.start(devbroker.free_port(), tmp, tied=True)
             bootstrap = st.bootstrap
         try:
             topic = f"bench-consumer-{uuid.uuid4().hex[:6]}"

@@ -24,7 +24,7 @@ def workspace(prefix: str, bootstrap: str | None, *,
     try:
         if not bootstrap:
             started = tmp / "broker"
-            bootstrap = devbroker.start(devbroker.free_port(), started).bootstrap
+            bootstrap = devbroker.start(devbroker.free_port(), started, tied=True).bootstrap
         yield tmp, bootstrap
     finally:
         if started:

@@ -1,7 +1,7 @@
 """Benchmark: one history sampling cycle over G groups x P partitions, batched vs group by group;
 and (--soak) the sampler's RSS over time at a 1 s interval.
 
-Creates the groups on a broker (a fresh local noida-db unless --bootstrap-server is given): T
+Creates the groups on a broker (a fresh local Apache Kafka (dev-broker) unless --bootstrap-server is given): T
 topics of P partitions, G groups each committed in the middle of one topic. Then, in the same
 run and with the same client (KafkaAdmin), times
   (a) offsetkeeper's cycle (CycleSampler.sample): metadata, list + describe all groups in one
@@ -366,7 +366,7 @@ def main() -> None:
         print(json.dumps(run(args.bootstrap_server, args), indent=2))
         return
     with tempfile.TemporaryDirectory(prefix="okh-bench-") as d:
-        st = devbroker.start(devbroker.free_port(), d)
+        st = devbroker.start(devbroker.free_port(), d, tied=True)
         try:
             print(json.dumps(run(st.bootstrap or "", args), indent=2))
         finally:

@@ -1,4 +1,4 @@
-"""A development broker behind a TCP proxy that adds network latency (this kernel has no netem).
+"""A development broker (Apache Kafka, one node) behind a TCP proxy that adds network latency (this kernel has no netem).
 
     .venv/bin/python bench/latency_proxy.py --rtt-ms 3 [--port 39092] -- CMD ...
 
@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import ctypes
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -31,6 +30,8 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from offsetkeeper import devbroker
 
 CLONE_NEWNET = 0x40000000
 
@@ -110,38 +111,19 @@ def main() -> None:
     broker = None
     try:
         subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up"], check=True)
-        exe = Path(sys.executable).parent / "noida-db"
-        broker = subprocess.Popen(["ip", "netns", "exec", netns, str(exe), "start", "--only", "kafka",
-                                   "--data-dir", str(data), "--kafka-port", str(args.port)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  start_new_session=True)
         ready = threading.Event()
         t = threading.Thread(target=lambda: asyncio.run(serve(args.port, netns, args.rtt_ms / 2000, ready)),
                              daemon=True)
         t.start()
         ready.wait(10)
-        # wait until the broker answers through the proxy
-        from confluent_kafka.admin import AdminClient
-
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                AdminClient({"bootstrap.servers": f"127.0.0.1:{args.port}"}).list_topics(timeout=2)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
+        # the Kafka node runs inside the namespace; dev-broker waits until it answers through
+        # the proxy (every request it and the command make pays the injected latency)
+        broker = devbroker.start(args.port, data, launcher=("ip", "netns", "exec", netns))
         env = {**os.environ, "OK_LATENCY_BOOTSTRAP": f"127.0.0.1:{args.port}"}
         rc = subprocess.run(cmd, env=env).returncode if cmd else 0
     finally:
         if broker is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(broker.pid, signal.SIGINT)
-            try:
-                broker.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(broker.pid, signal.SIGKILL)
+            devbroker.stop(data)
         subprocess.run(["ip", "netns", "del", netns], check=False)
     sys.exit(rc)
 

@@ -21,6 +21,17 @@ def proc_stats() -> Iterator[tuple[int, str, list[str]]]:
         yield int(d), head.split("(", 1)[1], rest.split()
 
 
+def _is_dev_broker(pid: int, comm: str) -> bool:
+    """A Kafka node of `offsetkeeper dev-broker` (a JVM running kafka.Kafka), not Spark's JVM."""
+    if comm != "java":
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"\0kafka.Kafka\0" in f.read()
+    except OSError:
+        return False
+
+
 def _procs() -> tuple[dict[int, list[int]], dict[int, tuple[int, str]]]:
     children: dict[int, list[int]] = {}
     info: dict[int, tuple[int, str]] = {}
@@ -39,7 +50,7 @@ def _tree_rss(pid: int, *, python_only: bool = False) -> int:
     while todo:
         p = todo.pop()
         rss, comm = info.get(p, (0, ""))
-        if comm.startswith("noida"):  # a development broker this benchmark started
+        if _is_dev_broker(p, comm):  # a development broker this benchmark started
             continue
         if not python_only or (p != pid and comm.startswith("python")):
             total += rss

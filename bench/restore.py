@@ -216,7 +216,7 @@ def main() -> None:
             return given
         d = tmp / name
         started.append(d)
-        st = devbroker.start(devbroker.free_port(), d)
+        st = devbroker.start(devbroker.free_port(), d, tied=True)
         pids[name] = st.pid
         return st.bootstrap
 

@@ -55,7 +55,7 @@ def main() -> None:
             return given
         d = tmp / name
         started.append(d)
-        return devbroker.start(devbroker.free_port(), d).bootstrap
+        return devbroker.start(devbroker.free_port(), d, tied=True).bootstrap
 
     exe = str(Path(sys.executable).parent / "offsetkeeper")
     try:

@@ -1,6 +1,6 @@
 """Benchmark: the dashboard's groups page for G groups (server time), against yardsticks.
 
-Creates G groups with committed offsets on a broker (a fresh local noida-db unless
+Creates G groups with committed offsets on a broker (a fresh local Apache Kafka (dev-broker) unless
 --bootstrap-server is given) and a SQLite history store with C cycles per group, then times in
 the same run, each the median of --repeat runs:
   (a) the groups page: GET /c/default/groups through the ASGI app in-process (server time only:

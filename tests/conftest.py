@@ -15,10 +15,16 @@ import os
 import uuid
 
 import pytest
+from hypothesis import settings
 
 from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
+
+# No per-example deadline: it is a timing assertion, and this 2-core machine runs brokers, Spark
+# and other suites beside the tests (examples are bounded by max_examples instead).
+settings.register_profile("offsetkeeper", deadline=None)
+settings.load_profile("offsetkeeper")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -35,7 +41,7 @@ def _broker(tmp_path_factory, env: str, name: str):
         yield given
         return
     data = tmp_path_factory.mktemp(name)
-    st = devbroker.start(devbroker.free_port(), data)
+    st = devbroker.start(devbroker.free_port(), data, tied=True)
     try:
         yield st.bootstrap
     finally:
@@ -58,7 +64,7 @@ def dr_bootstrap(tmp_path_factory):
 def prod3(tmp_path_factory):
     """A three-node cluster the session started: (bootstrap, data_dir) for fault tests."""
     data = tmp_path_factory.mktemp("prod3")
-    st = devbroker.start(devbroker.free_port(), data, brokers=3)
+    st = devbroker.start(devbroker.free_port(), data, brokers=3, tied=True)
     try:
         yield st.bootstrap, data
     finally:
@@ -69,7 +75,7 @@ def prod3(tmp_path_factory):
 def secure_cluster(tmp_path_factory):
     """A one-node SASL_SSL + ACL cluster: its status (bootstrap, admin command_config)."""
     data = tmp_path_factory.mktemp("secure")
-    st = devbroker.start(devbroker.free_port(), data, secure=True)
+    st = devbroker.start(devbroker.free_port(), data, secure=True, tied=True)
     try:
         yield st
     finally:

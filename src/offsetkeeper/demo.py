@@ -110,7 +110,7 @@ class DemoContext:
     def broker(self, name: str) -> str:
         """Bootstrap address of a second local broker called `name` (started on first use)."""
         if name not in self._brokers:
-            st = devbroker.start(devbroker.free_port(), self.work / name)
+            st = devbroker.start(devbroker.free_port(), self.work / name, tied=not self.keep)
             if not self.keep:
                 self.stack.callback(devbroker.stop, st.data_dir)
             self.console.print(f"started a local broker '{name}' at {st.bootstrap}")
@@ -155,7 +155,11 @@ def _part_apache_kafka(ctx: DemoContext) -> None:
          "--data-dir", str(k3)])
     if not ctx.keep:
         ctx.stack.callback(devbroker.stop, k3)
-    b3 = devbroker.status(k3).bootstrap or ""
+    st = devbroker.status(k3)
+    if not st.running:
+        ctx.run.fail("the three-node cluster did not start: the rest of this part is skipped")
+        return
+    b3 = st.bootstrap or ""
     _seed(b3)
     run("Kafka's own kafka-consumer-groups describes payments ...",
         ["dev-broker", "kafka-tool", "kafka-consumer-groups", "--bootstrap-server", b3,
@@ -222,7 +226,7 @@ def run_demo(*, port: int | None = None, keep: bool = False, spark: bool = True)
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="offsetkeeper-demo-"))) \
             if not keep else Path(tempfile.mkdtemp(prefix="offsetkeeper-demo-"))
-        prod = devbroker.start(port or devbroker.free_port(), work / "prod")
+        prod = devbroker.start(port or devbroker.free_port(), work / "prod", tied=not keep)
         if not keep:
             stack.callback(devbroker.stop, prod.data_dir)
         console.print(f"started a local broker 'prod' at {prod.bootstrap} (data in {prod.data_dir})")

@@ -64,29 +64,61 @@ def _check_exist(infos: dict[str, GroupInfo], committed: dict[str, dict], admin=
             raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
 
 
-def describe_states(admin: KafkaAdmin, group_ids: list[str]) -> list[GroupInfo]:
-    """State, coordinator, assignor and members of each group (error for unknown groups)."""
-    infos = admin.describe_groups(group_ids)
-    _check_exist(infos, admin.committed_offsets_many(
-        [g for g, i in infos.items() if i.state in ("dead", "unknown")]), admin)
-    return [infos[g] for g in group_ids]
+def _describe(admin: KafkaAdmin, group_ids: list[str], denied: dict[str, str] | None,
+              committed_of=None) -> tuple[list[str], dict, dict]:
+    """Describe groups and read the committed offsets of `committed_of(infos)` (default: all).
+
+    With a `denied` dict, a group the principal is not authorized for is recorded there (its
+    one-line error) and left out, so the others are still shown; without, the error is raised.
+    """
+    from offsetkeeper.errors import KafkaOperationError
+    from offsetkeeper.kafka.errors import AUTHORIZATION
+
+    def check(g: str, res):
+        if isinstance(res, Exception):
+            if denied is not None and isinstance(res, KafkaOperationError) \
+                    and res.code in AUTHORIZATION:
+                denied[g] = res.message
+                return False
+            raise res
+        return True
+
+    each = admin.describe_groups_each(group_ids)
+    infos = {g: each[g] for g in group_ids if check(g, each[g])}
+    wanted = list(infos) if committed_of is None else committed_of(infos)
+    read = admin.committed_offsets_each(wanted)
+    committed = {g: read[g] for g in wanted if check(g, read[g])}
+    ids = [g for g in group_ids if g in infos and (g in committed or g not in wanted)]
+    return ids, {g: infos[g] for g in ids}, committed
 
 
-def describe_offsets(admin: KafkaAdmin, group_ids: list[str]) -> list[OffsetRow]:
+def describe_states(admin: KafkaAdmin, group_ids: list[str], *,
+                    denied: dict[str, str] | None = None) -> list[GroupInfo]:
+    """State, coordinator, assignor and members of each group (error for unknown groups).
+    With `denied`, groups the principal may not describe are recorded there and left out."""
+    ids, infos, committed = _describe(
+        admin, group_ids, denied,
+        lambda infos: [g for g, i in infos.items() if i.state in ("dead", "unknown")])
+    _check_exist(infos, committed, admin)
+    return [infos[g] for g in ids]
+
+
+def describe_offsets(admin: KafkaAdmin, group_ids: list[str], *,
+                     denied: dict[str, str] | None = None) -> list[OffsetRow]:
     """Per group and partition: committed offset, log start/end, lag, and the owning member.
 
     Partitions assigned to a member but never committed show current offset and lag as None
     (rendered '-'), as kafka-consumer-groups.sh does.
     """
-    return describe_groups_offsets(admin, group_ids)[1]
+    return describe_groups_offsets(admin, group_ids, denied=denied)[1]
 
 
-def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str]
+def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str], *,
+                            denied: dict[str, str] | None = None,
                             ) -> tuple[list[GroupInfo], list[OffsetRow]]:
     """`describe_states` and `describe_offsets` from one describe of the groups (the
     dashboard's groups page reads both for every group)."""
-    infos = admin.describe_groups(group_ids)
-    committed = admin.committed_offsets_many(group_ids)
+    group_ids, infos, committed = _describe(admin, group_ids, denied)
     _check_exist(infos, committed, admin)
     owner: dict[tuple[str, TopicPartition], tuple[str, str, str]] = {}
     wanted: set[TopicPartition] = set()

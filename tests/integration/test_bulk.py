@@ -55,7 +55,7 @@ def test_retriable_fault_recovered_by_retries(unique, tmp_path):
     """Invariant: a broker that goes away mid-run and comes back costs retries, not failures."""
     data = tmp_path / "flaky"
     port = devbroker.free_port()
-    st = devbroker.start(port, data)
+    st = devbroker.start(port, data, tied=True)
     try:
         topic = unique("flaky")
         create_topic(st.bootstrap, topic, 2)
@@ -70,7 +70,7 @@ def test_retriable_fault_recovered_by_retries(unique, tmp_path):
 
             def come_back():
                 time.sleep(5.0)
-                devbroker.start(port, data)
+                devbroker.start(port, data)  # not tied: this thread ends at once
 
             t = threading.Thread(target=come_back)
             t.start()

@@ -1,4 +1,4 @@
-"""`offsetkeeper dev-broker start|status|stop` runs and stops a real noida-db."""
+"""`offsetkeeper dev-broker start|status|stop` runs and stops a real Apache Kafka (KRaft)."""
 
 import pytest
 
@@ -29,3 +29,49 @@ def test_start_status_stop(capsys, tmp_path):
 def test_bad_port(capsys, tmp_path):
     r = run_cli(capsys, "dev-broker", "start", "--port", "70000", "--data-dir", tmp_path)
     assert r.code == 2 and "--port 70000" in r.err
+
+
+def test_restart_keeps_the_cluster_and_a_different_request_is_refused(capsys, tmp_path):
+    """Invariant: stop/start from one data directory brings the same cluster back (its id and
+    topics); asking a running cluster for another port or shape is exit 2 naming what runs
+    (issue 22.16: it used to print the running broker, exit 0); a new directory is a new
+    cluster with its own id; Kafka's own tools run from the same release."""
+    from tests.kafkatools import create_topic
+
+    d = tmp_path / "keep"
+    port = free_port()
+    r = run_cli(capsys, "dev-broker", "start", "--port", port, "--data-dir", d, "-o", "json")
+    assert r.code == 0, r.err
+    first = r.json()
+    try:
+        create_topic(first["bootstrap"], "kept", 2)
+        other = free_port()
+        r = run_cli(capsys, "dev-broker", "start", "--port", other, "--data-dir", d)
+        assert r.code == 2 and first["bootstrap"] in r.err and "already runs" in r.err
+        r = run_cli(capsys, "dev-broker", "start", "--port", port, "--brokers", "3",
+                    "--data-dir", d)
+        assert r.code == 2 and "already runs" in r.err
+        r = run_cli(capsys, "dev-broker", "start", "--port", port, "--data-dir", d, "-o", "json")
+        assert r.code == 0 and r.json()["cluster_id"] == first["cluster_id"]  # the same, running
+        r = run_cli(capsys, "dev-broker", "stop", "--data-dir", d, "-o", "json")
+        assert r.code == 0
+        r = run_cli(capsys, "dev-broker", "start", "--port", port, "--data-dir", d, "-o", "json")
+        assert r.code == 0 and r.json()["cluster_id"] == first["cluster_id"]
+        capsys.readouterr()
+        from offsetkeeper import devbroker
+
+        code = devbroker.run_kafka_tool("kafka-groups", ["--bootstrap-server", first["bootstrap"],
+                                                         "--list"])
+        assert code == 0
+        r = run_cli(capsys, "offsets", "show", "-t", "kept", "-b", first["bootstrap"], "-o", "json")
+        assert r.code == 0 and len(r.json()) == 2, r.err
+        r = run_cli(capsys, "dev-broker", "start", "--port", port, "--brokers", "3",
+                    "--data-dir", d)
+        assert r.code == 2
+    finally:
+        run_cli(capsys, "dev-broker", "stop", "--data-dir", d)
+    r = run_cli(capsys, "dev-broker", "start", "--port", port, "--brokers", "2",
+                "--data-dir", tmp_path / "two")
+    assert r.code == 2 and "--brokers 2" in r.err
+    r = run_cli(capsys, "dev-broker", "kafka-tool", "nosuch")
+    assert r.code == 2 and "unknown Kafka tool 'nosuch'" in r.err

@@ -42,7 +42,7 @@ def test_sampler_survives_a_broker_restart(tmp_path, unique):
     and samples again after the broker is back (its own broker: the shared one is untouched)."""
     data = tmp_path / "broker"
     port = devbroker.free_port()
-    st = devbroker.start(port, data)
+    st = devbroker.start(port, data, tied=True)
     topic, group = unique("t"), unique("g")
     try:
         create_topic(st.bootstrap, topic, 2)
@@ -61,7 +61,7 @@ def test_sampler_survives_a_broker_restart(tmp_path, unique):
                 devbroker.stop(data)
                 assert _wait(lambda: outcomes and not outcomes[-1].ok)
                 n_failed = len(outcomes)
-                devbroker.start(port, data)
+                devbroker.start(port, data, tied=True)
                 assert _wait(lambda: len(outcomes) > n_failed and outcomes[-1].ok, timeout=90)
                 assert _wait(lambda: sum(o.ok for o in outcomes[n_failed:]) >= 2, timeout=30)
             finally:

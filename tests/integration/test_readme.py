@@ -48,7 +48,7 @@ def readme_commands(sections: list[str]) -> list[tuple[str, str]]:
 def readme_broker(tmp_path_factory):
     """A broker of our own: `--all-groups` in the README then means the README's groups only."""
     data = tmp_path_factory.mktemp("readme-broker")
-    st = devbroker.start(devbroker.free_port(), data)
+    st = devbroker.start(devbroker.free_port(), data, tied=True)
     try:
         yield st.bootstrap
     finally:
@@ -197,9 +197,9 @@ def test_readme_backup_restore_commands_run_as_written(capsys, tmp_path, monkeyp
     (addresses, the backup directory and the Spark master substituted) and a restored DR
     cluster gets the records and the translated `payments` offsets."""
     prod_dir, dr_dir, dr2_dir = tmp_path / "prod", tmp_path / "dr", tmp_path / "dr2"
-    prod = devbroker.start(devbroker.free_port(), prod_dir).bootstrap
-    dr = devbroker.start(devbroker.free_port(), dr_dir).bootstrap
-    dr2 = devbroker.start(devbroker.free_port(), dr2_dir).bootstrap
+    prod = devbroker.start(devbroker.free_port(), prod_dir, tied=True).bootstrap
+    dr = devbroker.start(devbroker.free_port(), dr_dir, tied=True).bootstrap
+    dr2 = devbroker.start(devbroker.free_port(), dr2_dir, tied=True).bootstrap
     try:
         create_topic(prod, "orders", partitions=2, config={"retention.ms": "-1"})
         produce(prod, "orders", ((p, b"k", f"v{i}".encode(), None, T0 + i * MINUTE)

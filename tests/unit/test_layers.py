@@ -20,7 +20,7 @@ LAYERS = {
     # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/
     # (its streaming source commits to groups through the reset executor).
     2: {"reset", "snapshots", "backup", "restore", "inspect", "history", "consumer", "streaming",
-        "offsetlog", "zk", "spark.kafka"},
+        "offsetlog", "zk", "spark.kafka", "groups"},
     3: {"ops"},
     4: {"cli", "web", "demo"},
 }

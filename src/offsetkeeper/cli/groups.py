@@ -17,10 +17,11 @@ from offsetkeeper.cli.common import (
 )
 from offsetkeeper.cli.output import OutputFormat, render_rows, say
 from offsetkeeper.errors import UsageError
+from offsetkeeper.groups import consumer_group_details, list_typed_groups
+from offsetkeeper.groups.listing import GROUP_TYPES
 from offsetkeeper.inspect import (
     describe_offsets,
     describe_states,
-    list_groups,
     resolve_group_ids,
     rows_as_dicts,
 )
@@ -29,7 +30,7 @@ from offsetkeeper.kafka.admin import KafkaAdmin
 app = typer.Typer(help="List, describe and delete consumer groups.", no_args_is_help=True)
 
 STATES = ["stable", "empty", "dead", "preparingrebalance", "completingrebalance", "assigning",
-          "reconciling", "unknown"]
+          "reconciling", "notready", "unknown"]
 OFFSET_COLUMNS = ["group", "topic", "partition", "current_offset", "log_start_offset",
                   "log_end_offset", "lag", "consumer_id", "host", "client_id"]
 
@@ -38,22 +39,38 @@ OFFSET_COLUMNS = ["group", "topic", "partition", "current_offset", "log_start_of
 def list_cmd(
     state: Annotated[str | None, typer.Option("--state", help="Only groups in these states, "
                                               "comma-separated: " + ",".join(STATES))] = None,
+    group_type: Annotated[str | None, typer.Option(
+        "--type", metavar="TYPE[,TYPE...]", help="Only groups of these types, comma-separated: "
+        + ",".join(GROUP_TYPES))] = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
-    """List consumer groups with their state.
+    """List groups of every type with state, type and protocol (like kafka-groups.sh --list).
 
-    Example: offsetkeeper groups list --state stable,empty -o json
+    Types and protocols, and the Assigning/Reconciling states of consumer-protocol groups,
+    come from Kafka's Java admin client (the JVM helper); without it the list still works,
+    with a note, and PROTOCOL shows '-'.
+
+    Example: offsetkeeper groups list --type consumer,share --state stable,empty -o json
     """
-    states = None
-    if state:
-        states = {s.strip().lower().replace("_", "") for s in state.split(",") if s.strip()}
-        bad = sorted(states - set(STATES))
-        if bad:
-            raise UsageError(f"--state '{bad[0]}' is not a group state (expected {', '.join(STATES)})")
+    states = _names(state, STATES, "--state", "a group state")
+    types = _names(group_type, list(GROUP_TYPES), "--type", "a group type")
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        groups = list_groups(admin, states)
-    render_rows([g.__dict__ for g in groups], ["group_id", "state", "group_type"], output)
+        groups, note = list_typed_groups(admin, types=types, states=states)
+    render_rows([g.__dict__ for g in groups], ["group_id", "state", "group_type", "protocol"],
+                output)
+    if note and output is OutputFormat.table:
+        say(note, style="yellow", prefix="note:")
+
+
+def _names(text: str | None, allowed: list[str], flag: str, what: str) -> set[str] | None:
+    if not text:
+        return None
+    names = {s.strip().lower().replace("_", "") for s in text.split(",") if s.strip()}
+    bad = sorted(names - set(allowed))
+    if bad:
+        raise UsageError(f"{flag} '{bad[0]}' is not {what} (expected {', '.join(allowed)})")
+    return names
 
 
 @app.command("describe")
@@ -64,6 +81,10 @@ def describe(
                                           "lag per partition (default).")] = False,
     members: Annotated[bool, typer.Option("--members", help="Members and their assignments.")] = False,
     state: Annotated[bool, typer.Option("--state", help="State, coordinator, assignor, member count.")] = False,
+    epochs: Annotated[bool, typer.Option(
+        "--epochs", help="With --state or --members: Kafka's real state names (Assigning, "
+        "Reconciling) and the KIP-1099 epochs and target assignments, as "
+        "kafka-consumer-groups.sh --verbose shows them (needs the JVM admin helper).")] = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -74,13 +95,24 @@ def describe(
     views = sum([offsets, members, state])
     if views > 1:
         raise UsageError("choose one of --offsets, --members, --state")
+    if epochs and not (members or state):
+        raise UsageError("--epochs goes with --state or --members")
+    denied: dict[str, str] = {}  # groups the principal may not describe (ACLs): reported, exit 1
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
         ids = resolve_group_ids(admin, group_ids(groups, option="GROUP"), all_groups)
-        if members or state:
-            infos = describe_states(admin, ids)
+        if epochs:
+            details = consumer_group_details(admin, ids)
+        elif members or state:
+            infos = describe_states(admin, ids, denied=denied)
         else:
-            offset_rows = describe_offsets(admin, ids)
-    if members:
+            offset_rows = describe_offsets(admin, ids, denied=denied)
+    if denied and len(denied) == len(ids):  # nothing to show: the error lines only
+        for g, message in denied.items():
+            say(f"group {g}: {message}", style="bold red", prefix="error:")
+        raise typer.Exit(1)
+    if epochs:
+        _render_epochs(details, members=members, output=output)
+    elif members:
         rows = [{"group": i.group_id, "consumer_id": m.member_id, "host": m.host,
                  "client_id": m.client_id, "group_instance_id": m.group_instance_id,
                  "partitions": len(m.assignment),
@@ -101,6 +133,36 @@ def describe(
             if r.note:
                 say(f"group {r.group} {r.topic}:{r.partition}: {r.note}", style="yellow",
                     prefix="note:")
+    for g, message in denied.items():
+        say(f"group {g}: {message}", style="bold red", prefix="error:")
+    if denied:
+        raise typer.Exit(1)
+
+
+def _render_epochs(details, *, members: bool, output: OutputFormat) -> None:
+    def tps(v):
+        return None if v is None else [str(tp) for tp in v]
+
+    if members:
+        rows = [{"group": d.group_id, "consumer_id": m.member_id, "host": m.host,
+                 "client_id": m.client_id, "group_instance_id": m.group_instance_id,
+                 "current_epoch": m.member_epoch, "current_assignment": tps(m.assignment),
+                 "target_epoch": d.target_assignment_epoch,
+                 "target_assignment": tps(m.target_assignment), "upgraded": m.upgraded}
+                for d in details for m in d.members]
+        render_rows(rows, ["group", "consumer_id", "host", "client_id", "group_instance_id",
+                           "current_epoch", "current_assignment", "target_epoch",
+                           "target_assignment", "upgraded"], output)
+        for d in details:
+            if not d.members and output is OutputFormat.table:
+                say(f"group {d.group_id} has no active members (state {d.state})")
+        return
+    rows = [{"group": d.group_id, "coordinator": d.coordinator, "assignment_strategy": d.assignor,
+             "state": d.state, "group_epoch": d.group_epoch,
+             "target_assignment_epoch": d.target_assignment_epoch, "members": len(d.members)}
+            for d in details]
+    render_rows(rows, ["group", "coordinator", "assignment_strategy", "state", "group_epoch",
+                       "target_assignment_epoch", "members"], output)
 
 
 @app.command("delete")

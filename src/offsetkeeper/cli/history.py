@@ -18,7 +18,7 @@ from offsetkeeper.cli.common import (
     OutputOpt,
     connection,
 )
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say, stderr_console
 from offsetkeeper.errors import UsageError
 
 app = typer.Typer(help="Offset history: record samples of committed offsets and lag, read them "
@@ -141,6 +141,14 @@ def record(
         stderr_console().print(escape(f"stored {summary.last.samples} samples of "
                                       f"{summary.last.groups} groups in {summary.store}"),
                                highlight=False)
+        # groups the principal may not read (ACLs): one line each, and a partial failure
+        from offsetkeeper.kafka.errors import is_denied
+
+        denied = {g: e for g, e in summary.last.group_errors.items() if is_denied(e)}
+        for g, e in denied.items():
+            say(f"group {g}: {e}", style="bold red", prefix="error:")
+        if denied:
+            raise typer.Exit(1)
 
 
 @app.command("show")

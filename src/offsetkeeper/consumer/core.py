@@ -43,7 +43,12 @@ from offsetkeeper.errors import (
     OffsetkeeperError,
     PartitionNotAssignedError,
 )
-from offsetkeeper.kafka.errors import is_retriable, translate
+from offsetkeeper.kafka.errors import (
+    AUTHORIZATION,
+    connection_failure,
+    is_retriable,
+    translate,
+)
 from offsetkeeper.models import TopicPartition
 
 log = logging.getLogger("offsetkeeper.consumer")
@@ -157,6 +162,10 @@ class OffsetConsumer:
             "auto.offset.reset": "error" if auto_offset_reset == "none" else auto_offset_reset,
             "on_commit": self._on_commit_cb,
         })
+        # A refused SASL login / TLS handshake reaches only the error callback: raise it from
+        # the next poll instead of polling an empty queue forever (a user callback is kept).
+        self._user_error_cb = conf.get("error_cb")
+        conf["error_cb"] = self._on_error_cb
         if auto:
             conf["auto.commit.interval.ms"] = self.policy.auto_commit_interval_ms
         self._base_conf = {k: v for k, v in conf.items() if not callable(v)}
@@ -455,10 +464,24 @@ class OffsetConsumer:
                 return []
         return msgs
 
+    def _on_error_cb(self, err: KafkaError) -> None:
+        failure = connection_failure(err.name(), err.str(),
+                                     bootstrap=str(self._base_conf.get("bootstrap.servers", "")))
+        if failure is not None and self._pending_error is None:
+            self._pending_error = failure
+        if self._user_error_cb is not None:
+            self._user_error_cb(err)
+        elif failure is None:  # as _handle_error treats the errors a poll returns
+            log.warning("consumer of group %s: %s", self.group, err.str())
+
     def _handle_error(self, m, err: KafkaError) -> None:
         code = err.code()
         if code == KafkaError._PARTITION_EOF:
             return
+        if err.name() in AUTHORIZATION:
+            # The ACLs will not change by retrying: one line naming the resource and operation.
+            raise translate(KafkaException(err), action="consume", group=self.group,
+                            topic=m.topic() or None)
         if code == KafkaError._AUTO_OFFSET_RESET:
             tp = TopicPartition(m.topic(), m.partition())
             raise NoCommittedOffset(

@@ -230,14 +230,21 @@ def _format(node_dir: Path, cluster_id: str, props: Path, sec: SecuritySetup | N
 
 
 def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, brokers: int = 1,
-          secure: bool = False, wait: float = 90.0) -> BrokerStatus:
+          secure: bool = False, wait: float = 180.0,
+          launcher: tuple[str, ...] = (), tied: bool = False) -> BrokerStatus:
     """Start a KRaft cluster of `brokers` nodes in the background; wait until all serve.
 
     `port` is the first node's client port (the others take free ports). `secure` makes the
     client listener SASL_SSL (SCRAM-SHA-512, a PEM CA made for the cluster) with ACLs enforced by
     StandardAuthorizer; the admin principal's client properties are written beside the data and
     named in the status (`command_config`). Starting a cluster that already runs from the same
-    data directory returns it when it matches the request, and refuses otherwise.
+    data directory returns it when it matches the request, and refuses otherwise. `launcher`
+    prefixes each node's command (bench/latency_proxy.py runs the nodes in a network namespace
+    behind a proxy listening on `port`, so the port is not checked for being free then).
+    `tied` nodes are killed by the kernel when the calling thread's process dies, however it
+    dies (the test suite and the demo: a crashed run leaves no JVMs behind). Linux sends the
+    signal when the *thread* that started them ends, so start tied nodes from a thread that
+    outlives them; `dev-broker start` leaves its nodes running after it exits: not tied.
     """
     if not 0 < port < 65536:
         raise UsageError(f"--port {port} is not a TCP port (expected 1-65535)")
@@ -246,7 +253,8 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
     d = Path(data_dir or default_data_dir()).expanduser()
     current = status(d)
     if current.running:
-        if current.port != port or len(current.nodes) != brokers:
+        if (current.port != port or len(current.nodes) != brokers
+                or bool(current.command_config) != secure):
             raise UsageError(
                 f"a {len(current.nodes)}-node cluster already runs from {d} at "
                 f"{current.bootstrap}; stop it first (offsetkeeper dev-broker stop) or choose "
@@ -254,10 +262,9 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
         return current
     if current.nodes:  # left over from a crash: stop what still runs, then start afresh
         stop(d)
-    if _port_open(port):
+    if _port_open(port) and not launcher:
         raise OffsetkeeperError(f"port {port} is already in use by another process; choose --port")
-    classpath_check = dist.classpath()  # fail in one line before writing anything
-    del classpath_check
+    dist.classpath()  # not installed: one line naming the fix, before anything is written
     d.mkdir(parents=True, exist_ok=True)
     used = {port}
     ports = [port]
@@ -282,21 +289,28 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
             node_dir = d / f"node-{node_id}"
             node_dir.mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
-            props.write_text(_server_properties(node_id, node_dir, ports, cports, sec))
+            # a secured node's JAAS configs hold the admin's password: never readable by others
+            fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                         0o600 if sec is not None else 0o644)
+            with os.fdopen(fd, "w") as f:
+                f.write(_server_properties(node_id, node_dir, ports, cports, sec))
+            if sec is not None:
+                os.chmod(props, 0o600)  # an existing file keeps its mode on O_CREAT
             _format(node_dir, cluster_id, props, sec)
         for k in range(brokers):
             node_id = k + 1
             node_dir = d / f"node-{node_id}"
             out = open(node_dir / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
-            cmd = [dist.java_executable(), *_jvm_args(node_dir), "-cp", dist.classpath(),
-                   dist.TOOLS["kafka-server"], str(node_dir / "server.properties")]
+            cmd = [*launcher, dist.java_executable(), *_jvm_args(node_dir), "-cp",
+                   dist.classpath(), dist.TOOLS["kafka-server"], str(node_dir / "server.properties")]
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=_die_with_parent if tied else None)
             out.close()
             procs.append(proc)
             nodes.append({"node_id": node_id, "pid": proc.pid, "port": ports[k],
                           "controller_port": cports[k]})
-        state = {"version": 2, "cluster_id": cluster_id, "nodes": nodes,
+        state = {"version": 2, "cluster_id": cluster_id, "nodes": nodes, "tied": tied,
                  "kafka_version": dist.KAFKA_VERSION,
                  "command_config": str(sec.client_properties) if sec else None}
         write_text_atomic(str(d / STATE_FILE), json.dumps(state))
@@ -305,6 +319,14 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
         stop(d)
         raise
     return status(d)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
 
 
 def _cluster_identity(d: Path, brokers: int, secure: bool) -> str:
@@ -430,7 +452,8 @@ def restart_node(data_dir: str | Path, node_id: int, *, wait: float = 60.0) -> B
     proc = subprocess.Popen(
         [dist.java_executable(), *_jvm_args(node_dir), "-cp", dist.classpath(),
          dist.TOOLS["kafka-server"], str(node_dir / "server.properties")],
-        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=_die_with_parent if info.get("tied") is True else None)
     out.close()
     node["pid"] = proc.pid
     write_text_atomic(str(d / STATE_FILE), json.dumps(info))
@@ -446,7 +469,7 @@ def restart_node(data_dir: str | Path, node_id: int, *, wait: float = 60.0) -> B
 def running_broker(port: int | None = None, data_dir: str | Path | None = None, *,
                    brokers: int = 1) -> Iterator[str]:
     """Run a cluster for the duration of a `with` block; yields its bootstrap address."""
-    st = start(port or free_port(), data_dir, brokers=brokers)
+    st = start(port or free_port(), data_dir, brokers=brokers, tied=True)
     try:
         yield st.bootstrap or ""
     finally:

@@ -2,10 +2,12 @@
 
 Made once per data directory with `openssl` (Debian's, on every machine that runs Kafka here):
 a CA, a server certificate for 127.0.0.1/localhost signed by it, and a random password for the
-super user `admin`. Files holding secrets are mode 0600. The controller listener stays
-PLAINTEXT on 127.0.0.1 (KRaft controllers cannot authenticate each other with SCRAM: the
-credentials live in the metadata log they serve), so its ANONYMOUS principal is a super user;
-clients only ever see the SASL_SSL listener.
+super user `admin`. Files holding secrets are mode 0600. The controller listener (127.0.0.1) is
+SASL_PLAINTEXT with PLAIN: KRaft controllers cannot authenticate with SCRAM (its credentials live
+in the metadata log they serve), so the admin's PLAIN credentials are in that listener's JAAS
+config. It is never PLAINTEXT with ANONYMOUS as a super user: an admin client can talk to a
+controller directly (`kafka-acls --bootstrap-controller`, KIP-919), and then anyone on the
+machine could grant themselves every ACL. Clients only ever see the SASL_SSL listener.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from offsetkeeper.storage import write_text_atomic
 
 ADMIN = "admin"
 MECHANISM = "SCRAM-SHA-512"
+CONTROLLER_MECHANISM = "PLAIN"  # KRaft controllers cannot use SCRAM (see the module docstring)
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
@@ -37,21 +40,27 @@ class SecuritySetup:
     def server_properties(self, port: int, cport: int) -> dict[str, object]:
         jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
                 f'username="{ADMIN}" password="{self.admin_password}";')
+        controller_jaas = (f'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                           f'username="{ADMIN}" password="{self.admin_password}" '
+                           f'user_{ADMIN}="{self.admin_password}";')
         return {
             "listeners": f"SASL_SSL://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
             "advertised.listeners": f"SASL_SSL://127.0.0.1:{port}",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
+            "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
             "inter.broker.listener.name": "SASL_SSL",
             "sasl.enabled.mechanisms": MECHANISM,
             "sasl.mechanism.inter.broker.protocol": MECHANISM,
             f"listener.name.sasl_ssl.{MECHANISM.lower()}.sasl.jaas.config": jaas,
+            "sasl.mechanism.controller.protocol": CONTROLLER_MECHANISM,
+            "listener.name.controller.sasl.enabled.mechanisms": CONTROLLER_MECHANISM,
+            "listener.name.controller.plain.sasl.jaas.config": controller_jaas,
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": self.server_pem,
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": self.ca_pem,
             "ssl.endpoint.identification.algorithm": "https",
             "authorizer.class.name": AUTHORIZER,
-            "super.users": f"User:{ADMIN};User:ANONYMOUS",
+            "super.users": f"User:{ADMIN}",
             "allow.everyone.if.no.acl.found": "false",
         }
 

@@ -25,7 +25,8 @@ from confluent_kafka.admin import (
 
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
-from offsetkeeper.kafka.errors import error_name, translate
+from offsetkeeper.kafka.errors import connection_failure, error_name, translate
+from offsetkeeper.kafka.jvm import JvmGroupsAdmin
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -74,8 +75,11 @@ def _tp(ck: CkTopicPartition) -> TopicPartition:
     return TopicPartition(ck.topic, ck.partition)
 
 
-class KafkaAdmin:
-    """Admin operations on one cluster. Thread-safe; close() when done (or use `with`)."""
+class KafkaAdmin(JvmGroupsAdmin):
+    """Admin operations on one cluster. Thread-safe; close() when done (or use `with`).
+
+    Share groups, streams groups and the KIP-848/KIP-1099 details of consumer groups come from
+    Kafka's Java Admin client (`JvmGroupsAdmin`, kafka/jvm.py): confluent-kafka lacks them."""
 
     def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.conn = conn
@@ -84,6 +88,7 @@ class KafkaAdmin:
         self._retired: list[AdminClient] = []
         self._api_versions: dict[str, dict[int, tuple[int, int]]] | None = None
         self._probed = False
+        self._login_failure: OffsetkeeperError | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -97,14 +102,26 @@ class KafkaAdmin:
             conf.setdefault("reconnect.backoff.max.ms", "1000")
             # librdkafka's own log lines go to Python logging (shown only with --verbose).
             conf.setdefault("logger", LIBRDKAFKA_LOG)
+            # A failed SASL login or TLS handshake never fails a request (it times out); it is
+            # reported to the error callback, which the probe turns into one line at once.
+            conf.setdefault("error_cb", self._on_error)
             self._admin = AdminClient(conf)
             if not self._probed:
                 self._probed = True
                 self._probe(self._admin)
         return self._admin
 
+    def _on_error(self, err: Any) -> None:
+        failure = connection_failure(err.name(), err.str(), bootstrap=self.conn.bootstrap_servers)
+        if failure is not None:
+            self._login_failure = failure
+
     def _probe(self, client: AdminClient) -> None:
-        """Fail fast, in one line naming the address, when no broker answers at all."""
+        """Fail fast, in one line naming the address, when no broker answers at all, or the
+        cluster refuses the login or the TLS handshake; at once when every bootstrap server
+        refuses the connection or does not resolve (kafka/reach.py)."""
+        import time
+
         from offsetkeeper.kafka.reach import certainly_unreachable
 
         if (why := certainly_unreachable(self.conn.bootstrap_servers)) is not None:
@@ -112,16 +129,26 @@ class KafkaAdmin:
                                       f"{why}; check --bootstrap-server", code="_TRANSPORT",
                                       retriable=True)
         wait = min(self.timeout, PROBE_TIMEOUT)
-        try:
-            client.list_topics(timeout=wait)
-        except KafkaException as exc:
-            client.poll(0)
-            if error_name(exc) not in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", ""):
-                raise translate(exc, action=f"connect to {self.conn.bootstrap_servers}") from exc
-            raise KafkaOperationError(
-                f"cannot reach the cluster at {self.conn.bootstrap_servers}: no broker answered "
-                f"within {wait:g} s; check --bootstrap-server, the network and the security "
-                "settings", code=error_name(exc) or "_TRANSPORT", retriable=True) from exc
+        deadline = time.monotonic() + wait
+        step = 0.5  # short first tries (a refused login shows at once), doubled for slow brokers
+        while True:
+            try:
+                client.list_topics(timeout=min(step, max(0.05, deadline - time.monotonic())))
+                return
+            except KafkaException as exc:
+                client.poll(0)  # serves the error callback
+                failure = self._login_failure
+                if failure is not None:
+                    raise failure from None
+                if error_name(exc) not in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", ""):
+                    raise translate(exc, action=f"connect to {self.conn.bootstrap_servers}") from exc
+                if time.monotonic() < deadline:
+                    step *= 2
+                    continue
+                raise KafkaOperationError(
+                    f"cannot reach the cluster at {self.conn.bootstrap_servers}: no broker answered "
+                    f"within {wait:g} s; check --bootstrap-server, the network and the security "
+                    "settings", code=error_name(exc) or "_TRANSPORT", retriable=True) from exc
 
     def close(self) -> None:
         self._admin = None  # AdminClient has no close(); dropping it frees librdkafka's handle
@@ -185,7 +212,11 @@ class KafkaAdmin:
         for t in topics:
             m = md.topics.get(t)
             if m is None or m.error is not None:
-                raise UnknownTopicError(f"unknown topic '{t}'", topic=t)
+                # Kafka leaves out the topics a principal may not Describe: say so when it has one
+                hidden = " (or this principal may not Describe it: Kafka hides such topics)" \
+                    if "SASL" in str(self.conn.properties.get("security.protocol", "")).upper() \
+                    else ""
+                raise UnknownTopicError(f"unknown topic '{t}'{hidden}", topic=t)
             out[t] = sorted(m.partitions)
         return out
 
@@ -231,8 +262,14 @@ class KafkaAdmin:
             out[gid] = res
         return out
 
-    def describe_groups_each(self, group_ids: Iterable[str]) -> dict[str, GroupInfo | OffsetkeeperError]:
-        """Like describe_groups, but one failing group does not hide the others' answers."""
+    def describe_groups_each(self, group_ids: Iterable[str], *, real_states: bool = True,
+                             ) -> dict[str, GroupInfo | OffsetkeeperError]:
+        """Like describe_groups, but one failing group does not hide the others' answers.
+
+        `real_states=False` skips the correction of states librdkafka cannot name
+        (`with_other_group_types`, a JVM call): for callers that only need the coordinator to
+        answer, never for a safety check.
+        """
         ids = list(dict.fromkeys(group_ids))
         if not ids:
             return {}
@@ -256,7 +293,8 @@ class KafkaAdmin:
                         out[gid] = exc
             if pending:
                 time.sleep(0.25)
-        return {g: out[g] for g in ids}
+        answers = {g: out[g] for g in ids}
+        return self.with_other_group_types(answers) if real_states else answers
 
     def _describe_result(self, gid: str, fut: cf.Future) -> GroupInfo:
         d = self._wait(fut, action="describe group", group=gid)
@@ -320,7 +358,7 @@ class KafkaAdmin:
         """
         ids = list(dict.fromkeys(group_ids))
         if described is None:
-            described = self.describe_groups_each(ids) if ids else {}
+            described = self.describe_groups_each(ids, real_states=False) if ids else {}
         futures: dict[str, cf.Future] = {}
         refused: dict[str, OffsetkeeperError] = {}
         for g in ids:
@@ -594,5 +632,16 @@ class KafkaAdmin:
             # every partition led: before that its broker answers NOT_LEADER_OR_FOLLOWER
             if (t is not None and t.error is None and len(t.partitions) >= partitions
                     and all(p.leader >= 0 and p.error is None for p in t.partitions.values())):
-                return
+                break
             time.sleep(0.1)
+        # Apache Kafka shows the new partitions in metadata a moment before their leader serves
+        # ListOffsets (NOT_LEADER_OR_FOLLOWER): wait until it does, so callers can read offsets.
+        tps = [TopicPartition(name, p) for p in range(partitions)]
+        while True:
+            try:
+                self.watermarks(tps, ordered=False)
+                return
+            except KafkaOperationError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)

@@ -48,11 +48,14 @@ ADVICE = {
     "_UNKNOWN_TOPIC": "{what}: unknown topic",
     "_UNKNOWN_PARTITION": "{what}: unknown partition",
     "_NOENT": "{what}: unknown topic or partition (no leader found)",
+    # Authorization: `denied()` names the resource and the operation the ACL must allow.
     "GROUP_AUTHORIZATION_FAILED": "not authorized to access group {what}; check the principal's ACLs",
     "TOPIC_AUTHORIZATION_FAILED": "not authorized to access the topic of {what}; check ACLs",
     "CLUSTER_AUTHORIZATION_FAILED": "not authorized for this cluster operation; check ACLs",
-    "SASL_AUTHENTICATION_FAILED": "authentication failed; check the SASL settings in the command config",
-    "_AUTHENTICATION": "authentication failed; check the SASL/SSL settings in the command config",
+    "SASL_AUTHENTICATION_FAILED": "authentication failed (wrong user name or password?); check "
+                                  "sasl.username and sasl.password in the command config",
+    "_AUTHENTICATION": "authentication failed (wrong user name or password?); check "
+                       "sasl.username and sasl.password in the command config",
     "NON_EMPTY_GROUP": "group {what} still has members; stop its consumers and run again",
     "GROUP_SUBSCRIBED_TO_TOPIC": "group {what} is subscribed to the topic; stop its consumers first",
     "UNKNOWN_MEMBER_ID": "group {what} has active members; stop its consumers and run again",
@@ -102,11 +105,70 @@ RECEIVABLE = frozenset({
 })
 
 
-def partition_error(name: str, *, group: str, tp: object) -> str:
+# --- authorization -------------------------------------------------------------------------
+AUTHORIZATION = frozenset({"GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+                           "CLUSTER_AUTHORIZATION_FAILED"})
+AUTHENTICATION = frozenset({"SASL_AUTHENTICATION_FAILED", "_AUTHENTICATION"})
+DENIED_MARK = "not authorized ("
+
+# The ACL operations Kafka checks for the requests behind each `action` (Kafka's
+# KafkaApis/GroupCoordinator authorization): (operation on the group, operation on the topic).
+# An error answers which resource type was refused; this says which operation it needed.
+ACL_OPERATIONS: dict[str, tuple[str | None, str | None]] = {
+    "list groups": ("Describe", None),
+    "describe group": ("Describe", None),
+    "describe groups": ("Describe", None),
+    "read committed offsets": ("Describe", "Describe"),
+    "commit offsets": ("Read", "Read"),
+    "delete offsets": ("Delete", "Read"),
+    "delete group": ("Delete", None),
+    "consume": ("Read", "Read"),
+    "read records": (None, "Read"),
+    "list topics": (None, "Describe"),
+    "read log offsets": (None, "Describe"),
+    "read log start offsets": (None, "Describe"),
+    "read log end offsets": (None, "Describe"),
+    "look up offsets by time": (None, "Describe"),
+    "describe topic configs": (None, "DescribeConfigs"),
+    "create topic": (None, "Create"),
+    "produce": (None, "Write"),
+}
+
+
+def group_denied(name: str, *, action: str, group: str, topics: list[str]) -> str:
+    """One sentence for a group whose every partition was refused with the same authorization
+    error (instead of one per partition)."""
+    return denied(name, action=action, group=group, topic=", ".join(sorted(set(topics))))
+
+
+def denied(name: str, *, action: str, group: str | None = None, topic: str | None = None) -> str:
+    """One sentence for an authorization error: the resource refused and the ACL operation the
+    principal needs on it (e.g. `not authorized: this principal needs Read on group payments`)."""
+    group_op, topic_op = ACL_OPERATIONS.get(action, (None, None))
+    if name == "GROUP_AUTHORIZATION_FAILED":
+        what = f"{group_op or 'Describe'} on group {group}" if group else \
+            f"{group_op or 'Describe'} on the group"
+    elif name == "TOPIC_AUTHORIZATION_FAILED":
+        what = f"{topic_op or 'Describe'} on topic {topic}" if topic else \
+            f"{topic_op or 'Describe'} on the topic"
+    else:
+        what = "an operation on the cluster resource"
+    return (f"{action}: {DENIED_MARK}{name}): this principal needs {what}; "
+            "grant it with an ACL (kafka-acls --add)")
+
+
+def is_denied(text: str) -> bool:
+    """True for a message made by `denied` (where only the text of an error was kept)."""
+    return DENIED_MARK in text
+
+
+def partition_error(name: str, *, group: str, tp: object, action: str = "commit offsets") -> str:
     """One sentence for an error code answered for one partition of a group's request."""
     advice = ADVICE.get(name)
     if advice is None:
         return f"{tp}: Kafka error {name}"
+    if name in AUTHORIZATION:
+        return denied(name, action=action, group=group, topic=getattr(tp, "topic", None))
     if name in GROUP_LEVEL:
         return f"{tp}: {advice.format(what=group)}"
     return advice.format(what=f"{tp} of group {group}")
@@ -118,7 +180,8 @@ def translate_code(name: str, *, action: str, detail: str = "", group: str | Non
     what = group if group is not None else "the request"
     advice = ADVICE.get(name)
     text = advice.format(what=what) if advice else f"{what}: {detail or 'Kafka error ' + name}"
-    message = f"{action}: {text}"
+    message = denied(name, action=action, group=group) if name in AUTHORIZATION \
+        else f"{action}: {text}"
     ctx = {"group": group}
     if name == "GROUP_ID_NOT_FOUND":
         return UnknownGroupError(message, **ctx)
@@ -172,7 +235,8 @@ def translate(
         raw = err.args[0] if isinstance(err, KafkaException) and err.args else err
         detail = raw.str() if isinstance(raw, KafkaError) else str(raw)
         advice = f"{what}: {detail}" if detail else f"{what}: Kafka error {name or type(err).__name__}"
-    message = f"{action}: {advice.format(what=what)}"
+    message = denied(name, action=action, group=group, topic=topic) if name in AUTHORIZATION \
+        else f"{action}: {advice.format(what=what)}"
     if name == "GROUP_ID_NOT_FOUND":
         return UnknownGroupError(message, **ctx)
     if name in {"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "_NOENT"}:
@@ -180,3 +244,18 @@ def translate(
     if name in {"NON_EMPTY_GROUP", "UNKNOWN_MEMBER_ID", "GROUP_SUBSCRIBED_TO_TOPIC"}:
         return GroupActiveError(message, **ctx)
     return KafkaOperationError(message, code=name or None, retriable=is_retriable(err), **ctx)
+
+
+def connection_failure(name: str, detail: str, *, bootstrap: str) -> OffsetkeeperError | None:
+    """The error for a client that cannot log in (SASL) or shake hands (TLS) with the cluster,
+    from librdkafka's error callback (those never reach a request: it just times out); None for
+    other errors. One line; librdkafka's texts hold no secrets, but only the reason is kept."""
+    if name in AUTHENTICATION:
+        return KafkaOperationError(
+            f"connect to {bootstrap}: {ADVICE['_AUTHENTICATION']}", code=name, retriable=False)
+    if name == "_SSL":
+        reason = detail.split("/bootstrap: ", 1)[-1].split(" (after ", 1)[0]
+        return KafkaOperationError(
+            f"connect to {bootstrap}: TLS failed: {reason}; check ssl.ca.location and the other "
+            "ssl.* settings in the command config", code=name, retriable=False)
+    return None

@@ -21,7 +21,13 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from offsetkeeper.errors import OffsetkeeperError
-from offsetkeeper.kafka.errors import RETRIABLE, partition_error, translate
+from offsetkeeper.kafka.errors import (
+    AUTHORIZATION,
+    RETRIABLE,
+    group_denied,
+    partition_error,
+    translate,
+)
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.plan import GroupPlan, PlanKind, ResetPlan, refusal_of
@@ -279,7 +285,16 @@ class _Wave:
             if bad and set(bad.values()) <= RETRIABLE and job.attempts <= self.opts.retries:
                 self.retry.append(job)
                 continue
-            job.partition_errors.update({str(tp): partition_error(e, group=job.plan.group, tp=tp)
+            action = "delete offsets" if self.kind is PlanKind.DELETE_OFFSETS else "commit offsets"
+            names = set(bad.values())
+            if len(bad) == len(results) and len(names) == 1 and names <= AUTHORIZATION:
+                # every partition refused by the ACLs: one line for the group, nothing changed
+                self.fail(job, GroupStatus.FAILED, group_denied(
+                    names.pop(), action=action, group=job.plan.group,
+                    topics=[tp.topic for tp in bad]))
+                continue
+            job.partition_errors.update({str(tp): partition_error(e, group=job.plan.group, tp=tp,
+                                                                  action=action)
                                          for tp, e in bad.items()})
             applied.append(job)
         return applied

@@ -48,9 +48,30 @@ def resolve_groups(admin, scope: ResetScope, target: ResetTarget | None = None) 
 
 
 def _group_facts(admin, groups: list[str]) -> dict[str, GroupFacts]:
-    infos = admin.describe_groups(groups)
-    committed = admin.committed_offsets_many(groups)
-    return {g: GroupFacts(infos[g], committed.get(g, {})) for g in groups}
+    """State and committed offsets of each group. A group the principal is not authorized for
+    (ACLs) is marked `denied` so the plan refuses it alone; any other error fails the run."""
+    from offsetkeeper.errors import KafkaOperationError
+    from offsetkeeper.kafka.errors import AUTHORIZATION
+    from offsetkeeper.models import GroupInfo
+
+    def is_denied(res) -> bool:
+        return isinstance(res, KafkaOperationError) and res.code in AUTHORIZATION
+
+    infos = admin.describe_groups_each(groups)
+    readable = [g for g in groups if not is_denied(infos.get(g))]
+    committed = admin.committed_offsets_each(readable)
+    out = {}
+    for g in groups:
+        res = committed.get(g, infos.get(g))
+        if is_denied(infos.get(g)) or is_denied(res):
+            err = infos[g] if is_denied(infos.get(g)) else res
+            out[g] = GroupFacts(GroupInfo(g, "unknown"), denied=err.message)
+            continue
+        for r in (infos[g], committed[g]):
+            if isinstance(r, Exception):
+                raise r
+        out[g] = GroupFacts(infos[g], committed[g])
+    return out
 
 
 def check_creatable(plan: ResetPlan, admin=None) -> None:
@@ -81,7 +102,7 @@ def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str
     needs_commit = isinstance(target, ShiftBy) or (scope.all_topics and not isinstance(target, FromOffsets))
     if needs_commit and not scope.all_groups:
         for g, gf in gfacts.items():
-            if not gf.committed:
+            if not gf.committed and not gf.denied:
                 raise UnknownGroupError(
                     f"group '{g}' has no committed offsets"
                     + (" to shift from" if isinstance(target, ShiftBy) else " (--all-topics needs them)"),
@@ -147,10 +168,10 @@ def build_delete_plan(admin, scope: ResetScope, *, whole_groups: bool,
     topic_parts = {t: tuple(p) for t, p in parts.items()}
     if not whole_groups:
         for g, gf in gfacts.items():
-            if not gf.exists:
+            if not gf.exists and not gf.denied:
                 raise unknown_group(admin, g)
     else:
-        missing = sorted(g for g, gf in gfacts.items() if not gf.exists)
+        missing = sorted(g for g, gf in gfacts.items() if not gf.exists and not gf.denied)
         if missing:
             raise unknown_group(admin, missing[0])
     # Watermarks only for the topics named (a group may hold commits for deleted topics).

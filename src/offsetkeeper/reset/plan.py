@@ -53,6 +53,7 @@ class RefusalReason(StrEnum):
     MOVED = "moved"                     # its offsets changed after planning (another writer)
     NOT_FOUND = "not-found"             # the group does not exist
     NO_MEMBERS = "no-members"           # a live reset needs running members to apply it
+    NOT_AUTHORIZED = "not-authorized"   # the principal's ACLs do not allow reading the group
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ class GroupFacts:
 
     info: GroupInfo
     committed: Mapping[TopicPartition, CommittedOffset] = field(default_factory=dict)
+    #: the cluster refused to describe the group to this principal (ACLs): the sentence why
+    denied: str | None = None
 
     @property
     def exists(self) -> bool:
@@ -189,6 +192,10 @@ class ResetPlan:
     groups: tuple[GroupPlan, ...]
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     kind: PlanKind = PlanKind.RESET
+    # Whether --export writes `group,topic,partition,offset` (None: when the plan has several
+    # groups). A reset follows kafka-consumer-groups: the one-group form only for exactly one
+    # --group, so an --all-groups plan that found one group still names it.
+    group_column: bool | None = None
 
     def partitions(self) -> Iterator[PartitionPlan]:
         for g in self.groups:
@@ -306,6 +313,9 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
     plans = []
     for group in sorted(facts.groups):
         gf = facts.groups[group]
+        if gf.denied:
+            plans.append(_denied_plan(group, gf))
+            continue
         tps = _scope_partitions(group, gf, scope, target, facts)
         parts = []
         for tp in tps:
@@ -333,7 +343,8 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
         plans.append(GroupPlan(group=group, state=gf.info.state, members=len(gf.info.members),
                                partitions=tuple(parts), new_group=not gf.exists,
                                may_create=group in facts.may_create, refused=refused))
-    return ResetPlan(target=label or target.label, groups=tuple(plans))
+    return ResetPlan(target=label or target.label, groups=tuple(plans),
+                     group_column=scope.all_groups or len(scope.groups) != 1)
 
 
 def plan_delete(facts: ResetFacts, scope: ResetScope, *, whole_groups: bool) -> ResetPlan:
@@ -345,6 +356,9 @@ def plan_delete(facts: ResetFacts, scope: ResetScope, *, whole_groups: bool) -> 
     plans = []
     for group in sorted(facts.groups):
         gf = facts.groups[group]
+        if gf.denied:
+            plans.append(_denied_plan(group, gf))
+            continue
         if whole_groups:
             tps = sorted(gf.committed)
         else:
@@ -363,6 +377,12 @@ def plan_delete(facts: ResetFacts, scope: ResetScope, *, whole_groups: bool) -> 
                                partitions=tuple(parts), refused=refused))
     kind = PlanKind.DELETE_GROUPS if whole_groups else PlanKind.DELETE_OFFSETS
     return ResetPlan(target=str(kind), groups=tuple(plans), kind=kind)
+
+
+def _denied_plan(group: str, gf: GroupFacts) -> GroupPlan:
+    """A group the principal may not read: refused, with nothing planned (the others go on)."""
+    return GroupPlan(group=group, state=gf.info.state, members=0, partitions=(),
+                     refused=Refusal(RefusalReason.NOT_AUTHORIZED, f"group {group}: {gf.denied}"))
 
 
 def _with_note(p: PartitionPlan, note: str) -> PartitionPlan:

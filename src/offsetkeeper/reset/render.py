@@ -21,11 +21,12 @@ from offsetkeeper.reset.plan import ResetPlan
 def plan_csv(plan: ResetPlan) -> str:
     """The planned offsets as --from-file CSV (no header, RFC 4180 quoting).
 
-    One group: `topic,partition,offset`; several: `group,topic,partition,offset`. Refused groups
-    and partitions with errors are left out, so the file holds only what would be committed.
+    One group: `topic,partition,offset`; several: `group,topic,partition,offset` (a reset plan
+    says which: `ResetPlan.group_column`). Refused groups and partitions with errors are left
+    out, so the file holds only what would be committed.
     """
     groups = [g for g in plan.groups if not g.refused]
-    several = len(plan.groups) > 1
+    several = len(plan.groups) > 1 if plan.group_column is None else plan.group_column
     lines = []
     for g in groups:
         for tp, offset in sorted(g.offsets.items()):

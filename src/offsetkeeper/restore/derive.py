@@ -33,6 +33,11 @@ from offsetkeeper.restore.writer import (
     TOPIC_HEADER,
 )
 
+# librdkafka errors of a partition whose leader is moving (a target node died): ask again
+_LEADER_IN_FLUX = frozenset({"_DESTROY_BROKER", "_TRANSPORT", "_TIMED_OUT", "_LEADER_NOT_AVAILABLE",
+                             "NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION",
+                             "LEADER_NOT_AVAILABLE", "UNKNOWN_LEADER_EPOCH"})
+
 
 @dataclass(frozen=True)
 class TargetRecord:
@@ -133,10 +138,23 @@ class TargetReader:
                             "queued.max.messages.kbytes": "1024",
                             "max.partition.fetch.bytes": "1048576"})
 
-    def log_end(self, tp: TopicPartition) -> int:
+    def log_end(self, tp: TopicPartition, *, patience: float = 45.0) -> int:
+        """The target partition's log end, asked again while its leader moves (a node of the
+        target cluster that dies mid-restore makes the read fail for a few seconds)."""
+        from confluent_kafka import KafkaException
         from confluent_kafka import TopicPartition as CkTP
 
-        return self._c.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=15, cached=False)[1]
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                return self._c.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=15,
+                                                     cached=False)[1]
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not (err.retriable() or err.name() in _LEADER_IN_FLUX) \
+                        or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
 
     def read_one(self, tp: TopicPartition, offset: int, timeout: float = 15.0) -> TargetRecord | None:
         """The record at `offset` (or the first one after it, if that offset holds none);

@@ -96,6 +96,13 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
                     if (out and out[-1].offset() >= high - 1) or pos >= high:
                         return out
                     continue
+                if msg.error().name() == "GROUP_AUTHORIZATION_FAILED":
+                    continue  # the coordinator lookup of a group this reader never uses
+                if msg.error().name() == "TOPIC_AUTHORIZATION_FAILED":
+                    from offsetkeeper.kafka.errors import denied
+
+                    raise RestoreWriteError(f"reading {tp} to resume failed: " + denied(
+                        "TOPIC_AUTHORIZATION_FAILED", action="read records", topic=tp.topic))
                 raise RestoreWriteError(f"reading {tp} to resume failed: {msg.error().str()}")
             out.append(msg)
             if msg.offset() >= high - 1:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from offsetkeeper.arrowbuf import binaries, ints, repeated_string
+from offsetkeeper.kafka.errors import AUTHORIZATION, denied
 from offsetkeeper.spark.kafka.options import OffsetRange, SourceOptions
 from offsetkeeper.spark.kafka.planning import detect_gap
 from offsetkeeper.spark.kafka.reports import write_report
@@ -173,6 +174,13 @@ def read_batches(opts: SourceOptions, r: OffsetRange, stats: RangeStats) -> Iter
                         if err.code() == KafkaError._PARTITION_EOF:
                             done = True
                             break
+                        if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                            # the coordinator lookup librdkafka makes for the group.id it insists
+                            # on: this reader never joins or commits, so ACLs on it do not matter
+                            continue
+                        if err.name() in AUTHORIZATION:
+                            raise RuntimeError(f"reading {r.topic}:{r.partition}: " + denied(
+                                err.name(), action="read records", topic=r.topic))
                         raise RuntimeError(f"reading {r.topic}:{r.partition}: {err.str()}")
                     off = m.offset()
                     if off >= r.end:

@@ -1,0 +1,511 @@
+"""The seam to Kafka's own Java Admin client: the one module that runs the JVM admin helper.
+
+confluent-kafka 2.16 has no admin calls for share groups (KIP-932) or streams groups
+(KIP-1071), and its describe of consumer-protocol groups (KIP-848) reads Assigning/Reconciling
+as UNKNOWN and lacks the KIP-1099 epochs. Those calls go to `jvm/admin-helper` (built by
+scripts/setup.sh into ``~/.cache/offsetkeeper/admin-helper-<version>/``; ``$OFFSETKEEPER_ADMIN_HELPER``
+points elsewhere): one `java` process per call, one JSON request on its stdin
+``{"op", "config", "args"}``, one JSON answer on its stdout ``{"ok": true, "result"}`` or
+``{"ok": false, "error": {"code", "exception", "message"}}``.
+
+Client properties are librdkafka's (`Connection.client_config()`); `java_properties` maps the
+common ones to the Java client's. They travel on stdin only, never on argv, and error text is
+passed through `redact_text` before it reaches a message.
+
+Start-up cost (measured here: 2 cores shared with other test runs, load average ~20, Java 17,
+one-node cluster on localhost, 5 runs each): a `ping` that creates no client 0.28-0.48 s
+(median 0.41 s); `list-groups` (JVM start, Admin client, metadata, one ListGroups) 0.80-1.37 s
+(median 1.1 s); `describe-share-groups` 0.56-1.38 s (median 0.8 s). On an idle machine the
+same calls took 0.25 s and 0.7-0.8 s. A warm librdkafka client answers ListGroups in ~5 ms:
+each helper call costs one JVM start, so the helper serves operators' commands, not loops.
+
+`JvmGroupsAdmin` is mixed into `kafka.admin.KafkaAdmin`, so the rest of offsetkeeper sees one
+admin facade (`admin.list_all_groups()`, `admin.describe_share_groups(...)` ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from offsetkeeper.errors import ConfigError, KafkaOperationError, OffsetkeeperError
+from offsetkeeper.kafka.group_types import (
+    AnyGroupListing,
+    ConsumerGroupDetail,
+    ConsumerMemberDetail,
+    ShareGroupDetail,
+    ShareMember,
+    SharePartitionOffset,
+    StreamsGroupDetail,
+    StreamsMember,
+    StreamsTasks,
+    Subtopology,
+)
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.redact import redact_text
+
+HELPER_VERSION = "1"  # = <version> of jvm/admin-helper/pom.xml
+HELPER_ENV = "OFFSETKEEPER_ADMIN_HELPER"
+MAIN_CLASS = "io.offsetkeeper.admin.Main"
+JVM_FLAGS = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
+# the JVM start plus the Admin client's own retries on top of the request timeout
+PROCESS_GRACE_S = 20.0
+
+
+class JvmHelperUnavailable(OffsetkeeperError):
+    """Java or the admin helper's jar is missing: the commands that need it cannot run."""
+
+
+# -- locating the helper ----------------------------------------------------------------------
+
+def helper_dir() -> Path:
+    given = os.environ.get(HELPER_ENV)
+    if given:
+        return Path(given).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("offsetkeeper")) / f"admin-helper-{HELPER_VERSION}"
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise JvmHelperUnavailable(
+            "java not found: share groups, streams groups and group types need Java 17+ on PATH "
+            "(or JAVA_HOME) for Kafka's Java admin client")
+    return found
+
+
+def helper_command() -> list[str]:
+    """argv of the helper (no secrets: properties go on stdin)."""
+    d = helper_dir()
+    jar = d / "admin-helper.jar"
+    if not jar.is_file() or not (d / "lib").is_dir():
+        raise JvmHelperUnavailable(
+            f"the JVM admin helper is not installed in {d}; run scripts/setup.sh (it builds "
+            "jvm/admin-helper with Maven)")
+    return [_java(), *JVM_FLAGS, "-cp", f"{jar}{os.pathsep}{d / 'lib' / '*'}", MAIN_CLASS]
+
+
+def available() -> bool:
+    """True when Java and the helper are installed (no process is started)."""
+    try:
+        helper_command()
+    except JvmHelperUnavailable:
+        return False
+    return True
+
+
+# -- client properties: librdkafka -> Java ------------------------------------------------------
+
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+# librdkafka names that mean the same in the Java client
+_SAME = ("bootstrap.servers", "client.id", "ssl.key.password")
+
+
+def _jaas_quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def java_properties(conf: Mapping[str, Any]) -> dict[str, str]:
+    """The Java client properties for librdkafka properties `conf` (the common ones).
+
+    security.protocol and sasl.mechanism(s) carry over; sasl.username/password become a
+    sasl.jaas.config for PLAIN or SCRAM; ssl.ca.location becomes a PEM truststore;
+    ssl.certificate.location + ssl.key.location become a PEM keystore (their contents);
+    ssl.endpoint.identification.algorithm=none becomes the Java client's empty value.
+    Properties only librdkafka knows are dropped; a setting the helper cannot express
+    (another SASL mechanism without a sasl.jaas.config) is a ConfigError.
+    """
+    c = {k: str(v) for k, v in conf.items() if not callable(v) and not hasattr(v, "handle")}
+    out: dict[str, str] = {k: c[k] for k in _SAME if k in c}
+    if "security.protocol" in c:
+        out["security.protocol"] = c["security.protocol"].upper()
+    mech = (c.get("sasl.mechanism") or c.get("sasl.mechanisms") or "").upper()
+    if mech:
+        out["sasl.mechanism"] = mech
+    if "sasl.jaas.config" in c:
+        out["sasl.jaas.config"] = c["sasl.jaas.config"]
+    elif "sasl.username" in c or "sasl.password" in c:
+        module = _LOGIN_MODULES.get(mech or "PLAIN")
+        if module is None:
+            raise ConfigError(f"sasl.mechanism {mech} with sasl.username/sasl.password cannot be "
+                              "passed to Kafka's Java admin client; give a sasl.jaas.config")
+        out["sasl.jaas.config"] = (f"{module} required username={_jaas_quote(c.get('sasl.username', ''))} "
+                                   f"password={_jaas_quote(c.get('sasl.password', ''))};")
+    if "ssl.ca.location" in c:
+        out["ssl.truststore.type"] = "PEM"
+        out["ssl.truststore.location"] = c["ssl.ca.location"]
+    if "ssl.certificate.location" in c and "ssl.key.location" in c:
+        try:
+            out["ssl.keystore.type"] = "PEM"
+            out["ssl.keystore.certificate.chain"] = Path(c["ssl.certificate.location"]).read_text()
+            out["ssl.keystore.key"] = Path(c["ssl.key.location"]).read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read ssl.certificate.location / ssl.key.location: "
+                              f"{exc.strerror}") from None
+    algo = c.get("ssl.endpoint.identification.algorithm")
+    if algo is not None:
+        out["ssl.endpoint.identification.algorithm"] = "" if algo.lower() == "none" else algo
+    for k, v in c.items():
+        if k.startswith(("ssl.truststore.", "ssl.keystore.", "ssl.protocol", "ssl.enabled.",
+                         "sasl.kerberos.", "sasl.login.", "sasl.oauthbearer.")) and k not in out:
+            out[k] = v
+    return out
+
+
+# -- running it ------------------------------------------------------------------------------
+
+def _secrets(conf: Mapping[str, str]) -> dict[str, str]:
+    return {k: str(v) for k, v in conf.items()}
+
+
+def call(conf: Mapping[str, Any], op: str, args: Mapping[str, Any] | None = None, *,
+         timeout: float = 15.0, grace: float = PROCESS_GRACE_S) -> Any:
+    """Run one helper operation with the librdkafka properties `conf`; its result.
+
+    A cluster's error becomes the translated OffsetkeeperError (kafka/errors.translate_code),
+    a missing Java or jar JvmHelperUnavailable; secret values never appear in messages.
+    """
+    props = java_properties(conf)
+    request = {"op": op, "config": props,
+               "args": {**(args or {}), "timeout_ms": int(timeout * 1000)}}
+    argv = helper_command()
+    try:
+        proc = subprocess.run(argv, input=json.dumps(request) + "\n", capture_output=True,
+                              text=True, timeout=timeout + grace)
+    except subprocess.TimeoutExpired:
+        raise KafkaOperationError(f"{op}: the Java admin client did not answer within "
+                                  f"{timeout + grace:g} s; is the cluster reachable?",
+                                  code="_TIMED_OUT", retriable=True) from None
+    except OSError as exc:
+        raise JvmHelperUnavailable(f"cannot start java for the admin helper: {exc.strerror}") from None
+    secrets = {**_secrets(conf), **props}
+    answer = parse_answer(proc.stdout, stderr=proc.stderr, returncode=proc.returncode)
+    return unwrap(answer, action=op.replace("-", " "), secrets=secrets)
+
+
+def parse_answer(stdout: str, *, stderr: str = "", returncode: int = 0) -> dict:
+    """The helper's JSON answer (the last JSON line of stdout); a KafkaOperationError when the
+    process died without one."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                break
+            if isinstance(answer, dict) and "ok" in answer:
+                return answer
+            break
+    last = (stderr.strip().splitlines() or [""])[-1][:300]
+    return {"ok": False, "error": {"code": "_HELPER_FAILED", "exception": "",
+                                   "message": f"the admin helper exited with code {returncode} "
+                                              f"without an answer{': ' + last if last else ''}"}}
+
+
+def item_error(error: Mapping[str, Any], *, action: str, group: str | None = None,
+               secrets: Mapping[str, str] | None = None) -> OffsetkeeperError:
+    """The OffsetkeeperError for one error object of an answer."""
+    from offsetkeeper.kafka.errors import translate_code
+
+    code = str(error.get("code") or "UNKNOWN")
+    detail = redact_text(str(error.get("message") or ""), secrets or {})
+    if code == "_HELPER_FAILED":
+        return KafkaOperationError(f"{action}: {detail}", code=code, group=group)
+    if code == "INVALID_CONFIG":
+        return ConfigError(f"{action}: invalid client property: {detail}", group=group)
+    return translate_code(code, action=action, detail=detail, group=group)
+
+
+def unwrap(answer: Mapping[str, Any], *, action: str,
+           secrets: Mapping[str, str] | None = None) -> Any:
+    if answer.get("ok"):
+        return answer.get("result")
+    raise item_error(answer.get("error") or {}, action=action, secrets=secrets)
+
+
+# -- answers -> values (pure; unit-tested) ------------------------------------------------------
+
+def _tps(items: Iterable[Mapping[str, Any]] | None) -> tuple[TopicPartition, ...]:
+    return tuple(sorted(TopicPartition(str(i["topic"]), int(i["partition"])) for i in items or ()))
+
+
+def parse_listings(result: list) -> list[AnyGroupListing]:
+    return sorted((AnyGroupListing(str(g["group"]), str(g.get("type") or "Unknown"),
+                                   str(g.get("protocol") or ""), str(g.get("state") or "Unknown"))
+                   for g in result), key=lambda g: g.group_id)
+
+
+def _per_group(result: list, parse, *, action: str, secrets=None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for g in result:
+        gid = str(g["group"])
+        if g.get("error"):
+            out[gid] = item_error(g["error"], action=action, group=gid, secrets=secrets)
+        else:
+            out[gid] = parse(g)
+    return out
+
+
+def parse_consumer_group(g: Mapping[str, Any]) -> ConsumerGroupDetail:
+    members = tuple(
+        ConsumerMemberDetail(
+            member_id=str(m["member_id"]), client_id=str(m.get("client_id") or ""),
+            host=str(m.get("host") or "").lstrip("/"), group_instance_id=m.get("instance_id"),
+            member_epoch=m.get("member_epoch"), assignment=_tps(m.get("assignment")),
+            target_assignment=(None if m.get("target_assignment") is None
+                               else _tps(m["target_assignment"])),
+            upgraded=m.get("upgraded"))
+        for m in g.get("members") or ())
+    return ConsumerGroupDetail(
+        group_id=str(g["group"]), group_type=str(g.get("type") or "Unknown"),
+        state=str(g.get("state") or "Unknown"), coordinator=str(g.get("coordinator") or ""),
+        assignor=str(g.get("assignor") or ""), group_epoch=g.get("group_epoch"),
+        target_assignment_epoch=g.get("target_assignment_epoch"), members=members)
+
+
+def parse_share_group(g: Mapping[str, Any]) -> ShareGroupDetail:
+    members = tuple(
+        ShareMember(member_id=str(m["member_id"]), client_id=str(m.get("client_id") or ""),
+                    host=str(m.get("host") or "").lstrip("/"), rack=m.get("rack"),
+                    member_epoch=int(m.get("member_epoch") or 0),
+                    assignment=_tps(m.get("assignment")))
+        for m in g.get("members") or ())
+    return ShareGroupDetail(group_id=str(g["group"]), state=str(g.get("state") or "Unknown"),
+                            coordinator=str(g.get("coordinator") or ""),
+                            group_epoch=int(g.get("group_epoch") or 0),
+                            target_assignment_epoch=int(g.get("target_assignment_epoch") or 0),
+                            members=members)
+
+
+def parse_share_offsets(g: Mapping[str, Any]) -> list[SharePartitionOffset]:
+    return sorted((SharePartitionOffset(str(p["topic"]), int(p["partition"]), p.get("start_offset"),
+                                        p.get("leader_epoch"), p.get("lag"))
+                   for p in g.get("partitions") or ()), key=lambda p: (p.topic, p.partition))
+
+
+def _tasks(t: Mapping[str, Any] | None) -> StreamsTasks:
+    def kind(name: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        return tuple(sorted((str(x["subtopology"]), tuple(sorted(int(p) for p in x["partitions"])))
+                            for x in (t or {}).get(name) or ()))
+    return StreamsTasks(kind("active"), kind("standby"), kind("warmup"))
+
+
+def parse_streams_group(g: Mapping[str, Any]) -> StreamsGroupDetail:
+    subs = tuple(Subtopology(str(s["subtopology"]), tuple(s.get("source_topics") or ()),
+                             tuple(s.get("repartition_sink_topics") or ()),
+                             tuple(s.get("repartition_source_topics") or ()),
+                             tuple(s.get("state_changelog_topics") or ()))
+                 for s in g.get("subtopologies") or ())
+    members = tuple(
+        StreamsMember(member_id=str(m["member_id"]), member_epoch=int(m.get("member_epoch") or 0),
+                      client_id=str(m.get("client_id") or ""),
+                      host=str(m.get("host") or "").lstrip("/"),
+                      process_id=str(m.get("process_id") or ""), instance_id=m.get("instance_id"),
+                      topology_epoch=int(m.get("topology_epoch") or 0), endpoint=m.get("endpoint"),
+                      is_classic=bool(m.get("is_classic")), assignment=_tasks(m.get("assignment")),
+                      target_assignment=_tasks(m.get("target_assignment")))
+        for m in g.get("members") or ())
+    return StreamsGroupDetail(group_id=str(g["group"]), state=str(g.get("state") or "Unknown"),
+                              coordinator=str(g.get("coordinator") or ""),
+                              group_epoch=int(g.get("group_epoch") or 0),
+                              target_assignment_epoch=int(g.get("target_assignment_epoch") or 0),
+                              topology_epoch=int(g.get("topology_epoch") or 0),
+                              subtopologies=subs, members=members)
+
+
+def parse_streams_offsets(g: Mapping[str, Any]) -> dict[TopicPartition, int]:
+    return {TopicPartition(str(p["topic"]), int(p["partition"])): int(p["offset"])
+            for p in g.get("partitions") or ()}
+
+
+def parse_partition_errors(result: list, *, action: str, group: str,
+                           secrets=None) -> dict[TopicPartition, OffsetkeeperError | None]:
+    return {TopicPartition(str(r["topic"]), int(r["partition"])):
+            (item_error(r["error"], action=action, group=group, secrets=secrets)
+             if r.get("error") else None) for r in result}
+
+
+# -- the admin facade's part ---------------------------------------------------------------------
+
+class JvmGroupsAdmin:
+    """Admin calls made with Kafka's Java Admin client. Mixed into KafkaAdmin, which provides
+    `conn` (a Connection) and `timeout` (seconds)."""
+
+    conn: Any
+    timeout: float
+
+    # the state correction is best effort: a slow or broken cluster must not stall the callers
+    CORRECTION_TIMEOUT = 5.0
+
+    def _jvm(self, op: str, *, quick: bool = False, **args: Any) -> Any:
+        if quick:
+            t = min(self.timeout, self.CORRECTION_TIMEOUT)
+            return call(self.conn.client_config(), op, args, timeout=t, grace=t)
+        return call(self.conn.client_config(), op, args, timeout=self.timeout)
+
+    def _jvm_secrets(self) -> dict[str, str]:
+        return _secrets(self.conn.client_config())
+
+    def with_other_group_types(self, described: dict[str, Any]) -> dict[str, Any]:
+        """Correct librdkafka's describe where it cannot name a group's state, in place.
+
+        - librdkafka 2.16 describes a streams or share group as a member-less classic group in
+          state Dead, even while its application runs, so every safety check built on group
+          states (reset, delete, the executor's re-check) would take a running Kafka Streams
+          application for an inactive group. For member-less dead/unknown answers, one
+          ListGroups through the Java client gives such groups their real type and state
+          (`stable`, `empty`, `notready` ...).
+        - It reads the consumer-protocol states Assigning and Reconciling as UNKNOWN: for
+          `unknown` answers, the Java client's describe gives the real state.
+
+        Only those answers cost a JVM call; without the helper, or when it fails, the answers
+        stay as they were (and `unknown` stays refused by the safety checks).
+        """
+        from dataclasses import replace
+
+        from offsetkeeper.kafka.group_types import state_key
+        from offsetkeeper.models import GroupInfo
+
+        infos = {g: i for g, i in described.items() if isinstance(i, GroupInfo)}
+        member_less = [g for g, i in infos.items()
+                       if not i.members and i.state in ("dead", "unknown")]
+        unknown = [g for g, i in infos.items() if i.state == "unknown"]
+        if not (member_less or unknown) or not available():
+            return described
+        try:
+            listing = ({x.group_id: x for x in parse_listings(self._jvm("list-groups", quick=True))}
+                       if member_less else {})
+            for g in member_less:
+                x = listing.get(g)
+                if x is not None and state_key(x.group_type) in ("streams", "share"):
+                    described[g] = replace(infos[g], state=state_key(x.state),
+                                           group_type=state_key(x.group_type))
+            unknown = [g for g in unknown if g not in listing
+                       or state_key(listing[g].group_type) not in ("streams", "share")]
+            if unknown:
+                answer = self._jvm("describe-consumer-groups", quick=True, groups=unknown)
+                for g, d in _per_group(answer, parse_consumer_group, action="describe group").items():
+                    if isinstance(d, ConsumerGroupDetail) and state_key(d.state) != "unknown":
+                        described[g] = replace(infos[g], state=state_key(d.state))
+        except OffsetkeeperError:
+            pass
+        return described
+
+    def list_all_groups(self) -> list[AnyGroupListing]:
+        """Every group of every type with its protocol and state (kafka-groups.sh --list)."""
+        return parse_listings(self._jvm("list-groups"))
+
+    def describe_consumer_groups_verbose(self, group_ids: Iterable[str]
+                                         ) -> dict[str, ConsumerGroupDetail | OffsetkeeperError]:
+        ids = list(dict.fromkeys(group_ids))
+        return _per_group(self._jvm("describe-consumer-groups", groups=ids), parse_consumer_group,
+                          action="describe group", secrets=self._jvm_secrets())
+
+    def describe_share_groups(self, group_ids: Iterable[str]
+                              ) -> dict[str, ShareGroupDetail | OffsetkeeperError]:
+        ids = list(dict.fromkeys(group_ids))
+        return _per_group(self._jvm("describe-share-groups", groups=ids), parse_share_group,
+                          action="describe share group", secrets=self._jvm_secrets())
+
+    def share_group_offsets(self, group_ids: Iterable[str]
+                            ) -> dict[str, list[SharePartitionOffset] | OffsetkeeperError]:
+        ids = list(dict.fromkeys(group_ids))
+        return _per_group(self._jvm("list-share-group-offsets", groups=ids), parse_share_offsets,
+                          action="read share group offsets", secrets=self._jvm_secrets())
+
+    def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]
+                                  ) -> dict[TopicPartition, OffsetkeeperError | None]:
+        """Set share-partition start offsets (the group must have no members: see groups/share)."""
+        res = self._jvm("alter-share-group-offsets", group=group_id,
+                        offsets=[{"topic": tp.topic, "partition": tp.partition, "offset": int(o)}
+                                 for tp, o in sorted(offsets.items())])
+        return parse_partition_errors(res, action="alter share group offsets", group=group_id,
+                                      secrets=self._jvm_secrets())
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]
+                                   ) -> dict[str, OffsetkeeperError | None]:
+        res = self._jvm("delete-share-group-offsets", group=group_id, topics=sorted(set(topics)))
+        secrets = self._jvm_secrets()
+        return {str(r["topic"]): (item_error(r["error"], action="delete share group offsets",
+                                             group=group_id, secrets=secrets)
+                                  if r.get("error") else None) for r in res}
+
+    def describe_streams_groups(self, group_ids: Iterable[str]
+                                ) -> dict[str, StreamsGroupDetail | OffsetkeeperError]:
+        ids = list(dict.fromkeys(group_ids))
+        return _per_group(self._jvm("describe-streams-groups", groups=ids), parse_streams_group,
+                          action="describe streams group", secrets=self._jvm_secrets())
+
+    def streams_group_offsets(self, group_ids: Iterable[str]
+                              ) -> dict[str, dict[TopicPartition, int] | OffsetkeeperError]:
+        ids = list(dict.fromkeys(group_ids))
+        return _per_group(self._jvm("list-streams-group-offsets", groups=ids),
+                          parse_streams_offsets, action="read streams group offsets",
+                          secrets=self._jvm_secrets())
+
+    def alter_streams_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]
+                                    ) -> dict[TopicPartition, OffsetkeeperError | None]:
+        res = self._jvm("alter-streams-group-offsets", group=group_id,
+                        offsets=[{"topic": tp.topic, "partition": tp.partition, "offset": int(o)}
+                                 for tp, o in sorted(offsets.items())])
+        return parse_partition_errors(res, action="alter streams group offsets", group=group_id,
+                                      secrets=self._jvm_secrets())
+
+
+# -- long-running Java clients (tests, demos) ----------------------------------------------------
+
+class JvmApp:
+    """A Java client run by the helper until `stop()`: `share-consume` (a KafkaShareConsumer)
+    or `streams-app` (a Kafka Streams application with group.protocol=streams). Its stdout is
+    a stream of JSON events ({"event": ..., "count": ...})."""
+
+    def __init__(self, conf: Mapping[str, Any], op: str, args: Mapping[str, Any]) -> None:
+        self.proc = subprocess.Popen(helper_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"op": op, "config": java_properties(conf),
+                                          "args": dict(args)}) + "\n")
+        self.proc.stdin.flush()
+
+    def events(self) -> Iterator[dict]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line.startswith("{"):
+                yield json.loads(line)
+
+    def wait_for(self, event: str, *, count: int = 0) -> dict:
+        """Block until an event named `event` (with at least `count`) arrives."""
+        for e in self.events():
+            if e.get("ok") is False:
+                raise item_error(e.get("error") or {}, action=event)
+            if e.get("event") == event and int(e.get("count") or 0) >= count:
+                return e
+        raise KafkaOperationError(f"the Java client exited before '{event}'", code="_HELPER_FAILED")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
