@@ -5,6 +5,7 @@
     │   ├── ConfigError               a config file, property or cluster name is wrong
     │   ├── UnknownGroupError         the group has no committed offsets / does not exist
     │   ├── UnknownTopicError         a topic or partition does not exist
+    │   ├── NotFoundError             a named snapshot or backup does not exist (also a StoreError)
     │   ├── ConsumerConfigError       an invalid commit policy / consumer parameter
     │   └── PartitionNotAssignedError a commit for a partition the consumer does not own
     ├── GroupActiveError              the group has members; offsets may not be changed
@@ -37,6 +38,9 @@ class OffsetkeeperError(Exception):
         topic: str | None = None,
         partition: int | None = None,
     ) -> None:
+        from offsetkeeper.redact import mask_url
+
+        message = mask_url(message)  # no password of a store URL or DSN in any error
         super().__init__(message)
         self.message = message
         self.group = group
@@ -82,6 +86,11 @@ class StoreError(OffsetkeeperError):
     """A stored file (snapshot, manifest, mapping) is missing, unreadable or corrupt."""
 
 
+class NotFoundError(UsageError, StoreError):
+    """A named snapshot or backup does not exist: bad input, exit 2 (also a StoreError, as
+    code that catches a store's errors expects)."""
+
+
 class PartialFailure(OffsetkeeperError):
     """Some groups or partitions failed; the attached report says which."""
 
@@ -112,3 +121,22 @@ class FencedError(StoreError):
 
 class NoCommittedOffset(OffsetkeeperError):
     """auto.offset.reset is 'none' and a partition has no committed (or stored) offset."""
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """`; did you mean 'payments'?` when a candidate is close to `name` (a typo), else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(name, [c for c in candidates if c != name], n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def unknown_group(admin, group: str, *, hint: str = "") -> UnknownGroupError:
+    """The error for a consumer group the cluster does not have, with the closest existing
+    group as a suggestion (the group list is read only here, when a group is missing)."""
+    try:
+        known = [g.group_id for g in admin.list_groups()]
+    except Exception:  # the suggestion is a courtesy: never let it hide the real error
+        known = []
+    return UnknownGroupError(f"consumer group '{group}' does not exist"
+                             f"{did_you_mean(group, known)}{hint}", group=group)

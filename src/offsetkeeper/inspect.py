@@ -75,11 +75,13 @@ def resolve_group_ids(admin: KafkaAdmin, groups: list[str], all_groups: bool) ->
     return list(dict.fromkeys(groups))
 
 
-def _check_exist(infos: dict[str, GroupInfo], committed: dict[str, dict]) -> None:
-    from offsetkeeper.errors import UnknownGroupError
+def _check_exist(infos: dict[str, GroupInfo], committed: dict[str, dict], admin=None) -> None:
+    from offsetkeeper.errors import UnknownGroupError, unknown_group
 
     for g, info in infos.items():
         if info.state in ("dead", "unknown") and not info.members and not committed.get(g):
+            if admin is not None:
+                raise unknown_group(admin, g)
             raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
 
 
@@ -118,7 +120,7 @@ def describe_states(admin: KafkaAdmin, group_ids: list[str], *,
     ids, infos, committed = _describe(
         admin, group_ids, denied,
         lambda infos: [g for g, i in infos.items() if i.state in ("dead", "unknown")])
-    _check_exist(infos, committed)
+    _check_exist(infos, committed, admin)
     return [infos[g] for g in ids]
 
 
@@ -138,7 +140,7 @@ def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str], *,
     """`describe_states` and `describe_offsets` from one describe of the groups (the
     dashboard's groups page reads both for every group)."""
     group_ids, infos, committed = _describe(admin, group_ids, denied)
-    _check_exist(infos, committed)
+    _check_exist(infos, committed, admin)
     owner: dict[tuple[str, TopicPartition], tuple[str, str, str]] = {}
     wanted: set[TopicPartition] = set()
     for g, info in infos.items():

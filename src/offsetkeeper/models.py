@@ -9,6 +9,47 @@ from dataclasses import dataclass, field
 INACTIVE_STATES = frozenset({"empty", "dead"})
 UNKNOWN_STATE = "unknown"
 
+# Every offset read from anywhere (files, checkpoints, ZooKeeper, mappings, snapshots, history,
+# commit history) must be an integer in [0, 2^63): Kafka's offsets are signed 64-bit and never
+# negative once committed. `offset_problem` is the one test of that rule.
+OFFSET_LIMIT = 2**63
+
+
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot be handed to the Kafka client as a group or topic name (None when it
+    can): not valid UTF-8 (bytes that were not UTF-8 arrive as lone surrogates, as do JSON
+    escapes like \\ud800) — librdkafka crashed the process on them — or a NUL character, at
+    which the C client would cut the name and act on another group."""
+    if not isinstance(name, str):
+        return f"{name!r} is not a string"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"{name!r} is not valid UTF-8 (character {exc.start + 1} is a lone surrogate)"
+    if "\x00" in name:
+        return f"{name!r} holds a NUL character"
+    return None
+
+
+def check_names(names, *, what: str = "group") -> None:
+    """Refuse (UsageError, exit 2) any name `name_problem` objects to, before any client sees it."""
+    from offsetkeeper.errors import UsageError
+
+    for n in names:
+        if (problem := name_problem(n)) is not None:
+            raise UsageError(f"{what} name {problem}; refused before reaching the Kafka client")
+
+
+def offset_problem(value: object) -> str | None:
+    """Why `value` is not a valid offset (None when it is one)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{str(value)[:40]!r} is not an integer offset"
+    if value < 0:
+        return f"offset {value} is negative"
+    if value >= OFFSET_LIMIT:
+        return f"offset {value} is not below 2^63"
+    return None
+
 
 @dataclass(frozen=True, order=True)
 class TopicPartition:

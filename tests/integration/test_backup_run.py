@@ -73,7 +73,7 @@ def test_backup_plain_compacted_transactional_and_special_records(spark, bootstr
     r = run_cli(capsys, "backups", "describe", "full", "--dest", dest)
     assert r.code == 0 and tx in r.out and group in r.out
     r = run_cli(capsys, "backups", "describe", "nope", "--dest", dest)
-    assert r.code == 1 and "backup 'nope' not found" in r.err
+    assert r.code == 2 and "backup 'nope' not found" in r.err  # bad input (issue 22 item 20)
 
 
 def test_incremental_run_appends_only_new_records(spark, bootstrap, conn, unique, tmp_path,

@@ -248,8 +248,18 @@ def test_unreachable_broker_is_one_line_naming_the_address(capsys):
                            "127.0.0.1:1"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "%3|" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "offsetkeeper.cli.main", "--verbose", "groups",
-                           "list", "-b", "127.0.0.1:1"], capture_output=True, text=True, timeout=60)
+    # A refused connection alone now fails before librdkafka runs (issue 22 item 19): next to a
+    # port that listens (and never answers), librdkafka tries 127.0.0.1:1 and logs the refusal.
+    import socket
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "offsetkeeper.cli.main", "--verbose",
+                               "groups", "list", "-b",
+                               f"127.0.0.1:{srv.getsockname()[1]},127.0.0.1:1"],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        srv.close()
     assert proc.returncode == 1 and "offsetkeeper.librdkafka" in proc.stderr  # only with --verbose
 
 

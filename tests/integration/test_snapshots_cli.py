@@ -133,10 +133,11 @@ def test_corrupt_and_missing_snapshots_exit_1_naming_the_file(cli, topic_group):
         assert code == 1, args
         assert "corrupt" in err and sid in err and f"{sid}.json" in err
 
+    # a snapshot that does not exist is bad input: exit 2 (issue 22 item 20)
     code, _, err = cli("verify", "snap-20200101T000000.000Z-dead")
-    assert code == 1 and "not found" in err and "snap-20200101T000000.000Z-dead.json" in err
+    assert code == 2 and "not found" in err and "snap-20200101T000000.000Z-dead.json" in err
     code, _, err = cli("delete", "snap-20200101T000000.000Z-dead", connect=False)
-    assert code == 1 and "not found" in err
+    assert code == 2 and "not found" in err
     code, _, err = cli("show", "../../etc/passwd", connect=False)
     assert code == 2 and "not a snapshot id" in err
 

@@ -131,7 +131,7 @@ def test_rollback_refuses_a_group_with_active_members(cli, bootstrap, setup):
 def test_rollback_of_missing_or_corrupt_snapshot(cli, setup):
     _, group = setup
     code, _, err = cli("rollback", "snap-20200101T000000.000Z-beef")
-    assert code == 1 and "snap-20200101T000000.000Z-beef.json" in err
+    assert code == 2 and "snap-20200101T000000.000Z-beef.json" in err  # bad input (issue 22 #20)
     sid = _create(cli, group)
     with open(cli.store.path(sid), "w") as f:
         f.write('{"schema_version": 1, "id": ')

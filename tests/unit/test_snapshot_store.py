@@ -74,7 +74,7 @@ def test_existing_id_is_not_overwritten(store):
 def test_missing_snapshot_names_id_and_file(store):
     with pytest.raises(StoreError) as e:
         store.load("snap-20260101T000000.000Z-abcd")
-    assert e.value.exit_code == 1
+    assert e.value.exit_code == 2  # a snapshot that does not exist is bad input (issue 22 #20)
     assert "snap-20260101T000000.000Z-abcd" in e.value.message
     assert "snap-20260101T000000.000Z-abcd.json" in e.value.message
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from offsetkeeper.backup import checksum as ck
-from offsetkeeper.errors import StoreError, UsageError
+from offsetkeeper.errors import NotFoundError, StoreError, UsageError
 from offsetkeeper.storage import write_bytes_atomic
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -292,7 +292,7 @@ def load_manifest(destination: str, backup_id: str) -> Manifest:
         with fs.open(path, "rb") as f:
             text = f.read()
     except FileNotFoundError:
-        raise StoreError(f"backup '{backup_id}' not found: {where} does not exist") from None
+        raise NotFoundError(f"backup '{backup_id}' not found: {where} does not exist") from None
     return parse_manifest(text, where=where)
 
 
@@ -312,7 +312,7 @@ def list_backups(destination: str) -> list[Manifest]:
         if fs.exists(posixpath.join(entry, MANIFEST_NAME)):
             try:
                 out.append(load_manifest(destination, name))
-            except (StoreError, UsageError):
+            except (StoreError, UsageError):  # NotFoundError is a UsageError
                 continue
     return out
 

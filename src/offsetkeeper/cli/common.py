@@ -54,10 +54,12 @@ def group_ids(values: list[str] | None, *, option: str = "--group") -> list[str]
     """Group ids as given (never split on commas: Kafka allows them), duplicates dropped;
     an empty id is bad input."""
     from offsetkeeper.errors import UsageError
+    from offsetkeeper.models import check_names
 
     ids = list(dict.fromkeys(values or []))
     if "" in ids:
         raise UsageError(f"{option} '' is empty (expected a consumer group id)")
+    check_names(ids, what=f"{option}")
     return ids
 
 

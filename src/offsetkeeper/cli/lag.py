@@ -18,6 +18,7 @@ app = typer.Typer(help="Consumer lag and status (OK/WARN/ERR, STOP/STALL/REWIND 
 class FailOn(StrEnum):
     err = "err"
     warn = "warn"
+    incomplete = "incomplete"  # also exit 1 for "not enough samples" (a lagging, young window)
 
 
 @app.command("status")
@@ -29,7 +30,9 @@ def status(
     allowed_lag: Annotated[int, typer.Option("--allowed-lag", help="Lag that never counts as a "
                                              "problem.")] = 0,
     partitions: Annotated[bool, typer.Option("--partitions", help="One row per partition.")] = False,
-    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 on ERR (default) or also on WARN.")] = FailOn.err,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 on ERR (default), also on "
+                                            "WARN (warn), or on WARN and on groups with lag but "
+                                            "not enough samples yet (incomplete).")] = FailOn.err,
     store: StoreOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
     """Judge consumer groups from their last --window samples the way Burrow does (without its
@@ -50,6 +53,6 @@ def status(
         render(read.status_rows(result, partitions=True), read.PARTITION_STATUS_COLUMNS, output)
     else:
         render(read.status_rows(result), read.STATUS_COLUMNS, output)
-    bad = {Status.ERR} | ({Status.WARN} if fail_on is FailOn.warn else set())
-    if any(g.status in bad for g in result):
+    bad = {Status.ERR} | ({Status.WARN} if fail_on is not FailOn.err else set())
+    if any(g.status in bad or (g.undecided and fail_on is FailOn.incomplete) for g in result):
         raise typer.Exit(1)

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from offsetkeeper.cli.output import say
-from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.errors import OffsetkeeperError, UsageError
 
 app = typer.Typer(
     name="offsetkeeper",
@@ -130,12 +130,11 @@ class _AsciiInts:
         self.inner = inner
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        from typer._click.exceptions import BadParameter
-
         for v in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(v, str) and not _ASCII_INT.fullmatch(v):
-                raise BadParameter(f"{v!r} is not an integer (ASCII digits only)",
-                                   ctx=ctx, param=param)
+                # One line, exit 2 (not Click's three-line usage error): like every bad input.
+                name = (getattr(param, "opts", None) or [None])[0] or (param.name or "").upper()
+                raise UsageError(f"{name} {v!r} is not an integer (ASCII digits only)")
         return self.inner.coerce(value, param=param, ctx=ctx)
 
 
@@ -203,7 +202,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if _verbose(argv):
             traceback.print_exc()
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        from offsetkeeper.redact import mask_url
+
+        detail = mask_url(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
         say(f"unexpected {type(exc).__name__}{': ' + detail if detail else ''} "
             "(run again with --verbose for the traceback)", style="bold red", prefix="error:")
         sys.exit(1)

@@ -97,7 +97,10 @@ def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
         say(f"snapshot taken before the change: {report.snapshot_id} "
             f"(undo: offsetkeeper snapshots rollback {report.snapshot_id} --execute)")
     for note in notes:
-        say(note, prefix="note:")
+        if note.startswith("warning:"):
+            say(note.removeprefix("warning:").strip(), style="bold yellow", prefix="warning:")
+        else:
+            say(note, prefix="note:")
     if fmt is OutputFormat.json and report is not None:
         render_json({"plan": plan.to_dict(), "report": report.to_dict()})
     else:
@@ -112,6 +115,8 @@ def render_outcome(outcome, fmt: OutputFormat) -> None:
     show_outcome(outcome.plan, outcome.report, fmt, outcome.notes)
     for path in outcome.files:  # on stderr, so it never mixes with JSON/CSV on stdout
         say(f"plan written to {path}")
+    if getattr(outcome, "error", None) is not None:
+        raise outcome.error
     if not outcome.ok:
         raise typer.Exit(1)
 

@@ -126,10 +126,10 @@ def list_(store: StoreOpt = None, config: ConfigOpt = None,
     rows = [s.as_row() for s in st.list()]
     columns = LIST_COLUMNS + (["error"] if any(r["error"] for r in rows) else [])
     if not rows:
-        _say(f"no snapshots in {st.url}", output)
+        _say(f"no snapshots in {st.display_url}", output)
         if output is OutputFormat.table:
             return
-    render_rows(rows, columns, output, title=f"Snapshots in {st.url}")
+    render_rows(rows, columns, output, title=f"Snapshots in {st.display_url}")
 
 
 @app.command("show")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import sys
 from typing import Annotated
 
@@ -37,14 +36,17 @@ def export(
 
     Example: offsetkeeper zk export --zookeeper zk1:2181/kafka -g payments -o csv > payments.csv
     """
+    from offsetkeeper.reset.parse import csv_line
     from offsetkeeper.zk.offsets import read_zk_offsets
 
     result = read_zk_offsets(zookeeper, tuple(group or ()))
     rows = result.rows()
     if output is OutputFormat.csv:
-        w = csv.writer(sys.stdout, lineterminator="\n")  # RFC 4180 quoting for odd names
+        # The --from-file writer's quoting (RFC 4180, plus a leading '#' or whitespace quoted),
+        # so `offsets reset --from-file` reads every name back exactly.
         for r in rows:
-            w.writerow([r["group"], r["topic"], r["partition"], r["offset"]])
+            sys.stdout.write(csv_line([r["group"], r["topic"], str(r["partition"]),
+                                       str(r["offset"])]) + "\n")
     else:
         render_rows(rows, ["group", "topic", "partition", "offset"], output)
     err = stderr_console()

@@ -115,6 +115,11 @@ class OffsetConsumer:
         group = conf.get("group.id")
         if not isinstance(group, str) or not group:
             raise ConsumerConfigError(f"group.id={group!r} is invalid; expected a non-empty group name")
+        if group != group.lstrip():
+            # librdkafka strips leading whitespace from property values: the consumer would
+            # join and commit to another group than the one named.
+            raise ConsumerConfigError(f"group.id={group!r} starts with whitespace, which the Kafka "
+                                      "client drops (it would use another group); rename the group")
         for key in _OWNED_PROPERTIES:
             if key in conf:
                 raise ConsumerConfigError(

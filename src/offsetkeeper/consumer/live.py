@@ -335,8 +335,11 @@ def live_reset(admin, plan, *, timeout_s: float = 60.0, snapshot: bool = True,
         # Every requested group is snapshotted (a live reset moves positions even where the
         # committed offset already equals the target).
         if snapshot:
+            from offsetkeeper.reset.apply import uncommitted_partitions
+
             snapshot_id = snapshot_and_save(admin, [r.group for r in requests], snapshot_store,
-                                            description=f"before live reset {plan.target}").id
+                                            description=f"before live reset {plan.target}",
+                                            uncommitted=uncommitted_partitions(plan)).id
         requests = [LiveResetRequest(r.id, r.group, r.offsets, r.created_at_ms, r.expires_at_ms,
                                      snapshot_id) for r in requests]
         conn = admin.conn.client_config()

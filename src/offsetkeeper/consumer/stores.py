@@ -25,25 +25,17 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from offsetkeeper.errors import ConsumerConfigError, FencedError, StoreError
 from offsetkeeper.models import TopicPartition
+from offsetkeeper.redact import looks_like_dsn, mask_url, raw_at_in_password
 
 TABLE = "offsetkeeper_offsets"
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced by ****** (safe to print)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = (parts.username or "")
-    return urlunsplit(parts._replace(netloc=f"{user}:******@{netloc[-1]}"))
+    """The URL with any password replaced by ****** (safe to print): `redact.mask_url`."""
+    return mask_url(url, known=url)
 
 
 class StoreTransaction(ABC):
@@ -249,6 +241,9 @@ class PostgresOffsetStore(OffsetStore):
 
         self.url = redact_url(url)
         self._lock = threading.RLock()
+        if raw_at_in_password(url):
+            raise ConsumerConfigError(f"offset store {self.url}: the password holds a raw '@'; "
+                                      "write it as %40")
         try:
             self._conn = psycopg.connect(url, autocommit=False, connect_timeout=10)
             with self._conn.transaction():
@@ -318,7 +313,8 @@ def open_store(url: str | Path | OffsetStore) -> OffsetStore:
     if not text:
         raise ConsumerConfigError("empty offset store URL; expected a path, sqlite:///path or "
                                   "postgresql://user@host/db")
-    if text.startswith(("postgresql://", "postgres://")):
+    if text.startswith(("postgresql://", "postgres://")) or looks_like_dsn(text):
+        # a libpq key=value DSN (host=... password=...) is PostgreSQL, never a SQLite path
         return PostgresOffsetStore(text)
     if text.startswith("sqlite:///"):
         return SqliteOffsetStore(text[len("sqlite:///"):] or ":memory:")

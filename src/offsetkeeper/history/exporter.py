@@ -23,12 +23,20 @@
     kafka_consumergroup_partition_status{cluster_name,group,topic,partition}
                                                   0 OK, 1 WARN, 3 STOP, 4 STALL, 5 REWIND
 
+  and the sampler's health (offsetkeeper's addition), so an outage is never hidden:
+    offsetkeeper_sampler_up{cluster_name}          1 when the latest cycle reached the cluster
+    offsetkeeper_sampler_last_success_timestamp_seconds{cluster_name}
+    offsetkeeper_sample_age_seconds{cluster_name}  age of the newest sample at scrape time
+
 Values come from the sampler's latest cycle at scrape time (a custom collector): scraping never
-talks to Kafka.
+talks to Kafka. Stale lag is never presented as current: a group whose newest sample is older
+than `stale_after_ms` (three sampling intervals) is left out of the lag and status families, so
+lag alerts see no data while `offsetkeeper_sampler_up` is 0 and the sample age grows.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from prometheus_client.core import GaugeMetricFamily
@@ -47,9 +55,15 @@ class LagCollector(Collector):
 
     def __init__(self, source: Callable[[], Mapping[str, Sequence[Sample]]], *, cluster_name: str,
                  window: int = DEFAULT_WINDOW, allowed_lag: int = 0,
-                 poll_time_ms: Callable[[], int | None] | None = None) -> None:
+                 poll_time_ms: Callable[[], int | None] | None = None,
+                 up: Callable[[], bool | None] | None = None,
+                 last_success_ms: Callable[[], int | None] | None = None,
+                 stale_after_ms: int | None = None) -> None:
         self.source = source
         self.poll_time_ms = poll_time_ms
+        self.up = up
+        self.last_success_ms = last_success_ms
+        self.stale_after_ms = stale_after_ms
         self.cluster = cluster_name
         self.window = window
         self.allowed_lag = allowed_lag
@@ -97,10 +111,13 @@ class LagCollector(Collector):
                                     "Burrow-style partition status: 0 OK, 1 WARN, 3 STOP, 4 STALL, 5 REWIND",
                                     labels=["cluster_name", "group", "topic", "partition"])
         seen_tp: set[tuple[str, int]] = set()
+        now_ms = int(time.time() * 1000)
         for group, samples in sorted(self.source().items()):
             if not samples:
                 continue
             last_ts = max(s.ts for s in samples)
+            if self.stale_after_ms is not None and now_ms - last_ts > self.stale_after_ms:
+                continue  # stale: never shown as the current lag
             cur = [s for s in samples if s.ts == last_ts]
             st = evaluate_status(samples, window=self.window, allowed_lag=self.allowed_lag, group=group)
             by_topic: dict[str, int] = {}
@@ -131,12 +148,34 @@ class LagCollector(Collector):
                 pstatus.add_metric([c, group, p.topic, str(p.partition)], p.status.code)
         yield from (offset, lag, lag_s, max_lag, max_lag_s, sum_lag, topic_sum, latest, earliest,
                     gstatus, pstatus, lag_raw, lso, open_txn, open_age)
+        yield from self._health(now_ms)
         took = self.poll_time_ms() if self.poll_time_ms is not None else None
         if took is not None:
             poll = GaugeMetricFamily("kafka_consumergroup_poll_time_ms",
                                      "Time of the latest sampling cycle", labels=["cluster_name"])
             poll.add_metric([c], took)
             yield poll
+
+
+    def _health(self, now_ms: int):
+        c = self.cluster
+        up = self.up() if self.up is not None else None
+        if up is not None:
+            g = GaugeMetricFamily("offsetkeeper_sampler_up", "1 when the latest sampling cycle "
+                                  "reached the cluster, 0 when it failed", labels=["cluster_name"])
+            g.add_metric([c], 1 if up else 0)
+            yield g
+        last = self.last_success_ms() if self.last_success_ms is not None else None
+        if last is not None:
+            g = GaugeMetricFamily("offsetkeeper_sampler_last_success_timestamp_seconds",
+                                  "When the latest successful sampling cycle ran (epoch seconds)",
+                                  labels=["cluster_name"])
+            g.add_metric([c], last / 1000)
+            yield g
+            g = GaugeMetricFamily("offsetkeeper_sample_age_seconds",
+                                  "Age of the newest sample at scrape time", labels=["cluster_name"])
+            g.add_metric([c], max(0.0, (now_ms - last) / 1000))
+            yield g
 
 
 def parse_listen(text: str) -> tuple[str, int]:

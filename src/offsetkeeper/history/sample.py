@@ -49,6 +49,10 @@ class CycleResult:
     groups: int
     duration_ms: int
     errors: dict[str, str] = field(default_factory=dict)
+    # Groups that could not be read this cycle (a coordinator down, a broker that did not answer
+    # ListGroups), not counting named groups without commits: the sampler records a gap for them.
+    missed: int = 0
+    missed_reason: str = ""
 
     @property
     def total_lag(self) -> int:
@@ -142,6 +146,7 @@ class CycleSampler:
         # One ListGroups request gives every group's state; only groups that can have members
         # are described (members and assignments), so idle groups cost no describe at all.
         listing = {g.group_id: g for g in self.admin.list_groups()}
+        list_errors = list(getattr(self.admin, "last_list_errors", None) or [])
         groups = list(self.scope.groups) if not self.scope.all_groups else list(listing)
         to_describe = [g for g in groups if g not in listing
                        or listing[g].state not in ("empty", "dead")]
@@ -223,5 +228,11 @@ class CycleSampler:
                     ts, g, k[0], k[1], committed_, lo.log_start, lo.log_end, o.metadata, state,
                     members, member[0], member[1], member[2], nts, exact, interp,
                     lo.lso, n, open_since.get(k) if lo.open_transaction else None))
+        read_failures = [str(c) for g in groups if isinstance(c := committed.get(g), Exception)
+                         and not isinstance(c, UnknownGroupError)]
+        missed = len(read_failures) + (1 if list_errors and self.scope.all_groups else 0)
+        why = (read_failures or [f"some brokers did not list their groups ({list_errors[0]})"
+                                 if list_errors else ""])[0]
         return CycleResult(ts=ts, samples=samples, groups=len(by_group),
-                           duration_ms=_now() - start, errors=errors)
+                           duration_ms=_now() - start, errors=errors, missed=missed,
+                           missed_reason=why)

@@ -88,6 +88,8 @@ class Sampler:
         self._recent: dict[str, deque[tuple[Sample, ...]]] = {}
         self._seeded = False
         self.last_cycle_ms: int | None = None  # duration of the latest successful cycle
+        self.last_success_ms: int | None = None  # when the latest successful cycle ran
+        self.up: bool | None = None  # whether the latest cycle reached the cluster
 
     # -- state for readers (exporter) --------------------------------------------------------
     def recent(self) -> dict[str, list[Sample]]:
@@ -128,10 +130,14 @@ class Sampler:
         except OffsetkeeperError as exc:
             return self._cluster_failed(started, exc)
         self._remember(result)
+        previous = self.last_success_ms
         self.last_cycle_ms = result.duration_ms
+        self.last_success_ms, self.up = result.ts, True
         if self._gap_start is not None:
             self._pending_gaps.append(Gap(self._gap_start, result.ts, self._gap_reason))
             self._gap_start = None
+        elif previous is not None and (gap := partial_gap(previous, result, self.config.interval_ms)):
+            self._pending_gaps.append(gap)
         cycle = Cycle(result.ts, self.config.interval_ms, result.groups, len(result.samples),
                       result.duration_ms)
         self._buffer.append((result.samples, cycle))
@@ -151,6 +157,7 @@ class Sampler:
                             error=store_msg)
 
     def _cluster_failed(self, started: int, exc: OffsetkeeperError) -> CycleOutcome:
+        self.up = False
         if self._gap_start is None:
             self._gap_start, self._gap_reason = started, f"cluster unreachable: {exc}"
             self._failures = 0
@@ -238,6 +245,20 @@ class Sampler:
         if not stored:
             log.warning(f"stopping with {self._buffered} samples not stored: {msg}")
         self.cycler.close()
+
+
+def partial_gap(previous_ts: int, result, interval_ms: int) -> Gap | None:
+    """The gap a successful cycle still leaves (None when it leaves none): some groups could
+    not be read (a coordinator or broker down: "partial cycle"), or the cycle came more than
+    three intervals (and 5 s) after the previous one (a hole in every group's samples)."""
+    hole = result.ts - previous_ts
+    if result.missed:
+        return Gap(previous_ts, result.ts, f"partial cycle: {result.missed} group(s) not sampled "
+                                           f"(first: {result.missed_reason})")
+    if hole > 3 * interval_ms and hole - interval_ms > 5_000:
+        return Gap(previous_ts, result.ts, f"no samples for {hole / 1000:.0f}s (interval "
+                                           f"{interval_ms / 1000:g}s): the cycle overran")
+    return None
 
 
 @contextlib.contextmanager

@@ -43,7 +43,10 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
 
                 collector = LagCollector(sampler.recent, cluster_name=conn.name or conn.bootstrap_servers,
                                          window=config.window, allowed_lag=allowed_lag,
-                                         poll_time_ms=lambda: sampler.last_cycle_ms)
+                                         poll_time_ms=lambda: sampler.last_cycle_ms,
+                                         up=lambda: sampler.up,
+                                         last_success_ms=lambda: sampler.last_success_ms,
+                                         stale_after_ms=3 * config.interval_ms)
                 server = MetricsServer(collector, listen)
             if on_ready is not None:
                 on_ready(server)

@@ -22,6 +22,9 @@ Lag is what a read_committed consumer still has to read (kafka/stable.py): a gro
 behind transaction markers is caught up, and one held at the last stable offset by an open
 transaction has read all it may read — OK, and the reason says it waits on that transaction,
 since when, and that this is not the consumer's fault (the producer's transaction is open).
+An OK group with lag whose window is not full yet is not judged "moving": its reason says
+`not enough samples (4/10)` and `undecided` is set (`lag status` exits 0 for it unless
+`--fail-on incomplete`).
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ class GroupStatus:
     last_sample: int | None = None
     state: str = ""
     members: int = 0
+    # OK only because the window is not full yet (lag above allowed, fewer than `window` samples)
+    undecided: bool = False
 
     def as_dict(self) -> dict:
         return {
@@ -175,10 +180,17 @@ def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
     else:
         status, worst = Status.OK, []
     total = sum(p.lag for p in parts)
+    fewest = min(p.samples for p in parts)
+    lagging = [p for p in parts if p.lag > allowed_lag]
+    undecided = not worst and bool(lagging) and min(p.samples for p in lagging) < max(window, 2)
     if worst:
         first = worst[0]
         more = f" (+{len(worst) - 1} more)" if len(worst) > 1 else ""
         reason = f"{first.status} {first.topic}:{first.partition}: {first.reason}{more}"
+    elif undecided:
+        have = min(p.samples for p in lagging)
+        reason = (f"not enough samples ({have}/{window}) to judge: total lag {total}, "
+                  "no verdict yet")
     else:
         reason = "all partitions caught up" if total == 0 else f"total lag {total}, consumers moving"
         waiting = [p for p in parts if p.open_txn_since is not None or
@@ -189,8 +201,9 @@ def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
             more = f" (+{len(waiting) - 1} more)" if len(waiting) > 1 else ""
             reason += (f"; {w0.topic}:{w0.partition}{more} held at the last stable offset by an "
                        f"open transaction{since}: not the consumer's fault")
-    complete = min(1.0, min(p.samples for p in parts) / window)
+    complete = min(1.0, fewest / window)
     return GroupStatus(
         group=gid, status=status, reason=reason, partitions=parts, total_lag=total,
         max_lag=max(p.lag for p in parts), max_time_lag_s=max(p.time_lag_s for p in parts),
-        complete=complete, last_sample=latest.ts, state=latest.state, members=latest.members)
+        complete=complete, last_sample=latest.ts, state=latest.state, members=latest.members,
+        undecided=undecided)

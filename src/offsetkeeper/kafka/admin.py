@@ -118,9 +118,16 @@ class KafkaAdmin(JvmGroupsAdmin):
 
     def _probe(self, client: AdminClient) -> None:
         """Fail fast, in one line naming the address, when no broker answers at all, or the
-        cluster refuses the login or the TLS handshake."""
+        cluster refuses the login or the TLS handshake; at once when every bootstrap server
+        refuses the connection or does not resolve (kafka/reach.py)."""
         import time
 
+        from offsetkeeper.kafka.reach import certainly_unreachable
+
+        if (why := certainly_unreachable(self.conn.bootstrap_servers)) is not None:
+            raise KafkaOperationError(f"cannot reach the cluster at {self.conn.bootstrap_servers}: "
+                                      f"{why}; check --bootstrap-server", code="_TRANSPORT",
+                                      retriable=True)
         wait = min(self.timeout, PROBE_TIMEOUT)
         deadline = time.monotonic() + wait
         step = 0.5  # short first tries (a refused login shows at once), doubled for slow brokers
@@ -234,6 +241,11 @@ class KafkaAdmin(JvmGroupsAdmin):
         """Every consumer group the cluster knows, sorted by id."""
         result = self._wait(self.admin.list_consumer_groups(request_timeout=self.timeout),
                             action="list groups")
+        # Brokers that did not answer (a node down): their groups are missing from `valid`.
+        self.last_list_errors = [str(e) for e in (getattr(result, "errors", None) or [])]
+        if self.last_list_errors and not result.valid:
+            raise KafkaOperationError(f"list groups: no broker answered ({self.last_list_errors[0]})",
+                                      code="_TRANSPORT", retriable=True)
         return sorted(
             (GroupListing(g.group_id, _state_name(g.state),
                           _state_name(getattr(g, "type", "")) if getattr(g, "type", None) else "")

@@ -14,7 +14,7 @@ from typing import Any
 
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
-from offsetkeeper.ops.targets import TargetContext, TargetSpec, resolve_target
+from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, ReportStatus, apply_plan
 from offsetkeeper.reset.facts import build_delete_plan, build_plan, check_creatable
@@ -90,6 +90,9 @@ class Outcome:
     notes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     live: Any = None  # a consumer.live.LiveResetReport for `--live --execute`
+    # A dry run whose --execute would be refused as bad input (a misspelled group): shown
+    # with the plan, then raised by the caller (exit 2).
+    error: Any = None
 
     @property
     def ok(self) -> bool:
@@ -184,14 +187,36 @@ def plan_reset_request(admin, req: ResetRequest) -> tuple[ResetPlan, tuple[str, 
     plan = build_plan(admin, scope, resolved.target, label=resolved.label,
                       create_groups=req.create_groups,
                       allow_unknown_state=req.options.allow_unknown_state)
-    return plan, resolved.notes
+    return plan, resolved.notes + _missing_named_groups(plan, req)
+
+
+def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
+    """A warning when a --from-file CSV names groups the cluster does not have: executing
+    would create them, and a name the file mangled would leave the real group unchanged."""
+    if req.target.kind is not TargetKind.FROM_FILE:
+        return ()
+    from offsetkeeper.reset.parse import show
+
+    missing = [g.group for g in plan.groups if g.new_group]
+    if not missing:
+        return ()
+    names = ", ".join(show(g) for g in missing[:5])
+    more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+    return (f"warning: --from-file names {len(missing)} group(s) that do not exist on the "
+            f"cluster: {names}{more}; --execute would create them with these offsets "
+            "(check the names in the file)",)
 
 
 def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Plan a reset, write the requested plan files, and with `req.execute` apply it."""
     plan, notes = plan_reset_request(admin, req)
-    if req.execute:
-        check_creatable(plan)
+    error = None
+    try:
+        check_creatable(plan, admin)
+    except UsageError as exc:
+        if req.execute:
+            raise
+        error = exc  # the dry run shows the plan, then says it (exit 2)
     files = _write_files(plan, req)
     if req.live and req.execute:
         from offsetkeeper.consumer.live import live_reset
@@ -202,7 +227,7 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
         return Outcome(plan, None, notes, files, live=report)
     report = execute_plan(admin, plan, req.options, description=f"before reset {plan.target}",
                           progress=progress) if req.execute else None
-    return Outcome(plan, report, notes, files)
+    return Outcome(plan, report, notes, files, error=error)
 
 
 def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> Outcome:

@@ -54,8 +54,10 @@ class ReportStatus(StrEnum):
 SUCCESS, REFUSED, FAILED, NOTHING = (GroupStatus.SUCCESS, GroupStatus.REFUSED, GroupStatus.FAILED,
                                      GroupStatus.NOTHING)
 
-# snapshot_fn(admin, groups, description) -> snapshot id
-SnapshotFn = Callable[[object, list[str], str], str]
+# snapshot_fn(admin, groups, description, *, uncommitted) -> snapshot id; `uncommitted`: per
+# group, the partitions the plan commits to that have no committed offset now (the snapshot
+# records them, so a rollback deletes those commits again).
+SnapshotFn = Callable[..., str]
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,9 @@ class _Job:
 
     plan: GroupPlan
     offsets: dict
+    # A reset plan's partitions to end with no committed offset (OffsetDelete), e.g. a rollback
+    # to a snapshot that recorded them as uncommitted.
+    deletes: list = field(default_factory=list)
     started: float = 0.0
     attempts: int = 0
     partition_errors: dict[str, str] = field(default_factory=dict)
@@ -172,6 +177,8 @@ def _moved(job: _Job, live: dict) -> str | None:
     for p in job.plan.partitions:
         got = live.get(p.tp)
         now = None if got is None else got.offset
+        if p.delete and now is None:  # deleted already (our own earlier attempt) or never set
+            continue
         if now != p.current and not (p.target is not None and now == p.target and not p.delete):
             was = "no offset" if p.current is None else p.current
             return (f"group {job.plan.group}: the committed offset of {p.tp} changed since planning "
@@ -258,7 +265,8 @@ class _Wave:
                 if self.kind is PlanKind.DELETE_OFFSETS:
                     pending.append((job, self.admin.delete_offsets(job.plan.group, list(job.offsets))))
                 else:
-                    pending.append((job, self.admin.alter_offsets_async(job.plan.group, job.offsets)))
+                    pending.append((job, self.admin.alter_offsets_async(job.plan.group, job.offsets)
+                                    if job.offsets else {}))
             except OffsetkeeperError as exc:
                 self.retry_or_fail(job, exc)
             except Exception as exc:
@@ -266,8 +274,10 @@ class _Wave:
         applied = []
         for job, res in pending:
             try:
-                results = res if self.kind is PlanKind.DELETE_OFFSETS else \
+                results = res if self.kind is PlanKind.DELETE_OFFSETS or not job.offsets else \
                     self.admin.alter_result(job.plan.group, res)
+                if job.deletes and self.kind is PlanKind.RESET:
+                    results = {**results, **self.admin.delete_offsets(job.plan.group, job.deletes)}
             except OffsetkeeperError as exc:
                 self.retry_or_fail(job, exc)
                 continue
@@ -324,6 +334,10 @@ class _Wave:
                 partition_errors=perr, error=f"{len(perr)} partition(s) failed" if perr else None))
 
     def _compare(self, job: _Job, live: dict) -> None:
+        for tp in job.deletes:
+            got = live.get(tp)
+            if str(tp) not in job.partition_errors and got is not None:
+                job.partition_errors[str(tp)] = f"still committed at {got.offset} after the delete"
         for tp, want in job.offsets.items():
             if str(tp) in job.partition_errors:
                 continue
@@ -349,7 +363,8 @@ def _initial_results(plans: list[GroupPlan], kind: PlanKind) -> tuple[list[Group
         else:
             offsets = {p.tp: p.target for p in gp.partitions if p.changes} \
                 if kind is not PlanKind.RESET else dict(gp.offsets)
-            queue.append(_Job(gp, offsets, partition_errors=perr))
+            deletes = gp.deletes if kind is PlanKind.RESET else []
+            queue.append(_Job(gp, offsets, deletes, partition_errors=perr))
     return results, queue
 
 
@@ -402,6 +417,16 @@ def groups_to_change(plan: ResetPlan) -> list[str]:
             (any(p.changes for p in g.partitions) or plan.kind is PlanKind.DELETE_GROUPS)]
 
 
+def uncommitted_partitions(plan: ResetPlan) -> dict[str, list[TopicPartition]]:
+    """Per group, the partitions executing `plan` commits to that have no committed offset now
+    (a snapshot records them: "no committed offset" is a state a rollback must restore)."""
+    if plan.kind is not PlanKind.RESET:
+        return {}
+    out = {g.group: [p.tp for p in g.partitions if p.changes and not p.delete and p.current is None]
+           for g in plan.groups if not g.refused}
+    return {g: tps for g, tps in out.items() if tps}
+
+
 def apply_plan(admin, plan: ResetPlan, options: ApplyOptions | None = None) -> ApplyReport:
     """Execute `plan` against the cluster of `admin`; never raises for per-group failures.
 
@@ -412,7 +437,9 @@ def apply_plan(admin, plan: ResetPlan, options: ApplyOptions | None = None) -> A
     snapshot_id = None
     groups = groups_to_change(plan)
     if opts.snapshot_fn is not None and groups:
-        snapshot_id = opts.snapshot_fn(admin, groups, opts.description or f"before {plan.kind} {plan.target}")
+        snapshot_id = opts.snapshot_fn(admin, groups,
+                                       opts.description or f"before {plan.kind} {plan.target}",
+                                       uncommitted=uncommitted_partitions(plan))
     start = time.monotonic()
     results = _execute(admin, plan, opts)
     return ApplyReport(results=tuple(results), elapsed_s=time.monotonic() - start,

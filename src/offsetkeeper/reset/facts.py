@@ -6,8 +6,8 @@ into a plan without any I/O. `build_plan` / `build_delete_plan` do both steps.
 
 from __future__ import annotations
 
-from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError, unknown_group
+from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.reset.plan import (
     GroupFacts,
     ResetFacts,
@@ -32,6 +32,8 @@ def resolve_groups(admin, scope: ResetScope, target: ResetTarget | None = None) 
     for g in scope.groups:
         if not g:
             raise UsageError("--group '' is empty: give a consumer group id")
+    check_names(scope.groups)
+    check_names([s.topic for s in scope.topics], what="topic")
     named = target.groups() if isinstance(target, FromOffsets) else []
     if scope.all_groups:
         groups = named or [g.group_id for g in admin.list_groups()]
@@ -72,18 +74,23 @@ def _group_facts(admin, groups: list[str]) -> dict[str, GroupFacts]:
     return out
 
 
-def check_creatable(plan: ResetPlan) -> None:
-    """Refuse (exit 2) to execute a plan that would create groups nobody asked for.
+def check_creatable(plan: ResetPlan, admin=None) -> None:
+    """Refuse (exit 2) to execute a plan that would create groups nobody asked for; with
+    `admin`, suggest the closest existing group ("did you mean payments?").
 
     A misspelled group would otherwise be created silently by the commit, and the undo
-    snapshot could not remove it again.
+    snapshot could not remove it again. A dry run of such a plan is refused the same way
+    (after the plan is shown), so a typo is never a success.
     """
     missing = plan.uncreatable
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise UnknownGroupError(
-            f"consumer group '{missing[0]}' does not exist{more}; check the name, or pass "
-            "--create-groups to create it with these offsets", group=missing[0])
+        hint = (f"{more}; check the name, or pass --create-groups to create it with these "
+                "offsets")
+        if admin is not None:
+            raise unknown_group(admin, missing[0], hint=hint)
+        raise UnknownGroupError(f"consumer group '{missing[0]}' does not exist{hint}",
+                                group=missing[0])
 
 
 def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str], *,
@@ -105,6 +112,7 @@ def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str
     for gf in gfacts.values():
         if isinstance(target, FromOffsets):
             topics.update(tp.topic for tp in target.for_group(gf.info.group_id))
+            topics.update(tp.topic for tp in target.deletes_for(gf.info.group_id))
         elif scope.all_topics:
             topics.update(tp.topic for tp in gf.committed)
     parts, _ = admin.resolve_partitions([*scope.topics, *((t, None) for t in sorted(topics))])
@@ -161,11 +169,11 @@ def build_delete_plan(admin, scope: ResetScope, *, whole_groups: bool,
     if not whole_groups:
         for g, gf in gfacts.items():
             if not gf.exists and not gf.denied:
-                raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
+                raise unknown_group(admin, g)
     else:
         missing = sorted(g for g, gf in gfacts.items() if not gf.exists and not gf.denied)
         if missing:
-            raise UnknownGroupError(f"consumer group '{missing[0]}' does not exist", group=missing[0])
+            raise unknown_group(admin, missing[0])
     # Watermarks only for the topics named (a group may hold commits for deleted topics).
     tps = {TopicPartition(t, p) for t, ps in topic_parts.items() for p in ps}
     facts = ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=admin.watermarks(tps),

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from offsetkeeper.errors import UsageError
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.models import OFFSET_LIMIT, TopicPartition
 from offsetkeeper.reset.targets import FromOffsets
 
 _ASCII_INT = re.compile(r"[0-9]+")
@@ -63,6 +63,9 @@ def parse_int(text: str, *, what: str, signed: bool = False, minimum: int | None
 def parse_topic_spec(text: str, *, what: str = "--topic") -> tuple[str, tuple[int, ...] | None]:
     """`topic` -> (topic, None); `topic:0,2` -> (topic, (0, 2))."""
     topic, sep, parts = text.partition(":")  # Kafka topic names cannot contain ':'
+    from offsetkeeper.models import check_names
+
+    check_names([topic], what=what)
     if not topic.strip():
         raise UsageError(f"{what} {show(text)} has no topic name (expected TOPIC or TOPIC:P[,P...])")
     if not sep:
@@ -161,8 +164,11 @@ def duration_start_ms(text: str, *, now: datetime | None = None, what: str = "--
 
 
 def parse_offset(text: str, *, what: str = "--to-offset") -> int:
-    """A non-negative integer offset (ASCII digits)."""
-    return parse_int(str(text), what=what)
+    """An offset: ASCII digits, 0 <= offset < 2^63."""
+    value = parse_int(str(text), what=what)
+    if value >= OFFSET_LIMIT:
+        raise UsageError(f"{what} {value} is not below 2^63 (the largest Kafka offset)")
+    return value
 
 
 # -- CSV (RFC 4180) ----------------------------------------------------------------------------
@@ -276,6 +282,9 @@ def parse_offsets_csv(text: str, *, source: str = "file") -> FromOffsets:
                 raise UsageError(f"{source} line {lineno}: {what} {show(value)} is not a "
                                  "non-negative integer (ASCII digits)")
             nums.append(int(v))
+        if nums[1] >= OFFSET_LIMIT:
+            raise UsageError(f"{source} line {lineno}: offset {nums[1]} is not below 2^63 "
+                             "(the largest Kafka offset)")
         tp = TopicPartition(topic, nums[0])
         key = (group, tp)
         if key in seen:

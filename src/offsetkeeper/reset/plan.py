@@ -30,6 +30,11 @@ NOTE_UNCHANGED = "unchanged"
 NOTE_NO_COMMIT = "no committed offset"
 NOTE_NEW_GROUP = "new group: created by --execute"
 NOTE_NEW_GROUP_REFUSED = "group does not exist: --execute needs --create-groups"
+# A group named by the input (a --from-file CSV, a snapshot, a mapping) that the cluster does not
+# have: possibly a name the file mangled, so the plan says it loudly.
+NOTE_NEW_GROUP_FROM_INPUT = "GROUP DOES NOT EXIST: named by the input; new group: created by --execute"
+NOTE_DELETE_UNCOMMITTED = "delete: no committed offset before (restored with OffsetDelete)"
+NOTE_STILL_UNCOMMITTED = "no committed offset, as before; unchanged"
 
 
 class PlanKind(StrEnum):
@@ -172,6 +177,12 @@ class GroupPlan:
         """Offsets to commit (partitions with an error are left out)."""
         return {p.tp: p.target for p in self.partitions if p.error is None and p.target is not None}
 
+    @property
+    def deletes(self) -> list[TopicPartition]:
+        """Partitions whose committed offset is deleted (a reset plan restoring "no committed
+        offset", e.g. a rollback; every partition of a delete plan)."""
+        return [p.tp for p in self.partitions if p.delete and p.changes]
+
 
 @dataclass(frozen=True)
 class ResetPlan:
@@ -219,7 +230,7 @@ def _scope_partitions(
     group: str, gf: GroupFacts, scope: ResetScope, target: ResetTarget, facts: ResetFacts
 ) -> list[TopicPartition]:
     if isinstance(target, FromOffsets):
-        tps = set(target.for_group(group))
+        tps = set(target.for_group(group)) | target.deletes_for(group)
         if scope.topics:
             wanted = _spec_partitions(scope.topics, facts)
             tps &= set(wanted)
@@ -244,6 +255,13 @@ def _plan_partition(
     notes: list[str] = []
     error = None
     wanted: int | None
+    if isinstance(target, FromOffsets) and tp in target.deletes_for(group) \
+            and tp not in target.for_group(group):
+        # "no committed offset" is a target too: the commit made since is deleted.
+        return PartitionPlan(group=group, topic=tp.topic, partition=tp.partition, current=current,
+                             target=None, log_start=wm.low, log_end=wm.high, delete=True,
+                             note=NOTE_DELETE_UNCOMMITTED if current is not None
+                             else NOTE_STILL_UNCOMMITTED)
     if isinstance(target, ToEarliest):
         wanted = wm.low
     elif isinstance(target, ToLatest):
@@ -302,6 +320,8 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
         parts = []
         for tp in tps:
             wm = facts.watermarks.get(tp)
+            if wm is None and isinstance(target, FromOffsets) and tp in target.deletes_for(group):
+                wm = Watermarks(-1, -1)  # deleting a commit needs no watermarks
             if wm is None:
                 parts.append(PartitionPlan(group, tp.topic, tp.partition,
                                            _committed(gf, tp), None, -1, -1,
@@ -309,8 +329,9 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                 continue
             part = _plan_partition(group, tp, _committed(gf, tp), wm, target, facts)
             if not gf.exists:
-                part = _with_note(part, NOTE_NEW_GROUP if group in facts.may_create
-                                  else NOTE_NEW_GROUP_REFUSED)
+                named = isinstance(target, FromOffsets) and group in target.groups()
+                part = _with_note(part, NOTE_NEW_GROUP_REFUSED if group not in facts.may_create
+                                  else NOTE_NEW_GROUP_FROM_INPUT if named else NOTE_NEW_GROUP)
             parts.append(part)
         refused = refusal_of(gf.info, allow_unknown_state=facts.allow_unknown_state)
         if scope.live:

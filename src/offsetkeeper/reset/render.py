@@ -79,13 +79,24 @@ def plan_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str 
             out.append(f"# SKIPPED group {comment_text(g.group)}: {comment_text(g.refused)}")
             continue
         offsets = sorted(g.offsets.items())
-        if not offsets:
+        deletes = sorted(g.deletes)
+        if not offsets and not deletes:
             out.append(f"# SKIPPED group {comment_text(g.group)}: nothing to commit")
             continue
-        if "\x00" in g.group or any("\x00" in tp.topic for tp, _ in offsets):
+        if "\x00" in g.group or any("\x00" in tp.topic for tp in [*dict(offsets), *deletes]):
             # A shell word cannot hold a NUL byte: such a name cannot be passed on.
             out.append(f"# SKIPPED group {comment_text(g.group)}: a name holds a NUL byte, "
                        "which no shell can pass to a command")
+            continue
+        for topic in sorted({tp.topic for tp in deletes}):
+            parts = ",".join(str(tp.partition) for tp in deletes if tp.topic == topic)
+            out.append(f"# group {comment_text(g.group)}: no committed offset before; delete it")
+            out.append(
+                f'kafka-consumer-groups.sh --bootstrap-server "$BOOTSTRAP"{cc} '
+                f"--group {shlex.quote(g.group)} --delete-offsets "
+                f"--topic {shlex.quote(f'{topic}:{parts}')}")
+        if not offsets:
+            out.append("")
             continue
         body = "\n".join(csv_line([tp.topic, str(tp.partition), str(o)]) for tp, o in offsets)
         delim = _delimiter(body)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.errors import UsageError
+from offsetkeeper.models import TopicPartition, check_names, offset_problem
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,33 @@ class FromOffsets:
     # Per group (None = every group) and partition, a note the provider wants shown in the plan
     # (e.g. "sample 4m old", "no commit at that time").
     notes: Mapping[str | None, Mapping[TopicPartition, str]] = field(default_factory=dict)
+    # Per group (None = every group), partitions that must end with NO committed offset (a
+    # rollback to a snapshot that recorded them as uncommitted): planned as OffsetDelete.
+    deletes: Mapping[str | None, frozenset[TopicPartition]] = field(default_factory=dict)
     label = "from-file"
+
+    def __post_init__(self) -> None:
+        # The one gate every offset from a file, checkpoint, ZooKeeper, mapping, snapshot or
+        # history passes before planning: an invalid one refuses the whole input (exit 2).
+        check_names([g for g in [*self.offsets, *self.deletes] if g is not None])
+        check_names({tp.topic for offs in [*self.offsets.values(), *self.deletes.values()]
+                     for tp in offs}, what="topic")
+        for group, offsets in self.offsets.items():
+            for tp, value in offsets.items():
+                if (problem := offset_problem(value)) is not None:
+                    who = f"group {group!r} " if group is not None else ""
+                    raise UsageError(f"{self.source}: {who}{tp}: {problem} "
+                                     "(valid offsets are 0 <= offset < 2^63); nothing was changed",
+                                     group=group, topic=tp.topic, partition=tp.partition)
+                if tp.partition < 0:
+                    raise UsageError(f"{self.source}: partition {tp.partition} of {tp.topic!r} "
+                                     "is negative; nothing was changed", group=group,
+                                     topic=tp.topic, partition=tp.partition)
+
+    def deletes_for(self, group: str) -> frozenset[TopicPartition]:
+        """The partitions of `group` whose committed offset must be removed."""
+        return frozenset(self.deletes.get(None, frozenset())) | \
+            frozenset(self.deletes.get(group, frozenset()))
 
     def for_group(self, group: str) -> dict[TopicPartition, int]:
         """The explicit offsets that apply to `group`."""
@@ -79,7 +106,7 @@ class FromOffsets:
 
     def groups(self) -> list[str]:
         """Groups named explicitly (the several-group form)."""
-        return sorted(g for g in self.offsets if g is not None)
+        return sorted({g for g in [*self.offsets, *self.deletes] if g is not None})
 
 
 ResetTarget = ToEarliest | ToLatest | ToCurrent | ToOffset | ShiftBy | ToDatetime | FromOffsets

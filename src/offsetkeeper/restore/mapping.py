@@ -115,6 +115,9 @@ def _increasing(values, what: str, source: TopicPartition) -> None:
     import numpy as np
 
     a = np.asarray(values, dtype=np.int64)
+    if len(a) and a[0] < 0:  # increasing: the first is the smallest (int64: always < 2^63)
+        raise StoreError(f"the mapping of {source} is corrupt: {what} {int(a[0])} is negative; "
+                         "was a chunk edited?", topic=source.topic, partition=source.partition)
     bad = np.nonzero(np.diff(a) <= 0)[0]
     if len(bad):
         raise StoreError(f"the mapping of {source} is corrupt: {what} {int(a[bad[0] + 1])} follows "

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 
-from offsetkeeper.errors import UnknownGroupError
+from offsetkeeper.errors import unknown_group
 from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot, format_time, new_snapshot_id
 from offsetkeeper.snapshots.store import SnapshotStore
 
@@ -34,22 +35,31 @@ def live_groups(admin: KafkaAdmin, groups: Iterable[str]) -> dict[str, GroupSnap
 
 def take_snapshot(
     admin: KafkaAdmin, groups: list[str] | None, *, description: str = "",
-    must_exist: bool = False,
+    must_exist: bool = False, uncommitted: Mapping[str, Iterable[TopicPartition]] | None = None,
 ) -> Snapshot:
     """Read the committed offsets of `groups` (None = every group of the cluster), the log
     start/end of every partition of the topics they have offsets for, and the cluster id.
 
     Groups without committed offsets are recorded with an empty offset map; with `must_exist`
     a named group the cluster does not know (dead, no offsets) is an UnknownGroupError (a
-    typo must not be saved as an empty snapshot).
+    typo must not be saved as an empty snapshot). `uncommitted`: per group, the partitions a
+    change is about to commit to; those without a committed offset now are recorded as such,
+    so a rollback deletes what the change commits there.
     """
     when = datetime.now(UTC)
+    if groups is not None:
+        check_names(groups)
     ids = _group_ids(admin, groups)
     state = live_groups(admin, ids)
+    for g, tps in (uncommitted or {}).items():
+        if g in state:
+            none = frozenset(tp for tp in tps if tp not in state[g].offsets)
+            if none:
+                state[g] = replace(state[g], uncommitted=none)
     if must_exist and groups is not None:
         for g, gs in state.items():
             if gs.state in ("dead", "unknown") and not gs.offsets:
-                raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
+                raise unknown_group(admin, g)
     topics = sorted({tp.topic for gs in state.values() for tp in gs.offsets})
     existing = admin.topic_partitions(None) if topics else {}
     tps = {TopicPartition(t, p) for t in topics for p in existing.get(t, [])}
@@ -73,9 +83,11 @@ def snapshot_and_save(
     *,
     description: str = "",
     must_exist: bool = False,
+    uncommitted: Mapping[str, Iterable[TopicPartition]] | None = None,
 ) -> Snapshot:
     """`take_snapshot` then save it to `store` (a SnapshotStore, a URL, or None = default)."""
-    snap = take_snapshot(admin, groups, description=description, must_exist=must_exist)
+    snap = take_snapshot(admin, groups, description=description, must_exist=must_exist,
+                         uncommitted=uncommitted)
     (store if isinstance(store, SnapshotStore) else SnapshotStore(store)).save(snap)
     return snap
 
@@ -85,7 +97,9 @@ def snapshot_fn(store_url: str | None):
     about to change into the store at `store_url` and return the snapshot id."""
     from offsetkeeper.snapshots.store import SnapshotStore
 
-    def take(admin: KafkaAdmin, groups: list[str], description: str) -> str:
-        return SnapshotStore(store_url).save(take_snapshot(admin, groups, description=description))
+    def take(admin: KafkaAdmin, groups: list[str], description: str, *,
+             uncommitted: Mapping[str, Iterable[TopicPartition]] | None = None) -> str:
+        return SnapshotStore(store_url).save(take_snapshot(admin, groups, description=description,
+                                                           uncommitted=uncommitted))
 
     return take

@@ -11,6 +11,12 @@ the time. It is serialised as one JSON document with a ``schema_version``::
                              "offsets": [{"topic": "orders", "partition": 0,
                                           "offset": 42, "metadata": ""}]}},
      "partitions": [{"topic": "orders", "partition": 0, "log_start": 0, "log_end": 50}]}
+
+A snapshot taken right before a change also records, per group, the partitions about to change
+that had NO committed offset (``"uncommitted": [{"topic": ..., "partition": ...}]``): rolling
+back deletes the commits the change made there (OffsetDelete), so the group is exactly as
+before. Such a snapshot is written as schema version 2 (a version 1 reader, which would leave
+those commits in place, refuses it); others stay version 1.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from enum import StrEnum
 from typing import Any
 
 from offsetkeeper.errors import SnapshotFormatError
-from offsetkeeper.models import CommittedOffset, TopicPartition, Watermarks
+from offsetkeeper.models import CommittedOffset, TopicPartition, Watermarks, offset_problem
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # written when no group records uncommitted partitions
+UNCOMMITTED_VERSION = 2  # written when one does (a version 1 reader would ignore them)
+NEWEST_VERSION = UNCOMMITTED_VERSION  # the newest this offsetkeeper reads
 
 # Descriptions of the snapshots offsetkeeper takes by itself right before it changes offsets.
 ROLLBACK_PREFIX = "before rollback to "
@@ -81,6 +89,8 @@ class GroupSnapshot:
 
     state: str
     offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
+    # Partitions about to change that had no committed offset (a rollback deletes theirs).
+    uncommitted: frozenset[TopicPartition] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,11 @@ class Snapshot:
         return {g: {tp: c.offset for tp, c in gs.offsets.items()}
                 for g, gs in sorted(self.groups.items()) if gs.offsets}
 
+    def uncommitted(self) -> dict[str, frozenset[TopicPartition]]:
+        """Per group, the partitions that had no committed offset (groups without any are left
+        out): a rollback deletes the offsets committed there since."""
+        return {g: gs.uncommitted for g, gs in sorted(self.groups.items()) if gs.uncommitted}
+
     def partition_count(self) -> int:
         """Distinct group/partition pairs with a committed offset."""
         return sum(len(gs.offsets) for gs in self.groups.values())
@@ -180,8 +195,9 @@ class Snapshot:
 
     # -- serialisation -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        needs_v2 = any(gs.uncommitted for gs in self.groups.values())
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": UNCOMMITTED_VERSION if needs_v2 else SCHEMA_VERSION,
             "id": self.id,
             "created_at": self.created_at,
             "cluster_id": self.cluster_id,
@@ -192,7 +208,10 @@ class Snapshot:
                 g: {"state": gs.state,
                     "offsets": [{"topic": tp.topic, "partition": tp.partition,
                                  "offset": c.offset, "metadata": c.metadata}
-                                for tp, c in sorted(gs.offsets.items())]}
+                                for tp, c in sorted(gs.offsets.items())],
+                    **({"uncommitted": [{"topic": tp.topic, "partition": tp.partition}
+                                        for tp in sorted(gs.uncommitted)]}
+                       if gs.uncommitted else {})}
                 for g, gs in sorted(self.groups.items())
             },
             "partitions": [{"topic": tp.topic, "partition": tp.partition,
@@ -211,24 +230,27 @@ class Snapshot:
         version = doc.get("schema_version")
         if not isinstance(version, int) or isinstance(version, bool):
             raise SnapshotFormatError("'schema_version' is missing")
-        if version > SCHEMA_VERSION:
+        if version > NEWEST_VERSION:
             raise SnapshotFormatError(
                 f"schema_version {version} is newer than this offsetkeeper reads "
-                f"({SCHEMA_VERSION}); upgrade offsetkeeper")
+                f"({NEWEST_VERSION}); upgrade offsetkeeper")
         if version < 1:
             raise SnapshotFormatError(f"schema_version {version} is not valid")
         try:
             groups = {
                 str(g): GroupSnapshot(
                     state=_str(gd, "state"),
-                    offsets={TopicPartition(_str(o, "topic"), _int(o, "partition")):
-                             CommittedOffset(_int(o, "offset"), _str(o, "metadata", ""))
+                    offsets={TopicPartition(_str(o, "topic"), _offset(o, "partition")):
+                             CommittedOffset(_offset(o, "offset"), _str(o, "metadata", ""))
                              for o in _list(gd, "offsets")},
+                    uncommitted=frozenset(
+                        TopicPartition(_str(u, "topic"), _offset(u, "partition"))
+                        for u in (_list(gd, "uncommitted") if "uncommitted" in gd else [])),
                 )
                 for g, gd in _dict(doc, "groups").items()
             }
-            partitions = {TopicPartition(_str(p, "topic"), _int(p, "partition")):
-                          Watermarks(_int(p, "log_start"), _int(p, "log_end"))
+            partitions = {TopicPartition(_str(p, "topic"), _offset(p, "partition")):
+                          Watermarks(_offset(p, "log_start"), _offset(p, "log_end"))
                           for p in _list(doc, "partitions")}
             origin_text = _str(doc, "origin", "")
             try:
@@ -281,6 +303,14 @@ def _int(d: Any, key: str) -> int:
     v = _get(d, key, _MISSING)
     if not isinstance(v, int) or isinstance(v, bool):
         raise SnapshotFormatError(f"'{key}' must be an integer, got {json.dumps(v)[:40]}")
+    return v
+
+
+def _offset(d: Any, key: str) -> int:
+    """An offset (or partition number): an integer in [0, 2^63)."""
+    v = _int(d, key)
+    if (problem := offset_problem(v)) is not None:
+        raise SnapshotFormatError(f"'{key}': {problem} (valid: 0 <= {key} < 2^63)")
     return v
 
 

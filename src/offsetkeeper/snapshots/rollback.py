@@ -17,16 +17,20 @@ def rollback_target(snapshot: Snapshot) -> FromOffsets:
     """The reset target that puts every group of the snapshot back to its snapshot offsets.
 
     Only the partitions the snapshot holds are changed; groups without offsets are left out.
+    Partitions the snapshot recorded as having NO committed offset (those a reset was about to
+    commit to) get theirs deleted (OffsetDelete), so the group is exactly as before.
     """
     offsets = snapshot.offsets()
-    if not offsets:
+    deletes = snapshot.uncommitted()
+    if not offsets and not deletes:
         raise UsageError(f"snapshot {snapshot.id} holds no committed offsets; nothing to roll back")
-    return FromOffsets(offsets, source=f"snapshot {snapshot.id}")
+    return FromOffsets(offsets, source=f"snapshot {snapshot.id}", deletes=deletes)
 
 
 def rollback_groups(snapshot: Snapshot) -> tuple[str, ...]:
-    """The groups a rollback of this snapshot changes (those with offsets in it), sorted."""
-    return tuple(snapshot.offsets())
+    """The groups a rollback of this snapshot changes (those with offsets in it, or with
+    partitions it recorded as uncommitted), sorted."""
+    return tuple(sorted({*snapshot.offsets(), *snapshot.uncommitted()}))
 
 
 def cluster_mismatch(

@@ -15,7 +15,8 @@ import fsspec
 import platformdirs
 
 from offsetkeeper.config import ConfigFile
-from offsetkeeper.errors import StoreError, UsageError
+from offsetkeeper.errors import NotFoundError, StoreError, UsageError
+from offsetkeeper.redact import mask_url
 from offsetkeeper.snapshots.model import (
     SAFE_ID,
     Snapshot,
@@ -68,12 +69,18 @@ class SnapshotStore:
         try:
             self.fs, self.root = fsspec.core.url_to_fs(target)
         except (ValueError, ImportError) as exc:
-            raise UsageError(f"snapshot store '{self.url}' cannot be opened: {exc}") from exc
+            raise UsageError(f"snapshot store '{self.display_url}' cannot be opened: "
+                             f"{mask_url(exc, known=self.url)}") from exc
         self.root = self.root.rstrip("/") or "/"
         self._local = "file" in _protocols(self.fs)
 
     def __repr__(self) -> str:
-        return f"SnapshotStore({self.url!r})"
+        return f"SnapshotStore({self.display_url!r})"
+
+    @property
+    def display_url(self) -> str:
+        """The store's URL as output shows it: credentials masked (`redact.mask_url`)."""
+        return mask_url(self.url, known=self.url)
 
     # -- paths ---------------------------------------------------------------------------------
     def path(self, snapshot_id: str) -> str:
@@ -82,7 +89,7 @@ class SnapshotStore:
 
     def display(self, path: str) -> str:
         """A path as a user would type it (the URL with its protocol, a plain local path)."""
-        return path if self._local else self.fs.unstrip_protocol(path)
+        return mask_url(path if self._local else self.fs.unstrip_protocol(path), known=self.url)
 
     # -- operations ----------------------------------------------------------------------------
     def save(self, snapshot: Snapshot) -> str:
@@ -107,11 +114,11 @@ class SnapshotStore:
             return check_id(ref)
         ids = self.ids()
         if not ids:
-            raise StoreError(f"the snapshot store {self.url} holds no snapshots")
+            raise StoreError(f"the snapshot store {self.display_url} holds no snapshots")
         for sid in ids:
             try:
                 snap = self._read(sid)
-            except StoreError:
+            except (StoreError, NotFoundError):
                 continue  # a corrupt file is listed by `snapshots list`, never picked as latest
             if snap.kind is SnapshotOrigin.BEFORE_ROLLBACK:
                 continue
@@ -119,7 +126,7 @@ class SnapshotStore:
                 continue
             return sid
         where = f" of the cluster at {cluster[1]}" if cluster else ""
-        raise StoreError(f"the snapshot store {self.url} holds no snapshot{where} to use as "
+        raise StoreError(f"the snapshot store {self.display_url} holds no snapshot{where} to use as "
                          "'latest' (automatic pre-rollback snapshots are never 'latest'; "
                          "give the id)")
 
@@ -134,8 +141,8 @@ class SnapshotStore:
         try:
             data = self.fs.cat_file(path)
         except FileNotFoundError:
-            raise StoreError(f"snapshot {snapshot_id} not found: no file {shown} "
-                             "(see `offsetkeeper snapshots list`)") from None
+            raise NotFoundError(f"snapshot {snapshot_id} not found: no file {shown} "
+                                "(see `offsetkeeper snapshots list`)") from None
         except OSError as exc:
             raise StoreError(f"cannot read snapshot {snapshot_id} from {shown}: "
                              f"{exc.strerror or exc}") from exc
@@ -154,7 +161,7 @@ class SnapshotStore:
                 return []
             names = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.root, detail=False)]
         except OSError as exc:
-            raise StoreError(f"cannot list the snapshot store {self.url}: "
+            raise StoreError(f"cannot list the snapshot store {self.display_url}: "
                              f"{exc.strerror or exc}") from exc
         ids = [n[: -len(SUFFIX)] for n in names if n.endswith(SUFFIX) and not n.startswith(".")]
         return sorted((i for i in ids if SAFE_ID.match(i)), reverse=True)
@@ -166,7 +173,7 @@ class SnapshotStore:
         for sid in self.ids():
             try:
                 out.append(self._read(sid).summary())
-            except StoreError as exc:
+            except (StoreError, NotFoundError) as exc:
                 out.append(SnapshotSummary(sid, "", "", "", 0, 0, error=exc.message))
         return out
 
@@ -177,8 +184,8 @@ class SnapshotStore:
         try:
             self.fs.rm_file(path)
         except FileNotFoundError:
-            raise StoreError(f"snapshot {snapshot_id} not found: no file "
-                             f"{self.display(path)}") from None
+            raise NotFoundError(f"snapshot {snapshot_id} not found: no file "
+                                f"{self.display(path)}") from None
         except OSError as exc:
             raise StoreError(f"cannot delete snapshot {snapshot_id} ({self.display(path)}): "
                              f"{exc.strerror or exc}") from exc

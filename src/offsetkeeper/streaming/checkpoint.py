@@ -19,10 +19,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import StoreError
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.models import TopicPartition, offset_problem
 
 VOID_OFFSET = "-"
 _VERSION = re.compile(r"^v(\d+)$")
+# The newest file versions this offsetkeeper understands (Spark 3.x and 4 write v1): a newer
+# one may mean something else, so it is refused rather than read, shown or rewritten.
+OFFSET_LOG_VERSION = 1
+COMMIT_LOG_VERSION = 1
+
+
+def _check_version(line: str, newest: int, where: str, what: str) -> None:
+    m = _VERSION.match(line.strip())
+    if m and not 1 <= int(m.group(1)) <= newest:
+        raise StoreError(f"{where}: {what} version {line.strip()!r} is not one offsetkeeper reads "
+                         f"(v1 to v{newest}); nothing was changed")
 
 KafkaOffsets = dict[TopicPartition, int]
 
@@ -62,12 +73,15 @@ def parse_offset_log(batch_id: int, text: str, *, where: str = "") -> OffsetLogE
     if len(lines) < 2 or not _VERSION.match(lines[0].strip()):
         raise StoreError(f"{where} is not a Spark offset log file (expected a line like 'v1', "
                          "a metadata line and one line per source)")
+    _check_version(lines[0], OFFSET_LOG_VERSION, where, "offset log")
     try:
         meta = json.loads(lines[1])
     except ValueError:
         raise StoreError(f"{where}: the metadata line is not JSON") from None
     if not isinstance(meta, dict):
         raise StoreError(f"{where}: the metadata line is not a JSON object")
+    for line in lines[2:]:
+        parse_kafka_offsets(line, where=where)  # an invalid offset refuses the file
     return OffsetLogEntry(batch_id, lines[0].strip(), meta, tuple(lines[2:]))
 
 
@@ -77,8 +91,9 @@ def render_offset_log(entry: OffsetLogEntry) -> str:
     return "\n".join([entry.version, meta, *entry.sources])
 
 
-def parse_kafka_offsets(line: str) -> KafkaOffsets | None:
-    """``{"orders":{"0":23}}`` -> {orders:0: 23}; None when the line is not in that shape."""
+def parse_kafka_offsets(line: str, *, where: str = "checkpoint") -> KafkaOffsets | None:
+    """``{"orders":{"0":23}}`` -> {orders:0: 23}; None when the line is not in that shape;
+    StoreError when it is but an offset is not in [0, 2^63) or a partition is negative."""
     line = line.strip()
     if not line or line == VOID_OFFSET:
         return None
@@ -93,9 +108,14 @@ def parse_kafka_offsets(line: str) -> KafkaOffsets | None:
         if not isinstance(topic, str) or not isinstance(parts, dict):
             return None
         for p, o in parts.items():
-            if not (isinstance(p, str) and p.lstrip("-").isdigit()) or isinstance(o, bool) \
-                    or not isinstance(o, int):
+            if not (isinstance(p, str) and p.lstrip("-").isascii() and p.lstrip("-").isdigit()) \
+                    or isinstance(o, bool) or not isinstance(o, int):
                 return None
+            if int(p) < 0:
+                raise StoreError(f"{where}: partition {p} of topic {topic!r} is negative")
+            if (problem := offset_problem(o)) is not None:
+                raise StoreError(f"{where}: {topic}:{p}: {problem} (valid offsets are "
+                                 "0 <= offset < 2^63); nothing was changed")
             out[TopicPartition(topic, int(p))] = o
     return out
 
@@ -114,18 +134,20 @@ def parse_commit_log(batch_id: int, text: str) -> dict:
     if not lines or not _VERSION.match(lines[0].strip()):
         raise StoreError(f"commits/{batch_id} is not a Spark commit log file (expected 'v1' "
                          "and a JSON line)")
+    _check_version(lines[0], COMMIT_LOG_VERSION, f"commits/{batch_id}", "commit log")
     try:
         return json.loads(lines[1]) if len(lines) > 1 else {}
     except ValueError:
         raise StoreError(f"commits/{batch_id}: the second line is not JSON") from None
 
 
-def parse_initial_offsets(text: str) -> KafkaOffsets | None:
+def parse_initial_offsets(text: str, *, where: str = "sources/<i>/0") -> KafkaOffsets | None:
     """A JVM Kafka source's ``sources/<i>/0`` file (NUL byte, ``v1``, JSON) -> offsets."""
     lines = [x for x in text.lstrip("\x00").split("\n") if x.strip()]
     if len(lines) >= 2 and _VERSION.match(lines[0].strip()):
-        return parse_kafka_offsets(lines[1])
-    return parse_kafka_offsets(lines[0]) if lines else None
+        _check_version(lines[0], OFFSET_LOG_VERSION, where, "source offsets")
+        return parse_kafka_offsets(lines[1], where=where)
+    return parse_kafka_offsets(lines[0], where=where) if lines else None
 
 
 @dataclass(frozen=True)

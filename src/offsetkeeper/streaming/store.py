@@ -104,7 +104,8 @@ class CheckpointStore:
             if name.isdigit():
                 raw = self.read_bytes("sources", name, "0")
                 if raw is not None:
-                    found = parse_initial_offsets(raw.decode("utf-8", "replace"))
+                    found = parse_initial_offsets(raw.decode("utf-8", "replace"),
+                                                  where=f"sources/{name}/0")
                     if found is not None:
                         initial[int(name)] = found
         stateful = self.fs.exists(self._path("state")) and bool(self._names("state"))

@@ -13,14 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.redact import mask_url
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-_CRED = re.compile(r"(://[^:/@]*:)[^@/]*@")
-
-
 def shown(url: str) -> str:
-    """A destination as pages show it: a password in the URL replaced."""
-    return _CRED.sub(r"\1******@", url)
+    """A destination as pages show it: a password in the URL replaced (`redact.mask_url`)."""
+    return mask_url(url, known=url)
 
 
 @dataclass(frozen=True)
@@ -122,5 +120,5 @@ def safe_list(dests: list[str]) -> list[tuple[int, str, list[BackupLine], str | 
             out.append((i, shown(d), list_destination(d), None))
         except (OffsetkeeperError, OSError) as exc:
             msg = getattr(exc, "message", None) or str(exc)
-            out.append((i, shown(d), [], msg.replace(d, shown(d))))
+            out.append((i, shown(d), [], mask_url(msg, known=d)))
     return out

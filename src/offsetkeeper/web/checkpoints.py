@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
+from offsetkeeper.redact import mask_url
 from offsetkeeper.web.backups import shown
 
 
@@ -112,7 +113,7 @@ def _iso_ms(ms) -> str | None:
 
 def _message(exc: BaseException, location: str) -> str:
     msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return msg.replace(location, shown(location))
+    return mask_url(msg, known=location)
 
 
 def _line(index: int, e: CheckpointEntry, cluster: str, view, rows, error) -> CheckpointLine:

@@ -214,8 +214,10 @@ def handler(fn):
 
 
 def _status_of(exc: OffsetkeeperError) -> int:
-    from offsetkeeper.errors import KafkaOperationError, StoreError
+    from offsetkeeper.errors import KafkaOperationError, NotFoundError, StoreError
 
+    if isinstance(exc, NotFoundError):
+        return 404
     if exc.exit_code == 2:
         return 400
     if isinstance(exc, StoreError):
@@ -236,4 +238,6 @@ def safe_call(fn, default):
     try:
         return fn(), None
     except (OffsetkeeperError, OSError) as exc:
-        return default, str(exc)
+        from offsetkeeper.redact import mask_url
+
+        return default, mask_url(str(exc))

@@ -199,4 +199,6 @@ def safe(fn, default):
     try:
         return fn(), None
     except (OffsetkeeperError, OSError) as exc:
-        return default, getattr(exc, "message", None) or str(exc)
+        from offsetkeeper.redact import mask_url
+
+        return default, mask_url(getattr(exc, "message", None) or str(exc))

@@ -24,7 +24,7 @@ from offsetkeeper.errors import (
     UnknownGroupError,
     UsageError,
 )
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.models import TopicPartition, offset_problem
 from offsetkeeper.reset.targets import FromOffsets
 
 CONSUMERS = "/consumers"
@@ -127,7 +127,7 @@ def _read_group(zk, group: str, export: ZkExport) -> bool:
     for topic in _children(zk, base):
         for part in _children(zk, f"{base}/{topic}"):
             path = f"{base}/{topic}/{part}"
-            if not part.isdigit():
+            if not (part.isascii() and part.isdigit()):
                 export.problems.append(ZkProblem(group, path, f"partition '{part}' is not a number"))
                 continue
             try:
@@ -135,8 +135,12 @@ def _read_group(zk, group: str, export: ZkExport) -> bool:
             except NoNodeError:  # removed while we read: nothing to migrate
                 continue
             text = (data or b"").decode("utf-8", "replace").strip()
-            if not text.lstrip("-").isdigit():
+            if not (text.isascii() and text.lstrip("-").isdigit()):
                 export.problems.append(ZkProblem(group, path, f"holds {text[:40]!r}, not an offset"))
+                continue
+            if (problem := offset_problem(int(text))) is not None:
+                export.problems.append(ZkProblem(group, path, f"holds {problem} "
+                                                 "(valid offsets are 0 <= offset < 2^63)"))
                 continue
             export.offsets.append(ZkOffset(group, topic, int(part), int(text)))
     return True

@@ -2,6 +2,7 @@
 
     path or sqlite:///path        SQLite file (the default; WAL, many readers while one writes)
     postgresql://user@host/db     PostgreSQL (psycopg 3): one store for many samplers + dashboard
+    host=... dbname=...           the same as a libpq key=value DSN
     redis://host:6379/0[?prefix=] Redis (sorted sets per group; layout in store/redis.py)
     memory://                     in-process only (the exporter without a store; tests)
 """
@@ -23,6 +24,7 @@ from offsetkeeper.history.store.base import (
     StoreUnavailable,
     redact_url,
 )
+from offsetkeeper.redact import looks_like_dsn
 
 ENV_VAR = "OFFSETKEEPER_HISTORY_STORE"
 
@@ -48,6 +50,8 @@ def open_store(url: str | None = None, *, check: bool = True) -> HistoryStore:
     """
     url = resolve_store_url(url)
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if not scheme and looks_like_dsn(url):
+        scheme = "postgresql"  # a libpq key=value DSN (host=... password=...), never a file name
     if scheme in ("", "sqlite", "file"):
         from offsetkeeper.history.store.sqlite import SqliteStore
 

@@ -19,7 +19,6 @@ same `ts`, so "the group at time T" is one consistent set of offsets.
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from offsetkeeper.errors import StoreError
 from offsetkeeper.history.model import Cycle, Gap, Sample
 from offsetkeeper.models import TopicPartition
+from offsetkeeper.redact import mask_url
 
 SCHEMA_VERSION = 4
 
@@ -60,12 +60,9 @@ class PruneResult:
     downsampled: int
 
 
-_CRED = re.compile(r"(://[^:/@]*:)[^@/]*@")
-
-
 def redact_url(url: str) -> str:
-    """The URL with any password replaced (for messages and logs)."""
-    return _CRED.sub(r"\1******@", url)
+    """The URL with any password replaced (for messages and logs): `redact.mask_url`."""
+    return mask_url(url, known=url)
 
 
 class HistoryStore(ABC):

@@ -34,6 +34,7 @@ from offsetkeeper.history.store.base import (
     StoreUnavailable,
 )
 from offsetkeeper.models import TopicPartition
+from offsetkeeper.redact import mask_url
 
 COLUMNS = ("ts", "grp", "topic", "part", "committed", "log_start", "log_end", "metadata", "state",
            "members", "consumer_id", "client_id", "host", "next_ts", "time_lag_ms",
@@ -118,8 +119,9 @@ class SqlStore(HistoryStore, abc.ABC):
         """A new DB-API connection to the store (SQLite file, PostgreSQL server)."""
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return StoreUnavailable(f"history store {self.display_url} is not reachable: "
-                                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}")
+                                f"{mask_url(detail, known=self.url)}")
 
     def _run(self, fn):
         """Run `fn(cursor)` in one transaction; reconnect next time when the connection broke."""
@@ -176,6 +178,12 @@ class SqlStore(HistoryStore, abc.ABC):
             cur.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             db.commit()
             version = self._current_version(cur)
+            if version > len(MIGRATIONS):
+                db.rollback()
+                raise StoreUnavailable(f"history store {self.display_url} has schema version "
+                                       f"{version}; this offsetkeeper knows up to "
+                                       f"{len(MIGRATIONS)} and does not write into a newer one "
+                                       "(upgrade offsetkeeper)")
             for v in range(version, len(MIGRATIONS)):
                 self._lock_schema(cur)
                 if self._current_version(cur) > v:  # another process migrated meanwhile
