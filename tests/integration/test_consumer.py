@@ -185,7 +185,10 @@ def test_revoke_commits_acknowledged_offsets(bootstrap, unique, strategy):
     try:
         assert _wait_for(lambda: a.assignment() and b.assignment()
                          and a.metrics().processed + b.metrics().processed == 80)
-        assert all(v < 0 for v in committed(bootstrap, g, t, 4).values())  # TIME: not yet
+        # TIME (1 hour) has not committed; a revoke when B joined may have (Kafka 3.9 revokes
+        # A's partitions when B joins a moment after A's first assignment)
+        assert all(r.reason == "revoke" for r in commits)
+        revokes_before = len([r for r in commits if r.reason == "revoke"])
         owned_b = {tp.partition for tp in b.assignment()}
         pb.stop.set()
         pb.t.join(10)
@@ -193,7 +196,7 @@ def test_revoke_commits_acknowledged_offsets(bootstrap, unique, strategy):
         assert _wait_for(lambda: (b.poll(0.1) or True) and not b.assignment())
         assert {tp.partition for tp in revoked_b} == owned_b
         assert _wait_for(lambda: len(a.assignment()) == 4)
-        at_revoke = [r for r in commits if r.reason == "revoke"]
+        at_revoke = [r for r in commits if r.reason == "revoke"][revokes_before:]
         assert at_revoke and {tp.partition for tp in at_revoke[0].offsets} == owned_b
         after = committed(bootstrap, g, t, 4)
         # Apache Kafka accepts commits of the current generation while the group rebalances

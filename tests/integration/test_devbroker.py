@@ -60,8 +60,8 @@ def test_restart_keeps_the_cluster_and_a_different_request_is_refused(capsys, tm
         capsys.readouterr()
         from offsetkeeper import devbroker
 
-        code = devbroker.run_kafka_tool("kafka-groups", ["--bootstrap-server", first["bootstrap"],
-                                                         "--list"])
+        code = devbroker.run_kafka_tool("kafka-consumer-groups",
+                                        ["--bootstrap-server", first["bootstrap"], "--list"])
         assert code == 0
         r = run_cli(capsys, "offsets", "show", "-t", "kept", "-b", first["bootstrap"], "-o", "json")
         assert r.code == 0 and len(r.json()) == 2, r.err

@@ -207,15 +207,28 @@ logger.ak.level = {level}
 """
 
 
+_LOG4J1 = """\
+log4j.rootLogger={level}, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={log}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+
 def _jvm_args(node_dir: Path) -> list[str]:
     log4j = node_dir / "log4j2.properties"
     log4j.write_text(_LOG4J.format(log=node_dir / "server.log",
                                    level=os.environ.get("OFFSETKEEPER_BROKER_LOG_LEVEL", "INFO")))
     # A small heap and the serial collector: a laptop (or a 2-core CI machine) runs three nodes,
     # two clusters and Spark side by side.
+    # Kafka 3.x logs through log4j 1 (reload4j): the same file, its own configuration syntax
+    log4j1 = node_dir / "log4j.properties"
+    log4j1.write_text(_LOG4J1.format(log=node_dir / "server.log",
+                                     level=os.environ.get("OFFSETKEEPER_BROKER_LOG_LEVEL", "INFO")))
     return [f"-Xmx{HEAP}", "-Xms128m", "-XX:+UseSerialGC", "-XX:MaxMetaspaceSize=256m",
             "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}",
-            f"-Dkafka.logs.dir={node_dir}"]
+            f"-Dlog4j.configuration=file:{log4j1}", f"-Dkafka.logs.dir={node_dir}"]
 
 
 def _format(node_dir: Path, cluster_id: str, props: Path, sec: SecuritySetup | None) -> None:

@@ -201,7 +201,10 @@ class RedisStore(HistoryStore):
         raw = self._call(lambda: self.r.zrangebyscore(
             self._k("g", group), since if since is not None else "-inf",
             until if until is not None else "+inf"))
-        out = [s for m in raw for s in _decode(group, m)]
+        # members of one cycle share a score; Redis orders those by their bytes, not by
+        # partition: order as every store does (ts, topic, partition)
+        out = sorted((s for m in raw for s in _decode(group, m)),
+                     key=lambda s: (s.ts, s.topic, s.partition))
         return [s for s in out if s.topic == topic] if topic is not None else out
 
     def cycles(self, since: int | None = None, until: int | None = None) -> list[Cycle]:
