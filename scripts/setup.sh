@@ -56,3 +56,21 @@ if [ ! -f "$kafka_stamp" ] || [ jvm/kafka-dist/pom.xml -nt "$kafka_stamp" ]; the
     mv "$tmp" "$kafka_libs"
     touch "$kafka_stamp"
 fi
+
+# Spark's own Kafka connector (optional for users; the yardstick and the partner of offsetkeeper's
+# Spark work): spark-sql-kafka-0-10 of the pinned pyspark's version with what pyspark's jars/
+# lacks (kafka-clients, commons-pool2, the token provider), copied to the cache that
+# offsetkeeper.spark.connector reads (OFFSETKEEPER_SPARK_KAFKA_JARS overrides).
+spark_kafka_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' jvm/spark-kafka/pom.xml)
+spark_kafka_jars="${OFFSETKEEPER_SPARK_KAFKA_JARS:-${XDG_CACHE_HOME:-$HOME/.cache}/offsetkeeper/spark-kafka-$spark_kafka_version/jars}"
+spark_kafka_stamp="$spark_kafka_jars/.complete"
+if [ ! -f "$spark_kafka_stamp" ] || [ jvm/spark-kafka/pom.xml -nt "$spark_kafka_stamp" ]; then
+    echo "setup: fetching Spark's Kafka connector $spark_kafka_version with Maven into $spark_kafka_jars" >&2
+    tmp="$spark_kafka_jars.tmp.$$"
+    rm -rf "$tmp"
+    mvn -q -B -f jvm/spark-kafka/pom.xml dependency:copy-dependencies -DoutputDirectory="$tmp" >&2
+    rm -rf "$spark_kafka_jars"
+    mkdir -p "$(dirname "$spark_kafka_jars")"
+    mv "$tmp" "$spark_kafka_jars"
+    touch "$spark_kafka_stamp"
+fi
