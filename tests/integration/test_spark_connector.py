@@ -157,3 +157,43 @@ def test_checkpoint_commands_on_a_jvm_source_checkpoint(spark, bootstrap, unique
     assert len(expected) == 29
     # the same file sink: the first run plus exactly the records from T
     assert parquet_rows(spark, out) == sorted(read_from(bootstrap, topic, {0: 0, 1: 0}) + expected)
+
+
+@pytest.mark.timeout(900)
+def test_a_query_moves_between_offsetkeeper_and_the_jvm_source_keeping_its_position(
+        spark, bootstrap, unique, tmp_path):
+    """Invariant: a checkpoint written by offsetkeeper's source is resumed by Spark's JVM
+    source and the other way round (both write Spark's Kafka offset JSON, next offset to read):
+    across two switches every record reaches the sink exactly once, none skipped or repeated."""
+    from offsetkeeper.spark.kafka import SOURCE_NAME, register
+
+    register(spark)
+    topic = unique("jm")
+    create_topic(bootstrap, topic, 3)
+    ck, out = str(tmp_path / "ck"), str(tmp_path / "out")
+
+    def run(fmt: str, **opts) -> int:
+        r = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", topic))
+        for k, v in opts.items():
+            r = r.option(k, v)
+        q = (r.load().selectExpr("CAST(partition AS INT) AS partition",
+                                 "CAST(offset AS BIGINT) AS offset", "value")
+             .writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+             .trigger(availableNow=True).start())
+        q.awaitTermination(300)
+        assert not q.isActive and q.exception() is None
+        return sum(p["numInputRows"] for p in q.recentProgress)
+
+    def wave(tag: str) -> None:
+        produce(bootstrap, topic, [(i % 3, None, f"{tag}{i}".encode()) for i in range(30)])
+
+    wave("a")
+    assert run(SOURCE_NAME, startingOffsets="earliest") == 30
+    wave("b")
+    assert run("kafka") == 30  # the JVM source resumes offsetkeeper's checkpoint
+    wave("c")
+    assert run(SOURCE_NAME) == 30  # and offsetkeeper's source the JVM one's
+    got = parquet_rows(spark, out)
+    assert got == read_from(bootstrap, topic, {0: 0, 1: 0, 2: 0})
+    assert len(got) == 90
