@@ -53,7 +53,8 @@ def test_listener_commits_each_completed_batch_end_offsets_to_the_group(
         spark, bootstrap, unique, tmp_path, capsys):
     """Invariant: with commit_to_group(query, G) a query on Spark's JVM Kafka source commits the
     end offsets of its completed batches to G: after each wave of records G equals the last
-    batch's end offsets (the checkpoint's last committed offsets), and G's lag is 0 then."""
+    batch's end offsets (the checkpoint's last committed offsets), and G's lag is 0 then.
+    `streaming lag` and `streaming commit-to-group` work on the running query's checkpoint."""
     topic, group = unique("jc"), unique("jc-g")
     create_topic(bootstrap, topic, 3)
     produce(bootstrap, topic, [(i % 3, None, f"a{i}".encode()) for i in range(90)])
@@ -81,6 +82,11 @@ def test_listener_commits_each_completed_batch_end_offsets_to_the_group(
         # the checkpoint commands on the running JVM query's checkpoint
         r = run_cli(capsys, "streaming", "lag", ck, "-b", bootstrap, "-o", "json")
         assert r.code == 0 and [x["lag"] for x in r.json()] == [0, 0, 0]
+        other = unique("jc-cli")  # the audited one-off path, on the running query's checkpoint
+        r = run_cli(capsys, "streaming", "commit-to-group", ck, "--group", other, "-b", bootstrap,
+                    "--execute", "--no-snapshot")
+        assert r.code == 0, r.err
+        assert committed(bootstrap, other, topic, 3) == ends
     finally:
         q.stop()
         spark.streams.removeListener(committer)
