@@ -9,6 +9,7 @@ same settings for both sides), after a warm-up of each path, best of --repeat, a
 that load changes on the machine hit both alike:
 - backup: `run_backup` (Parquet, manifest, checksums, offsets) vs
   ``spark.read.format("kafka")`` of the same topic (headers included) written to Parquet;
+  and each side's read alone into ``noop`` (where the time goes);
 - restore: `run_restore` of that backup (exact offset mapping, offset headers) to a new topic
   vs ``df.write.format("kafka")`` of the JVM backup's records (key, value, headers, partition)
   to a new topic of the same partitions;
@@ -137,6 +138,23 @@ def main() -> None:
         if "backup" not in skip:
             out["backup"] = {**part("backup", *best_of(ok_backup, jvm_backup)),
                              "goal": ">= 1.0 (offsetkeeper as fast as the JVM connector to Parquet)"}
+
+        # where the backup's time goes on each side: the read alone (into Spark's noop sink)
+        def read_noop(fmt: str):
+            def run() -> None:
+                (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                 .option("subscribe", topic).option("startingOffsets", "earliest")
+                 .option("includeHeaders", "true").load()
+                 .write.format("noop").mode("overwrite").save())
+            return run
+
+        if "backup" not in skip:
+            ok_read, jvm_read = best_of(read_noop(SOURCE_NAME), read_noop("kafka"))
+            out["backup"]["read_alone_to_noop"] = {
+                "offsetkeeper_source_s": round(min(ok_read), 2),
+                "jvm_connector_s": round(min(jvm_read), 2),
+                "ratio": round(min(jvm_read) / min(ok_read), 3),
+                "jvm_parquet_write_share": round(1 - min(jvm_read) / out["backup"]["jvm_connector_s"], 2)}
 
         # -- restore -----------------------------------------------------------------------
         if "restore" not in skip:
