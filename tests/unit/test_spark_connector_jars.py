@@ -38,3 +38,15 @@ def test_jars_conf_appends_to_the_users_jars(tmp_path, monkeypatch):
 def test_environment_switch(monkeypatch, value, wanted):
     monkeypatch.setenv(connector.ENABLE_ENV, value)
     assert connector.wanted() is wanted
+
+
+def test_cli_prints_the_jars_or_says_how_to_install_them(tmp_path, monkeypatch, capsys):
+    from cli import run_cli
+
+    monkeypatch.setenv(connector.JARS_ENV, str(tmp_path))
+    monkeypatch.setattr(connector, "spark_version", lambda: "4.2.0")
+    r = run_cli(capsys, "streaming", "connector-jars")
+    assert r.code == 2 and "scripts/setup.sh" in r.err
+    (tmp_path / "spark-sql-kafka-0-10_2.13-4.2.0.jar").write_bytes(b"")
+    r = run_cli(capsys, "streaming", "connector-jars")
+    assert r.code == 0 and r.out.strip() == str(tmp_path / "spark-sql-kafka-0-10_2.13-4.2.0.jar")
