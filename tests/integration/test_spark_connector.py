@@ -5,6 +5,7 @@ Skipped when scripts/setup.sh has not installed the connector (offsetkeeper neve
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -14,7 +15,7 @@ from kafkatools import LiveConsumer, committed, create_topic, produce
 from offsetkeeper.spark import connector
 from offsetkeeper.spark.kafka.listener import GroupCommitError, commit_to_group
 from offsetkeeper.streaming import ops
-from tests.integration.test_streaming import log_ends, parquet_rows, read_from
+from tests.integration.test_streaming import Driver, log_ends, parquet_rows, read_from
 
 pytestmark = [
     pytest.mark.integration, pytest.mark.spark,
@@ -203,3 +204,70 @@ def test_a_query_moves_between_offsetkeeper_and_the_jvm_source_keeping_its_posit
     got = parquet_rows(spark, out)
     assert got == read_from(bootstrap, topic, {0: 0, 1: 0, 2: 0})
     assert len(got) == 90
+
+
+class JvmDriver(Driver):
+    """tests/jvm_streaming_driver.py in its own process group (killed with SIGKILL)."""
+
+    def __init__(self, *args: str) -> None:
+        import os
+        import queue
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        tests = Path(__file__).resolve().parents[1]
+        env = {**os.environ, "PYTHONPATH": f"{tests.parent / 'src'}{os.pathsep}{tests}",
+               "PYSPARK_PYTHON": sys.executable}
+        self.p = subprocess.Popen([sys.executable, str(tests / "jvm_streaming_driver.py"), *args],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                  env=env, start_new_session=True)
+        self.events: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_listener_after_a_killed_driver_never_ahead_and_catches_up_on_restart(
+        spark, bootstrap, unique, tmp_path):
+    """Invariant: a JVM-source query's group is never ahead of its checkpoint's last committed
+    batch, also when the driver is SIGKILLed mid-run; the restarted query (listener added
+    again) brings the group to the log end once the producer stops; the file sink has every
+    record exactly once."""
+    topic, group = unique("jk"), unique("jk-g")
+    create_topic(bootstrap, topic, 3)
+    ck, out = str(tmp_path / "ck"), str(tmp_path / "out")
+    stop = threading.Event()
+    produced: list[int] = []
+
+    def producer() -> None:
+        while not stop.is_set():
+            i = len(produced)
+            produce(bootstrap, topic, [(j % 3, None, f"r{j}".encode()) for j in range(i, i + 30)])
+            produced.extend(range(i, i + 30))
+            time.sleep(0.3)
+
+    t = threading.Thread(target=producer)
+    t.start()
+    d = JvmDriver(bootstrap, topic, ck, out, group)
+    try:
+        d.wait_for(lambda e: e["event"] == "batch" and e["rows"] > 0
+                   and (e["committed_batch"] or -1) >= 1)
+        d.kill()  # mid-run: the producer is still writing
+        at_kill = committed(bootstrap, group, topic, 3)
+        view = ops.load_view(ck)
+        done = {tp.partition: o for tp, o in view.committed_offsets.items()}
+        assert all(0 <= at_kill[p] <= done[p] for p in range(3)), (at_kill, done)
+        d = JvmDriver(bootstrap, topic, ck, out, group)
+        d.wait_for(lambda e: e["event"] == "started")
+        stop.set()
+        t.join()
+        ends = log_ends(bootstrap, topic, 3)
+        wait_until(lambda: committed(bootstrap, group, topic, 3) == ends,
+                   "the group never reached the log end", timeout=240)
+    finally:
+        d.kill()
+        stop.set()
+        t.join()
+    got = parquet_rows(spark, out)
+    assert len(got) == len(produced) and got == read_from(bootstrap, topic, {0: 0, 1: 0, 2: 0})
