@@ -40,47 +40,59 @@ if ! command -v java >/dev/null 2>&1; then
     exit 1
 fi
 
-# Apache Kafka, pinned in the pom: the broker of the demo and the tests, and its own tools
-# (kafka-consumer-groups ...) as the oracle. Maven keeps its repository in ~/.m2; the jars are
-# copied to the cache that offsetkeeper.devbroker.dist reads.
-kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' jvm/kafka-dist/pom.xml)
-# (always the pinned release: OFFSETKEEPER_KAFKA_LIBS only points a run at other jars)
-kafka_libs="${XDG_CACHE_HOME:-$HOME/.cache}/offsetkeeper/kafka-$kafka_version/libs"
-kafka_stamp="$kafka_libs/.complete"
-if [ ! -f "$kafka_stamp" ] || [ jvm/kafka-dist/pom.xml -nt "$kafka_stamp" ]; then
-    echo "setup: fetching Apache Kafka $kafka_version with Maven into $kafka_libs" >&2
-    tmp="$kafka_libs.tmp.$$"
-    rm -rf "$tmp"
-    mvn -q -B -f jvm/kafka-dist/pom.xml dependency:copy-dependencies -DoutputDirectory="$tmp" >&2
-    rm -rf "$kafka_libs"
-    mkdir -p "$(dirname "$kafka_libs")"
-    mv "$tmp" "$kafka_libs"
-    touch "$kafka_stamp"
-fi
-
-# --- JVM admin helper (share groups, streams groups, KIP-848 states, KIP-1099 epochs) ----------
-# Self-contained: builds jvm/admin-helper (Kafka's own Java Admin client behind a JSON seam, run
-# by src/offsetkeeper/kafka/jvm.py) into a cache outside the work tree:
-#   ~/.cache/offsetkeeper/admin-helper-<pom version>/{admin-helper.jar,lib/*.jar}
-# Rebuilt when any file under jvm/admin-helper is newer than the cache's stamp. Without it (or
-# without Java) only the share-groups / streams-groups commands and the TYPE/PROTOCOL columns
-# are unavailable; everything else works.
-if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
-    helper_pom=jvm/admin-helper/pom.xml
-    helper_version=$(sed -n 's:^  <version>\(.*\)</version>.*:\1:p' "$helper_pom" | head -1)
-    # always the cache: OFFSETKEEPER_ADMIN_HELPER only points a run at another build
-    helper_dir="${XDG_CACHE_HOME:-$HOME/.cache}/offsetkeeper/admin-helper-$helper_version"
-    helper_stamp="$helper_dir/.complete"
-    if [ ! -f "$helper_stamp" ] || [ -n "$(find jvm/admin-helper -type f -newer "$helper_stamp" -print -quit)" ]; then
-        echo "setup: building the JVM admin helper with Maven into $helper_dir" >&2
-        helper_tmp="$helper_dir.tmp.$$"
-        rm -rf "$helper_tmp"
-        mkdir -p "$helper_tmp"
-        mvn -q -B -f "$helper_pom" package dependency:copy-dependencies -DskipTests \
-            -Dhelper.build.dir="$helper_tmp/build" -DoutputDirectory="$helper_tmp/lib" >&2
-        mv "$helper_tmp/build/admin-helper.jar" "$helper_tmp/admin-helper.jar"
-        rm -rf "$helper_tmp/build" "$helper_dir"
-        mv "$helper_tmp" "$helper_dir"
-        touch "$helper_stamp"
+# JVM parts, each from a pom in the project, into a cache outside the work tree (Maven keeps its
+# own repository in ~/.m2). A cache entry is complete when its stamp holds the sha256 of what it
+# was built from, so a fresh clone (new file times) reuses it and a changed pom or source
+# rebuilds it; it is replaced by rename, never left half-written.
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/offsetkeeper"
+digest() { find "$@" -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1; }
+build_into() {  # build_into DEST DIGEST COMMAND...: run COMMAND with $out = a temp dir, then publish
+    local dest=$1 sum=$2
+    shift 2
+    if [ -f "$dest/.complete" ] && [ "$(cat "$dest/.complete")" = "$sum" ]; then
+        return 0
     fi
-fi
+    out="$dest.tmp.$$"
+    rm -rf "$out"
+    mkdir -p "$out"
+    "$@"
+    echo "$sum" > "$out/.complete"
+    rm -rf "$dest"
+    mv "$out" "$dest"
+}
+
+# Apache Kafka, pinned in the pom: the broker of the demo and the tests, and its own tools
+# (kafka-consumer-groups ...) as the oracle; read by offsetkeeper.devbroker.dist
+# (OFFSETKEEPER_KAFKA_LIBS points a run at other jars, and is never written here).
+kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' jvm/kafka-dist/pom.xml)
+fetch_kafka() {
+    echo "setup: fetching Apache Kafka $kafka_version with Maven into $cache/kafka-$kafka_version/libs" >&2
+    mvn -q -B -f jvm/kafka-dist/pom.xml dependency:copy-dependencies -DoutputDirectory="$out" >&2
+}
+build_into "$cache/kafka-$kafka_version/libs" "$(digest jvm/kafka-dist)" fetch_kafka
+
+# Spark's own Kafka connector (optional for users; the yardstick and the partner of offsetkeeper's
+# Spark work): spark-sql-kafka-0-10 of the pinned pyspark's version with what pyspark's jars/
+# lacks (kafka-clients, commons-pool2, the token provider); read by offsetkeeper.spark.connector
+# (OFFSETKEEPER_SPARK_KAFKA_JARS points a run at other jars).
+spark_kafka_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' jvm/spark-kafka/pom.xml)
+fetch_spark_kafka() {
+    echo "setup: fetching Spark's Kafka connector $spark_kafka_version with Maven" >&2
+    mvn -q -B -f jvm/spark-kafka/pom.xml dependency:copy-dependencies -DoutputDirectory="$out" >&2
+}
+build_into "$cache/spark-kafka-$spark_kafka_version/jars" "$(digest jvm/spark-kafka)" fetch_spark_kafka
+
+# The JVM admin helper (share groups, streams groups, KIP-848 states, KIP-1099 epochs): Kafka's
+# own Java Admin client behind a JSON seam, run by src/offsetkeeper/kafka/jvm.py; in
+# $cache/admin-helper-<version>/{admin-helper.jar,lib/*.jar} (OFFSETKEEPER_ADMIN_HELPER points a
+# run at another build). Without it only share-groups / streams-groups and the TYPE/PROTOCOL
+# columns are unavailable.
+helper_version=$(sed -n 's:^  <version>\(.*\)</version>.*:\1:p' jvm/admin-helper/pom.xml | head -1)
+build_helper() {
+    echo "setup: building the JVM admin helper with Maven" >&2
+    mvn -q -B -f jvm/admin-helper/pom.xml package dependency:copy-dependencies -DskipTests \
+        -Dhelper.build.dir="$out/build" -DoutputDirectory="$out/lib" >&2
+    mv "$out/build/admin-helper.jar" "$out/admin-helper.jar"
+    rm -rf "$out/build"
+}
+build_into "$cache/admin-helper-$helper_version" "$(digest jvm/admin-helper)" build_helper

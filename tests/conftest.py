@@ -106,9 +106,12 @@ def unique():
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session for the whole run (starting one costs ~7 s)."""
+    from offsetkeeper.spark import connector
     from offsetkeeper.spark.session import get_spark
 
-    s = get_spark("local[2]")
+    # with Spark's own Kafka connector when setup.sh installed it (tests/integration/
+    # test_spark_connector.py); offsetkeeper's own source never needs it
+    s = get_spark("local[2]", kafka_connector=connector.available())
     yield s
     s.stop()
 

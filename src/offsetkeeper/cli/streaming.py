@@ -254,3 +254,16 @@ def commit_to_group(
                                            execute=execute, apply_options=opts)
     show_outcome(plan, report, output)
     finish(plan, report)
+
+
+@app.command("connector-jars")
+def connector_jars() -> None:
+    """Print the jars of Spark's own Kafka connector (spark-sql-kafka-0-10 of the installed
+    pyspark's version, fetched by scripts/setup.sh) as a comma-separated list, for
+    ``spark.jars`` or ``spark-submit --jars``. Exit 2 with how to install it when it is not.
+
+    Example: spark-submit --jars "$(offsetkeeper streaming connector-jars)" orders_query.py
+    """
+    from offsetkeeper.spark.connector import jars_conf
+
+    typer.echo(jars_conf()["spark.jars"])

@@ -18,6 +18,8 @@ import sys
 import time
 from collections.abc import Mapping
 
+from offsetkeeper.spark import connector
+
 DEFAULT_MASTER = "local[*]"
 
 # The driver JVM of a local session is also its executor; offsetkeeper's tasks run in Python, so
@@ -35,7 +37,7 @@ WORKER_IMPORTS = (
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *,
               app_name: str = "offsetkeeper", start_workers: bool | None = None,
-              timings: dict[str, float] | None = None):
+              timings: dict[str, float] | None = None, kafka_connector: bool | None = None):
     """Return a SparkSession for `master` with `conf` applied (imports pyspark lazily).
 
     Executors run the interpreter running this code, so they can import offsetkeeper.
@@ -43,6 +45,8 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, 
     slot, before returning (`start_python_workers`); an existing session is returned as is.
     `timings`, when given, gets the seconds of a session this call started: ``jvm`` (the session)
     and ``python_workers`` (when they were started); nothing when it reused a session.
+    `kafka_connector` (default: ``OFFSETKEEPER_SPARK_KAFKA_CONNECTOR``) adds Spark's own Kafka
+    connector to ``spark.jars`` (`offsetkeeper.spark.connector`; ConfigError when not installed).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -74,6 +78,8 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, 
             (conf or {}).get("spark.driver.extraJavaOptions"))
         # without it Spark resolves the host name and scans the interfaces at every start
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if kafka_connector if kafka_connector is not None else connector.wanted():
+        settings.update(connector.jars_conf(settings.get("spark.jars")))
     for k, v in settings.items():
         builder = builder.config(k, str(v))
     spark = builder.getOrCreate()
