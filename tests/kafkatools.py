@@ -96,10 +96,25 @@ class LiveConsumer:
         self._assigned.wait(20)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            self.c.poll(0.2)
-            if self.c.assignment():
-                self._assigned.set()
+        # Only this thread touches the consumer while it runs: confluent-kafka serializes calls
+        # on one handle, and a call from another thread waits for it (forever, once seen, when
+        # this thread had died inside poll). Others read `assigned` / `wait_assigned`.
+        try:
+            while not self._stop.is_set():
+                self.c.poll(0.2)
+                if self.c.assignment():
+                    self._assigned.set()
+        except Exception as exc:  # reported by wait_assigned, never a silent dead thread
+            self.error = exc
+
+    error: Exception | None = None
+
+    def wait_assigned(self, timeout: float) -> bool:
+        """True once the group gave this member partitions; raises what killed its thread."""
+        got = self._assigned.wait(timeout)
+        if self.error is not None:
+            raise AssertionError(f"the live consumer's poll thread died: {self.error!r}")
+        return got
 
     def stop(self) -> None:
         self._stop.set()

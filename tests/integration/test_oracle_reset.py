@@ -188,10 +188,8 @@ def active(bootstrap, compacted):
     """A group with a running member for the whole module (--all-groups always meets it)."""
     group = f"oracle-active-{os.getpid()}-{int(time.time())}"
     live = LiveConsumer(bootstrap, group, [compacted.name])
-    deadline = time.monotonic() + 60  # LiveConsumer waits 20 s; a busy machine needs longer
-    while not live.c.assignment() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert live.c.assignment(), "the live consumer got no assignment"
+    # LiveConsumer waits 20 s; a busy machine needs longer (its thread owns the consumer)
+    assert live.wait_assigned(60), "the live consumer got no assignment"
     try:
         yield live, group
     finally:
@@ -843,7 +841,8 @@ def test_difference_delete_active_group(capsys, bootstrap, tool, small, active):
     assert ours.code == 1 and f"group {group} has 1 active member" in ours.err
     assert committed_state(bootstrap, group) == {(small.s, 0): 3}
     theirs = tool.run("--delete-offsets", "--group", group, "--topic", small.s)
-    assert theirs.code == 0 and "Request succeeded for deleting offsets" in theirs.out
+    # (Kafka 3.9 words it "Request succeed for deleting offsets")
+    assert theirs.code == 0 and "Request succeed" in theirs.out
     assert committed_state(bootstrap, group) == {}
 
 
