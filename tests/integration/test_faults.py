@@ -255,3 +255,79 @@ def test_restore_with_a_target_leader_killed_keeps_the_mapping_exact(prod3, rest
         m = maps[TopicPartition(topic, p)]
         assert list(m.source_offsets) == [r["offset"] for r in src[p]]
         assert list(m.target_offsets) == [x.offset() for x in got[p]]
+
+
+def test_exporter_keeps_serving_through_a_coordinator_crash(prod3, restore_nodes, unique):
+    """Invariant: the exporter's HTTP endpoint answers every scrape while its group's
+    coordinator is SIGKILLed, says whether its latest cycle reached the cluster
+    (offsetkeeper_sampler_up), and serves the group's true offsets again once the coordinator
+    moved."""
+    import urllib.request
+
+    from offsetkeeper.history.sample import SampleScope
+    from offsetkeeper.history.sampler import SamplerConfig
+    from offsetkeeper.history.service import record
+
+    bootstrap, data = prod3
+    topic, group = unique("fault-x"), unique("fx")
+    create_topic(bootstrap, topic, 2)
+    produce_n(bootstrap, topic, 2, 10)
+    with KafkaAdmin(Connection(bootstrap)) as admin:
+        admin.alter_result(group, admin.alter_offsets_async(
+            group, {TopicPartition(topic, 0): 4, TopicPartition(topic, 1): 10}))
+        victim = _node_of(admin.describe_groups([group])[group].coordinator)
+    servers: list = []
+    stop = threading.Event()
+    cfg = SamplerConfig(scope=SampleScope(groups=(group,)), interval_ms=300, window=3)
+    t = threading.Thread(target=record, args=(Connection(bootstrap, name="prod3"), "memory://", cfg),
+                         kwargs={"listen": "127.0.0.1:0", "stop": stop, "on_ready": servers.append})
+    t.start()
+
+    def offset(text: str) -> float | None:
+        return _metric(text, "kafka_consumergroup_group_offset", group=group, topic=topic,
+                       partition="0")
+
+    def up(text: str) -> float | None:
+        return _metric(text, "offsetkeeper_sampler_up", cluster_name="prod3")
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not servers:
+            time.sleep(0.1)
+        url = f"http://127.0.0.1:{servers[0].port}/metrics"
+
+        def scrape() -> str:
+            return urllib.request.urlopen(url, timeout=10).read().decode()
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and offset(scrape()) is None:
+            time.sleep(0.2)
+        assert offset(scrape()) == 4.0
+        devbroker.kill_node(data, victim)
+        answered = 0
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:  # every scrape during the failover is answered
+            assert up(scrape()) is not None
+            answered += 1
+            time.sleep(0.5)
+        deadline = time.monotonic() + 90
+        text = scrape()
+        while time.monotonic() < deadline and not (up(text) == 1.0 and offset(text) == 4.0):
+            time.sleep(0.5)
+            text = scrape()
+        assert t.is_alive()
+    finally:
+        stop.set()
+        t.join(60)
+    assert answered >= 10
+    assert up(text) == 1.0 and offset(text) == 4.0, text
+
+
+def _metric(text: str, name: str, **labels: str) -> float | None:
+    """The value of the sample `name` whose labels include `labels` (None when absent)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return sample.value
+    return None
