@@ -7,6 +7,22 @@ from confluent_kafka import TopicPartition as CkTP
 from confluent_kafka.admin import AdminClient
 
 
+def _watermarks(c: Consumer, topic: str, p: int, patience: float = 60.0) -> tuple[int, int]:
+    """Log start/end, asked again while the partition's leader moves (fault tests)."""
+    import time
+
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return c.get_watermark_offsets(CkTP(topic, p), timeout=10, cached=False)
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def independent_read(bootstrap: str, topic: str, partitions: int,
                      isolation: str = "read_committed") -> list[tuple]:
     """Every record of a topic as (partition, offset, timestamp, key, value, headers)."""
@@ -16,7 +32,7 @@ def independent_read(bootstrap: str, topic: str, partitions: int,
     out = []
     try:
         for p in range(partitions):
-            low, high = c.get_watermark_offsets(CkTP(topic, p), timeout=10, cached=False)
+            low, high = _watermarks(c, topic, p)
             if high <= low:
                 continue
             c.assign([CkTP(topic, p, low)])
