@@ -17,6 +17,7 @@ the parsers read the tool's `--export` CSV and `--describe` table.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 import subprocess
@@ -193,11 +194,13 @@ def parse_export(text: str, group: str | None = None) -> dict[tuple[str, str, in
     """
     width = 3 if group is not None else 4
     rows: dict[tuple[str, str, int], int] = {}
-    for line in text.splitlines():
-        try:
-            fields = next(csv.reader([line]))
-        except (csv.Error, StopIteration):
-            continue
+    # the whole text through one CSV reader: a quoted name may hold a newline (other tests on
+    # the shared cluster create such groups, and --all-groups meets them)
+    try:
+        records = list(csv.reader(io.StringIO(text)))
+    except csv.Error:
+        records = [next(csv.reader([line]), []) for line in text.splitlines()]
+    for fields in records:
         if len(fields) != width or not all(re.fullmatch(r"[0-9]+", f) for f in fields[-2:]):
             continue
         names = ([group] if group is not None else []) + fields[:-2]

@@ -605,7 +605,14 @@ class KafkaAdmin(JvmGroupsAdmin):
             raise translate(exc, action="describe topic configs") from exc
         out: dict[str, dict[str, str]] = {}
         for res, fut in futures.items():
-            entries = self._wait(fut, action="describe topic configs", topic=res.name)
+            try:
+                entries = self._wait(fut, action="describe topic configs", topic=res.name)
+            except KafkaOperationError as exc:
+                # sent to a broker that just died: once more, to another one
+                if exc.code not in ("_TIMED_OUT", "_TRANSPORT"):
+                    raise
+                again = self.admin.describe_configs([res], request_timeout=self.timeout)[res]
+                entries = self._wait(again, action="describe topic configs", topic=res.name)
             out[res.name] = {
                 name: e.value for name, e in sorted(entries.items())
                 if e.value is not None and not e.is_default
