@@ -91,6 +91,7 @@ class LiveConsumer:
         self.c.subscribe(topics)
         self._stop = threading.Event()
         self._assigned = threading.Event()
+        self._calls: list = []
         self.t = threading.Thread(target=self._run, daemon=True)
         self.t.start()
         self._assigned.wait(20)
@@ -104,8 +105,30 @@ class LiveConsumer:
                 self.c.poll(0.2)
                 if self.c.assignment():
                     self._assigned.set()
+                while self._calls:
+                    fn, done = self._calls.pop(0)
+                    try:
+                        done.append(("ok", fn(self.c)))
+                    except Exception as exc:
+                        done.append(("error", exc))
         except Exception as exc:  # reported by wait_assigned, never a silent dead thread
             self.error = exc
+
+    def call(self, fn, timeout: float = 30.0):
+        """Run fn(consumer) on the consumer's own thread (e.g. a commit as the member) and
+        return its result."""
+        import time
+
+        done: list = []
+        self._calls.append((fn, done))
+        deadline = time.monotonic() + timeout
+        while not done and time.monotonic() < deadline and self.error is None:
+            time.sleep(0.05)
+        assert done, f"the live consumer did not run the call within {timeout} s ({self.error!r})"
+        kind, value = done[0]
+        if kind == "error":
+            raise value
+        return value
 
     error: Exception | None = None
 

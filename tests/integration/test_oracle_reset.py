@@ -840,7 +840,7 @@ def test_difference_delete_active_group(capsys, bootstrap, tool, small, active):
     """KIP-496 lets a group with members lose the offsets of a topic it does not subscribe to;
     offsetkeeper refuses any group with members (as for resets)."""
     live, group = active
-    live.c.commit(offsets=[CkTP(small.s, 0, 3)], asynchronous=False)
+    live.call(lambda c: c.commit(offsets=[CkTP(small.s, 0, 3)], asynchronous=False))
     assert committed_state(bootstrap, group) == {(small.s, 0): 3}
     ours = run_cli(capsys, "offsets", "delete", "-b", bootstrap, "-g", group, "-t", small.s,
                    "--execute", "--no-snapshot", "-o", "csv")
