@@ -7,7 +7,7 @@ from confluent_kafka import TopicPartition as CkTP
 from confluent_kafka.admin import AdminClient
 
 
-def _watermarks(c: Consumer, topic: str, p: int, patience: float = 60.0) -> tuple[int, int]:
+def watermarks(c: Consumer, topic: str, p: int, patience: float = 60.0) -> tuple[int, int]:
     """Log start/end, asked again while the partition's leader moves (fault tests)."""
     import time
 
@@ -32,7 +32,7 @@ def independent_read(bootstrap: str, topic: str, partitions: int,
     out = []
     try:
         for p in range(partitions):
-            low, high = _watermarks(c, topic, p)
+            low, high = watermarks(c, topic, p)
             if high <= low:
                 continue
             c.assign([CkTP(topic, p, low)])

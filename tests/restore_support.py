@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTP
 
+from backup_support import watermarks
 from offsetkeeper.backup import checksum as ck
 from offsetkeeper.backup.manifest import (
     GroupOffset,
@@ -90,13 +91,13 @@ def consume_all(bootstrap: str, topic: str, partitions: Iterable[int], *,
     out: dict[int, list] = {}
     try:
         for p in partitions:
-            low, high = c.get_watermark_offsets(CkTP(topic, p), timeout=10)
+            low, high = watermarks(c, topic, p)
             out[p] = []
             if high <= low:
                 continue
             c.assign([CkTP(topic, p, low)])
             while True:
-                m = c.poll(5)
+                m = c.poll(10)
                 assert m is not None, f"timed out reading {topic}:{p}"
                 if m.error():
                     if m.error().code() == -191:
