@@ -148,15 +148,23 @@ def test_committed_offset_never_passes_an_unacknowledged_record(gaps, rnd):
 
 # -- live reset record format -----------------------------------------------------------------
 
-def test_live_records_round_trip_and_tolerate_garbage():
-    req = LiveResetRequest("lr-1", 'we"ird\n[group]', {TP: 5, TopicPartition("x", 2): 0}, 1, 2, "snap-1")
-    assert decode_record(*encode_request(req)) == ("reset", req)
-    ack = LiveAck("lr-1", req.group, TP, 5, "applied", "member-1", None, 3)
+def test_live_records_round_trip_and_tolerate_garbage(tmp_path):
+    from offsetkeeper.consumer.live import Ignored, SignedRequest
+    from offsetkeeper.consumer.live_auth import generate_key, load_signer
+
+    generate_key(tmp_path / "k")
+    signer = load_signer(tmp_path / "k")
+    req = LiveResetRequest("lr-0123456789ab", 'we"ird\n[group]', {TP: 5, TopicPartition("x", 2): 0},
+                           1, 2, "snap-1")
+    kind, signed = decode_record(*encode_request(req, signer))
+    assert kind == "reset" and isinstance(signed, SignedRequest) and signed.request == req
+    assert signed.key_id == signer.id
+    ack = LiveAck("lr-0123456789ab", req.group, TP, 5, "applied", "member-1", None, 3)
     assert decode_record(*encode_ack(ack)) == ("ack", ack)
     assert decode_record(request_key(req.group), None) == ("done", req.group)
     for key, value in [(b"not json", b"{}"), (b'["reset","g"]', b'{"v": 2, "type": "reset"}'),
                        (b'["reset","g"]', b'{"v": 1, "type": "reset"}'), (None, None), (b"[]", b"1")]:
-        assert decode_record(key, value) is None
+        assert isinstance(decode_record(key, value), Ignored)
 
 
 def _facts(members: int) -> ResetFacts:

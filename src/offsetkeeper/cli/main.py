@@ -79,7 +79,9 @@ def _register() -> None:
 
     app.add_typer(commits.app, name="commits")
     app.add_typer(zk.app, name="zk")
-    from offsetkeeper.cli import share_groups, streams_groups
+    from offsetkeeper.cli import live, share_groups, streams_groups
+
+    app.add_typer(live.app, name="live-key")
 
     app.add_typer(share_groups.app, name="share-groups")
     app.add_typer(streams_groups.app, name="streams-groups")

@@ -134,6 +134,11 @@ def reset(
     live_timeout: Annotated[float, typer.Option("--live-timeout", min=1, max=3600,
                                                 help="Seconds to wait for every partition's "
                                                 "acknowledgement (--live).")] = 60.0,
+    signing_key: Annotated[Path | None, typer.Option(
+        "--signing-key", envvar="OFFSETKEEPER_LIVE_SIGNING_KEY", metavar="FILE",
+        help="The operator's live reset key (`live-key generate`); --live --execute signs with "
+             "it and the group's consumers apply only requests signed by a key they trust.",
+        show_default=False)] = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -162,16 +167,17 @@ def reset(
         allow_cluster_mismatch=allow_cluster_mismatch, export_csv=export, script=script,
         script_bootstrap=conn.bootstrap_servers,
         script_command_config=str(command_config) if command_config else None,
-        live=live, live_timeout_s=live_timeout,
+        live=live, live_timeout_s=live_timeout, live_signing_key=signing_key,
         options=ExecuteOptions(max_concurrent=max_concurrent, retries=retries, deadline_s=deadline,
                                snapshot=not no_snapshot, snapshot_store=snapshot_store,
                                config_path=config, allow_unknown_state=allow_unknown_state))
     with KafkaAdmin(conn) as admin, progress_bar(output) as progress:
         outcome = reset_offsets(admin, req, progress=progress)
-    if outcome.live is not None:
-        from offsetkeeper.cli.live import render_live
+    if outcome.live:
+        from offsetkeeper.cli.live import render_live, undo_arguments
 
-        render_live(outcome, output)
+        render_live(outcome, output,
+                    undo_args=undo_arguments(conn.bootstrap_servers, command_config, signing_key))
     else:
         render_outcome(outcome, output)
 

@@ -13,7 +13,8 @@ See docs/consumer.md.
 """
 
 from offsetkeeper.consumer.core import CommitResult, OffsetConsumer
-from offsetkeeper.consumer.live import CONTROL_TOPIC, LiveResetReport, live_reset
+from offsetkeeper.consumer.live import CONTROL_TOPIC, ControlTopicChannel, live_reset
+from offsetkeeper.consumer.live_auth import generate_key, load_signer
 from offsetkeeper.consumer.metrics import ConsumerMetrics, prometheus_collector
 from offsetkeeper.consumer.policy import AckMode, CommitPolicy
 from offsetkeeper.consumer.stores import (
@@ -30,13 +31,15 @@ __all__ = [
     "CommitPolicy",
     "CommitResult",
     "ConsumerMetrics",
-    "LiveResetReport",
+    "ControlTopicChannel",
     "OffsetConsumer",
     "OffsetStore",
     "PostgresOffsetStore",
     "SqliteOffsetStore",
     "StoreTransaction",
+    "generate_key",
     "live_reset",
+    "load_signer",
     "open_store",
     "prometheus_collector",
 ]

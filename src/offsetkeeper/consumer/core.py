@@ -108,6 +108,7 @@ class OffsetConsumer:
         on_assign: Callable[[list[TopicPartition]], None] | None = None,
         on_revoke: Callable[[list[TopicPartition]], None] | None = None,
         live_reset: bool = True,
+        live_reset_keys: Sequence[str] | None = None,
         live_reset_topic: str | None = None,
         max_poll_records: int = 500,
     ) -> None:
@@ -193,10 +194,20 @@ class OffsetConsumer:
         self._closed = False
         self._stop = threading.Event()
         self._watcher = None
-        if live_reset:
+        # partition -> (request id, offset): applied by a live reset, paused until the request
+        # is withdrawn so the command reads back a position nobody is moving
+        self._held: dict[TopicPartition, tuple[str, int]] = {}
+        if live_reset and live_reset_keys:
             from offsetkeeper.consumer.live import CONTROL_TOPIC, LiveResetWatcher
+            from offsetkeeper.consumer.live_auth import LiveKeyError, trusted_keys
 
-            self._watcher = LiveResetWatcher(self._base_conf, group, live_reset_topic or CONTROL_TOPIC)
+            try:
+                trusted = trusted_keys(live_reset_keys)
+            except LiveKeyError as exc:
+                self._c.close()
+                raise ConsumerConfigError(exc.message) from None
+            self._watcher = LiveResetWatcher(self._base_conf, group, trusted,
+                                             live_reset_topic or CONTROL_TOPIC)
         self._c.subscribe(self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
                           on_lost=self._on_lost)
 
@@ -447,7 +458,8 @@ class OffsetConsumer:
         for m in raw:
             err = m.error()
             if err is None:
-                msgs.append(m)
+                if not self._held or _tp(m) not in self._held:
+                    msgs.append(m)
                 continue
             self._handle_error(m, err)
         if msgs and self.policy.mode is AckMode.BEFORE_PROCESSING and self._store is None:
@@ -697,6 +709,7 @@ class OffsetConsumer:
             except Exception as exc:  # never let a failed commit break the rebalance
                 log.warning("commit on revoke failed: %s", exc)
         self._tracker.revoke(tps)
+        self._release(tps)
         for t in tps:
             self._outstanding.pop(t, None)
         self._drop_buffered(lambda t, o: t in set(tps))
@@ -708,6 +721,7 @@ class OffsetConsumer:
         # would overwrite its progress, so pending acknowledgements are dropped.
         tps = [_tp(p) for p in partitions]
         self._tracker.revoke(tps)
+        self._release(tps)
         for t in tps:
             self._outstanding.pop(t, None)
         self._cross_thread = deque(e for e in self._cross_thread if e[1] not in set(tps))
@@ -721,15 +735,18 @@ class OffsetConsumer:
         owned = set(self._tracker.owned())
         for req, tp, offset in watcher.pending(owned):
             try:
+                self._check_in_log(tp, offset)
                 if self._store is not None:
                     with self._store.transaction(self.group, self._owner) as tx:
                         tx.set_offset(tp, offset)
-                else:
+                if self._store is None or self._mirror:
                     res = self._commit({tp: offset}, reason="live-reset", asynchronous=False)
                     if res is None or not res.ok:
                         raise OffsetkeeperError(
                             res.error.message if res and res.error else f"commit failed: {res and res.partition_errors}")
+                self._pause(tp)
                 if not self._seek(tp, offset):
+                    self._resume(tp)
                     continue  # not fetching yet; retried at the next poll
                 if self._store is None and self.policy.mode is AckMode.AUTO:
                     # Otherwise the next auto commit would write the old stored position back.
@@ -737,10 +754,51 @@ class OffsetConsumer:
                 self._tracker.reset(tp, offset)
                 self._outstanding.pop(tp, None)
                 self._drop_buffered(lambda t, o, tp=tp: t == tp)
+                self._held[tp] = (req.id, offset)
                 self._counters.add(live_resets_applied=1)
-                watcher.acknowledge(req, tp, offset, member=self._member_label())
+                watcher.acknowledge(req, tp, offset, member=self._member_label(),
+                                    store=self._store is not None and not self._mirror)
             except OffsetkeeperError as exc:
                 watcher.acknowledge(req, tp, offset, member=self._member_label(), error=exc.message)
+        for tp, (rid, offset) in list(self._held.items()):
+            if not watcher.is_open(rid):
+                del self._held[tp]
+                self._resume(tp)
+                self._seek(tp, offset)  # records fetched while held were never handed out
+        ignored = sum(watcher.ignored.values())
+        seen = self._counters.snapshot().live_reset_records_ignored
+        if ignored > seen:
+            self._counters.add(live_reset_records_ignored=ignored - seen)
+
+    def _check_in_log(self, tp: TopicPartition, offset: int) -> None:
+        """A signed request is still checked against the log: an offset outside it would make
+        the consumer fall back to auto.offset.reset (or fail) on every restart."""
+        try:
+            low, high = self._c.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=5,
+                                                      cached=False)
+        except KafkaException as exc:
+            raise OffsetkeeperError(f"cannot read the log start/end of {tp}: {exc}") from None
+        if not low <= offset <= high:
+            raise OffsetkeeperError(f"offset {offset} is outside the log of {tp} "
+                                    f"(log start {low}, log end {high})")
+
+    def _release(self, tps) -> None:
+        # a held partition that leaves must not come back paused
+        for t in tps:
+            if self._held.pop(t, None) is not None:
+                self._resume(t)
+
+    def _pause(self, tp: TopicPartition) -> None:
+        try:
+            self._c.pause([CkTP(tp.topic, tp.partition)])
+        except KafkaException as exc:
+            log.warning("pause %s failed: %s", tp, exc)
+
+    def _resume(self, tp: TopicPartition) -> None:
+        try:
+            self._c.resume([CkTP(tp.topic, tp.partition)])
+        except KafkaException as exc:
+            log.info("resume %s failed: %s", tp, exc)
 
     def _member_label(self) -> str:
         try:

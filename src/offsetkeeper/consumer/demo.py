@@ -24,19 +24,38 @@ def part(ctx) -> None:
         ["lab", "delivery", "--policy", "store", "--crashes", "5", "--records", "150", *b])
 
     group = "live-app"
-    app = subprocess.Popen([sys.executable, "-m", "offsetkeeper.consumer.demo", ctx.prod, group, ctx.topic],
-                           env=ctx.env)
+    key = ctx.work / "live-reset.key"
+    key.unlink(missing_ok=True)  # a rerun in the same work directory makes a new one
+    run("An operator's signing key for live resets (the application trusts its public line)",
+        ["live-key", "generate", "--out", str(key)])
+    from offsetkeeper.consumer.live_auth import load_signer
+
+    app = subprocess.Popen([sys.executable, "-m", "offsetkeeper.consumer.demo", ctx.prod, group, ctx.topic,
+                            load_signer(key).public], env=ctx.env)
     ctx.stack.callback(_stop, app)
     _wait_caught_up(ctx.prod, group, ctx.topic)
     run("A running application (OffsetConsumer, BATCH) has read everything", ["groups", "describe", group, *b])
     run("An ordinary reset is refused: the group has an active member",
         ["offsets", "reset", "-g", group, "-t", ctx.topic, "--to-offset", "100", "--execute", *b], expect=1)
-    run("Live reset: the running consumer applies it at its next poll and acknowledges",
+    run("A live reset signed with a key the application does not trust: ignored, exit 1",
         ["offsets", "reset", "-g", group, "-t", ctx.topic, "--to-offset", "100", "--live", "--execute",
-         "--live-timeout", "30", *b])
+         "--live-timeout", "3", "--signing-key", str(_other_key(ctx.work)), *b], expect=1)
+    run("Live reset, signed: the running consumer applies it at its next poll, the command reads "
+        "the group back",
+        ["offsets", "reset", "-g", group, "-t", ctx.topic, "--to-offset", "100", "--live", "--execute",
+         "--live-timeout", "30", "--signing-key", str(key), *b])
     _wait_caught_up(ctx.prod, group, ctx.topic)
     run("It re-read from offset 100 and caught up again", ["groups", "describe", group, *b])
     _stop(app)  # the application prints what it processed: 360 records + 60 re-read
+
+
+def _other_key(work):
+    from offsetkeeper.consumer.live_auth import generate_key
+
+    path = work / "untrusted.key"
+    if not path.exists():
+        generate_key(path)
+    return path
 
 
 def _stop(app: subprocess.Popen) -> None:
@@ -66,12 +85,13 @@ def _wait_caught_up(bootstrap: str, group: str, topic: str, timeout: float = 30)
             time.sleep(0.3)
 
 
-def _app(bootstrap: str, group: str, topic: str) -> None:
+def _app(bootstrap: str, group: str, topic: str, trusted_key: str) -> None:
     from offsetkeeper.consumer import CommitPolicy, OffsetConsumer
 
     consumer = OffsetConsumer({"bootstrap.servers": bootstrap, "group.id": group,
                                "session.timeout.ms": 6000, "log_level": 3},
-                              [topic], policy=CommitPolicy.batch(), auto_offset_reset="earliest")
+                              [topic], policy=CommitPolicy.batch(), auto_offset_reset="earliest",
+                              live_reset_keys=[trusted_key])
     signal.signal(signal.SIGTERM, lambda *_: consumer.stop())
     signal.signal(signal.SIGINT, lambda *_: consumer.stop())
     for _msg in consumer.records(0.2):
@@ -83,4 +103,4 @@ def _app(bootstrap: str, group: str, topic: str) -> None:
 
 
 if __name__ == "__main__":
-    _app(*sys.argv[1:4])
+    _app(*sys.argv[1:5])

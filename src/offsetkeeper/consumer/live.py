@@ -2,37 +2,47 @@
 
 Kafka refuses offset commits from outside for a group with members, so an ordinary reset
 means stopping the application. Members built on `OffsetConsumer` instead watch a compacted
-control topic; `live_reset(admin, plan)` publishes the plan there, every member applies it at
-its next poll for the partitions it owns (seek, then commit — or write its offset store),
-acknowledges on the same topic, and the command waits for every partition of the plan or a
-timeout, reporting per partition.
+control topic. The executor (`reset.apply`, the one path that changes offsets) publishes the
+plan there through `ControlTopicChannel`, signed with an operator's key (`live_auth`); every
+member applies it at its next poll for the partitions it owns (commit — or write its offset
+store — then seek), holds those partitions paused, and acknowledges on the same topic. The
+executor then checks each acknowledgement against the group itself (the acknowledging member is
+a current member, the committed offset read back equals the target), withdraws the request,
+and the members resume. Nothing a record on the topic says is believed on its own.
 
 Control topic ``__offsetkeeper_live_reset`` (1 partition, cleanup.policy=compact). Keys and
-values are UTF-8 JSON, version 1:
+values are UTF-8 JSON, version 2 (version 1 requests, unsigned, are ignored):
 
 - request — key ``["reset", GROUP]`` (one live request per group at a time; compaction keeps the
-  latest), value ``{"v": 1, "type": "reset", "id": "lr-…", "group": GROUP, "created_at_ms": …,
+  latest), value ``{"v": 2, "type": "reset", "id": "lr-…", "group": GROUP, "created_at_ms": …,
   "expires_at_ms": …, "snapshot_id": "snap-…" | null,
-  "offsets": [{"topic": T, "partition": P, "offset": O}, …]}``
-- acknowledgement — key ``["ack", GROUP, ID, TOPIC, PARTITION]``, value ``{"v": 1, "type": "ack",
+  "offsets": [{"topic": T, "partition": P, "offset": O}, …], "key_id": KID, "sig": SIG}``;
+  SIG is the Ed25519 signature of the value without ``sig`` (`live_auth.canonical`).
+- acknowledgement — key ``["ack", GROUP, ID, TOPIC, PARTITION]``, value ``{"v": 2, "type": "ack",
   "id": ID, "group": GROUP, "topic": T, "partition": P, "offset": O, "status": "applied" |
-  "failed", "error": null | "…", "member": MEMBER_ID, "at_ms": …}``
+  "failed", "error": null | "…", "member": MEMBER_ID, "store": bool, "at_ms": …}``
 - done — a tombstone (null value) for ``["reset", GROUP]`` once the command finished, so members
   starting later never apply it; ``expires_at_ms`` covers a command that died before that.
 
 A member applies a request only after it has read the control topic up to where it stood when the
-member started (so an old request is never applied before its tombstone is seen), only for
-partitions it owns, and only once per partition (acknowledgements of other members count).
+member started (so an old request is never applied before its tombstone is seen), only when it
+is signed by a key the member trusts, names the same group in key and value, has not expired,
+and lives at most `MAX_LIFETIME_MS`; only for partitions it owns, only once per partition, and
+only at an offset within the partition's log. Any other record is ignored and counted
+(`LiveResetWatcher.ignored`), whatever its size, nesting or numbers: the watcher never raises
+out of a poll because of what it read.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from offsetkeeper.errors import KafkaOperationError, UnknownTopicError
 from offsetkeeper.models import TopicPartition
@@ -40,7 +50,16 @@ from offsetkeeper.models import TopicPartition
 log = logging.getLogger("offsetkeeper.consumer.live")
 
 CONTROL_TOPIC = "__offsetkeeper_live_reset"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# A request is a short-lived order: it is valid while the command waits (--live-timeout, at
+# most an hour) and replaying a captured one later does nothing.
+MAX_LIFETIME_MS = 3_600_000 + 60_000
+MAX_CLOCK_SKEW_MS = 300_000
+MAX_KEY_BYTES = 4096
+MAX_VALUE_BYTES = 4 * 1024 * 1024
+MAX_PARTITIONS = 100_000
+_OFFSET_LIMIT = 2**63
+_ID = re.compile(r"lr-[0-9a-f]{12}\Z")
 _CONN_PREFIXES = ("bootstrap.servers", "security.protocol", "sasl.", "ssl.", "client.id",
                   "socket.", "broker.address.", "client.dns.lookup", "reconnect.backoff")
 
@@ -58,10 +77,27 @@ class LiveResetRequest:
     expires_at_ms: int
     snapshot_id: str | None = None
 
+    def payload(self) -> dict:
+        """The signed part of the record value."""
+        return {"v": FORMAT_VERSION, "type": "reset", "id": self.id, "group": self.group,
+                "created_at_ms": self.created_at_ms, "expires_at_ms": self.expires_at_ms,
+                "snapshot_id": self.snapshot_id,
+                "offsets": [{"topic": tp.topic, "partition": tp.partition, "offset": o}
+                            for tp, o in sorted(self.offsets.items())]}
+
+
+@dataclass(frozen=True)
+class SignedRequest:
+    """A request as read from the topic, with the signature still to be checked."""
+
+    request: LiveResetRequest
+    key_id: object
+    sig: object
+
 
 @dataclass(frozen=True)
 class LiveAck:
-    """A member's acknowledgement of one partition of a request."""
+    """A member's acknowledgement of one partition of a request (a claim the executor checks)."""
 
     id: str
     group: str
@@ -71,19 +107,21 @@ class LiveAck:
     member: str = ""
     error: str | None = None
     at_ms: int = 0
+    store: bool = False  # offsets kept in an external store (not readable by the command)
+
+
+class Ignored(str):
+    """Why a control record was ignored (decode_record's answer for anything invalid)."""
 
 
 def request_key(group: str) -> bytes:
     return json.dumps(["reset", group]).encode()
 
 
-def encode_request(req: LiveResetRequest) -> tuple[bytes, bytes]:
-    """(key, value) of a request record."""
-    value = {"v": FORMAT_VERSION, "type": "reset", "id": req.id, "group": req.group,
-             "created_at_ms": req.created_at_ms, "expires_at_ms": req.expires_at_ms,
-             "snapshot_id": req.snapshot_id,
-             "offsets": [{"topic": tp.topic, "partition": tp.partition, "offset": o}
-                         for tp, o in sorted(req.offsets.items())]}
+def encode_request(req: LiveResetRequest, signer) -> tuple[bytes, bytes]:
+    """(key, value) of a request record, signed by `signer` (live_auth.Signer)."""
+    payload = req.payload()
+    value = {**payload, "key_id": signer.id, "sig": signer.sign(payload)}
     return request_key(req.group), json.dumps(value).encode()
 
 
@@ -92,36 +130,107 @@ def encode_ack(ack: LiveAck) -> tuple[bytes, bytes]:
     key = json.dumps(["ack", ack.group, ack.id, ack.tp.topic, ack.tp.partition]).encode()
     value = {"v": FORMAT_VERSION, "type": "ack", "id": ack.id, "group": ack.group,
              "topic": ack.tp.topic, "partition": ack.tp.partition, "offset": ack.offset,
-             "status": ack.status, "error": ack.error, "member": ack.member, "at_ms": ack.at_ms}
+             "status": ack.status, "error": ack.error, "member": ack.member, "store": ack.store,
+             "at_ms": ack.at_ms}
     return key, json.dumps(value).encode()
 
 
+class _Bad(Exception):
+    pass
+
+
+def _int(v, lo: int, hi: int) -> int:
+    # bool is an int in Python, floats (1e400 is inf) are not offsets
+    if type(v) is not int or not lo <= v < hi:
+        raise _Bad
+    return v
+
+
+def _str(v, limit: int, *, empty: bool = False) -> str:
+    if not isinstance(v, str) or len(v) > limit or (not v and not empty):
+        raise _Bad
+    return v
+
+
+def _tp(topic, partition) -> TopicPartition:
+    return TopicPartition(_str(topic, 249), _int(partition, 0, 2**31))
+
+
+def _decode_reset(group: str, v: dict):
+    if _str(v.get("group"), 100_000) != group:
+        return Ignored("key and value name different groups")
+    offsets_raw = v.get("offsets")
+    if not isinstance(offsets_raw, list) or not 0 < len(offsets_raw) <= MAX_PARTITIONS:
+        raise _Bad
+    offsets: dict[TopicPartition, int] = {}
+    for o in offsets_raw:
+        if not isinstance(o, dict):
+            raise _Bad
+        offsets[_tp(o.get("topic"), o.get("partition"))] = _int(o.get("offset"), 0, _OFFSET_LIMIT)
+    created = _int(v.get("created_at_ms"), 0, 2**53)
+    expires = _int(v.get("expires_at_ms"), 0, 2**53)
+    if not created < expires <= created + MAX_LIFETIME_MS:
+        return Ignored("lifetime out of bounds")
+    snap = v.get("snapshot_id")
+    if snap is not None:
+        _str(snap, 200)
+    rid = _str(v.get("id"), 20)
+    if not _ID.match(rid):
+        raise _Bad
+    req = LiveResetRequest(rid, group, offsets, created, expires, snap)
+    return "reset", SignedRequest(req, v.get("key_id"), v.get("sig"))
+
+
+def _decode_ack(k: list, v: dict):
+    if len(k) != 5:
+        raise _Bad
+    ack = LiveAck(_str(v.get("id"), 20), _str(v.get("group"), 100_000),
+                  _tp(v.get("topic"), v.get("partition")), _int(v.get("offset"), 0, _OFFSET_LIMIT),
+                  v.get("status") if v.get("status") in ("applied", "failed") else _bad(),
+                  _str(v.get("member") or "", 1000, empty=True),
+                  None if v.get("error") is None else _str(v["error"], 2000, empty=True),
+                  _int(v.get("at_ms") or 0, 0, 2**53), v.get("store") is True)
+    if k[1:] != [ack.group, ack.id, ack.tp.topic, ack.tp.partition]:
+        return Ignored("key and value disagree")
+    return "ack", ack
+
+
+def _bad():
+    raise _Bad
+
+
 def decode_record(key: bytes | None, value: bytes | None):
-    """A control record as ("reset", LiveResetRequest) | ("ack", LiveAck) | ("done", group),
-    or None for anything unreadable or of a newer version (ignored, never fatal)."""
+    """A control record as ("reset", SignedRequest) | ("ack", LiveAck) | ("done", group), or an
+    `Ignored` reason for anything else. Never raises: sizes are bounded before parsing, every
+    field is checked for type and range (offsets 0 <= n < 2^63), and parsing failures of any kind
+    (deep nesting, huge numbers) are answers, not exceptions."""
+    if key is None or len(key) > MAX_KEY_BYTES:
+        return Ignored("missing or oversized key")
+    if value is not None and len(value) > MAX_VALUE_BYTES:
+        return Ignored("oversized value")
     try:
-        k = json.loads(key) if key else None
-        if not isinstance(k, list) or not k:
-            return None
+        k = json.loads(key)
+        if not isinstance(k, list) or len(k) < 2 or k[0] not in ("reset", "ack"):
+            raise _Bad
+        group = _str(k[1], 100_000)
         if value is None:
-            return ("done", k[1]) if k[0] == "reset" and len(k) == 2 and isinstance(k[1], str) else None
+            return ("done", group) if k[0] == "reset" and len(k) == 2 else Ignored("stray tombstone")
         v = json.loads(value)
-        if not isinstance(v, dict) or v.get("v") != FORMAT_VERSION:
-            return None
-        if v.get("type") == "reset":
-            offsets = {TopicPartition(str(o["topic"]), int(o["partition"])): int(o["offset"])
-                       for o in v["offsets"]}
-            return "reset", LiveResetRequest(str(v["id"]), str(v["group"]), offsets,
-                                             int(v["created_at_ms"]), int(v["expires_at_ms"]),
-                                             v.get("snapshot_id"))
-        if v.get("type") == "ack":
-            return "ack", LiveAck(str(v["id"]), str(v["group"]),
-                                  TopicPartition(str(v["topic"]), int(v["partition"])),
-                                  int(v["offset"]), str(v["status"]), str(v.get("member") or ""),
-                                  v.get("error"), int(v.get("at_ms") or 0))
-    except (ValueError, KeyError, TypeError, IndexError):
-        return None
-    return None
+        if not isinstance(v, dict):
+            raise _Bad
+        if v.get("v") != FORMAT_VERSION:
+            return Ignored(f"format version {str(v.get('v'))[:20]} (this reader knows {FORMAT_VERSION})")
+        if k[0] == "reset" and len(k) == 2 and v.get("type") == "reset":
+            return _decode_reset(group, v)
+        if k[0] == "ack" and v.get("type") == "ack":
+            if group != v.get("group"):
+                return Ignored("key and value name different groups")
+            return _decode_ack(k, v)
+        raise _Bad
+    except _Bad:
+        return Ignored("malformed record")
+    except Exception:  # RecursionError, OverflowError, UnicodeError ...: never fatal
+        return Ignored("unparseable record")
 
 
 def _now_ms() -> int:
@@ -137,14 +246,15 @@ def _conn_props(conf: dict) -> dict:
 class LiveResetWatcher:
     """Reads the control topic for one group inside an OffsetConsumer (no group membership)."""
 
-    def __init__(self, conf: dict, group: str, topic: str = CONTROL_TOPIC) -> None:
+    def __init__(self, conf: dict, group: str, trusted, topic: str = CONTROL_TOPIC) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer
         from confluent_kafka import TopicPartition as CkTP
 
         self.group = group
         self.topic = topic
+        self.trusted = trusted  # live_auth.TrustedKeys
         self._conn = _conn_props(conf)
-        _ensure_topic(self._conn, topic)
+        ensure_control_topic(self._conn, topic)
         self._c = Consumer({**self._conn, "group.id": f"offsetkeeper-live-watch-{uuid.uuid4().hex[:8]}",
                             "enable.auto.commit": False, "enable.auto.offset.store": False,
                             "auto.offset.reset": "earliest", "log_level": 3,
@@ -155,22 +265,47 @@ class LiveResetWatcher:
         self._done: set[tuple[str, TopicPartition]] = set()
         self._catch_up_to: int | None = None
         self._read_to = -1
+        # Records not acted on, by reason (hostile or foreign records are counted, never fatal).
+        self.ignored: Counter[str] = Counter()
+
+    def _ignore(self, reason: str, offset: int) -> None:
+        if not self.ignored[reason]:
+            log.warning("ignored a record on %s at offset %d: %s (counted from now on)",
+                        self.topic, offset, reason)
+        self.ignored[reason] += 1
 
     def _drain(self) -> None:
-        for m in self._c.consume(500, 0):
+        from confluent_kafka import KafkaException
+
+        try:
+            batch = self._c.consume(500, 0)
+        except (KafkaException, RuntimeError) as exc:
+            log.info("reading %s failed (retried at the next poll): %s", self.topic, exc)
+            return
+        for m in batch:
             if m.error():
                 continue
             self._read_to = m.offset()
             rec = decode_record(m.key(), m.value())
-            if rec is None:
+            if isinstance(rec, Ignored):
+                self._ignore(rec, m.offset())
                 continue
             kind, body = rec
-            if kind == "reset" and body.group == self.group:
-                self._requests[body.group] = body
-            elif kind == "done" and body == self.group:
-                self._requests.pop(body, None)
-            elif kind == "ack" and body.group == self.group:
+            if kind == "done":
+                if body == self.group:
+                    self._requests.pop(body, None)
+                continue
+            owner = body.group if kind == "ack" else body.request.group
+            if owner != self.group:
+                continue  # another group's business, valid or not
+            if kind == "ack":
                 self._done.add((body.id, body.tp))
+                continue
+            why = self.trusted.verify(body.request.payload(), body.key_id, body.sig)
+            if why:
+                self._ignore(f"request {why}", m.offset())
+                continue
+            self._requests[self.group] = body.request
 
     def _ready(self) -> bool:
         if self._catch_up_to is None:
@@ -184,6 +319,9 @@ class LiveResetWatcher:
             self._catch_up_to = hi
         return self._read_to + 1 >= self._catch_up_to
 
+    def _valid(self, req: LiveResetRequest, now: int) -> bool:
+        return req.created_at_ms - MAX_CLOCK_SKEW_MS <= now < req.expires_at_ms
+
     def pending(self, owned: set[TopicPartition]) -> list[tuple[LiveResetRequest, TopicPartition, int]]:
         """(request, partition, offset) this member must apply now."""
         self._drain()
@@ -191,12 +329,18 @@ class LiveResetWatcher:
             return []
         now = _now_ms()
         return [(req, tp, off)
-                for req in self._requests.values() if req.expires_at_ms > now
+                for req in self._requests.values() if self._valid(req, now)
                 for tp, off in sorted(req.offsets.items())
                 if tp in owned and (req.id, tp) not in self._done]
 
+    def is_open(self, request_id: str) -> bool:
+        """True while request `request_id` is neither withdrawn nor expired (members hold the
+        partitions they applied it to until then, so the command reads back a still position)."""
+        req = self._requests.get(self.group)
+        return req is not None and req.id == request_id and self._valid(req, _now_ms())
+
     def acknowledge(self, req: LiveResetRequest, tp: TopicPartition, offset: int, *,
-                    member: str, error: str | None = None) -> None:
+                    member: str, error: str | None = None, store: bool = False) -> None:
         """Publish that this member applied (or failed to apply) one partition of a request."""
         from confluent_kafka import Producer
 
@@ -204,7 +348,8 @@ class LiveResetWatcher:
             self._producer = Producer({**self._conn, "linger.ms": 0, "log_level": 3})
         self._done.add((req.id, tp))
         key, value = encode_ack(LiveAck(req.id, req.group, tp, offset,
-                                        "failed" if error else "applied", member, error, _now_ms()))
+                                        "failed" if error else "applied", member, error, _now_ms(),
+                                        store))
         self._producer.produce(self.topic, key=key, value=value, partition=0)
         self._producer.flush(10)
 
@@ -216,7 +361,7 @@ class LiveResetWatcher:
                 self._producer.flush(5)
 
 
-def _ensure_topic(conn: dict, topic: str) -> None:
+def ensure_control_topic(conn: dict, topic: str) -> None:
     """Create the compacted control topic when it is missing (best effort: a member without
     the right to create topics still works once an operator or the command created it)."""
     from confluent_kafka import KafkaException
@@ -246,152 +391,96 @@ def _ensure_topic(conn: dict, topic: str) -> None:
 
 # -- command side -----------------------------------------------------------------------------
 
-class LiveStatus(StrEnum):
-    APPLIED = "applied"
-    FAILED = "failed"
-    NOT_ACKNOWLEDGED = "not-acknowledged"
-    REFUSED = "refused"
-    ERROR = "error"
+class ControlTopicChannel:
+    """The executor's `LiveChannel` on the control topic: publishes signed requests, yields the
+    acknowledgements of exactly those requests, withdraws them (tombstones)."""
+
+    def __init__(self, conn_conf: dict, signer, *, timeout_s: float = 60.0,
+                 topic: str = CONTROL_TOPIC) -> None:
+        self._conn = _conn_props(conn_conf)
+        self.signer = signer
+        self.timeout_s = timeout_s
+        self.topic = topic
+        self.requests: dict[str, LiveResetRequest] = {}  # id -> request
+        self._producer = None
+        self._first = -1
+
+    def publish(self, offsets, snapshot_id: str | None) -> None:
+        """Sign and publish one request per group (raises when it cannot be published)."""
+        from confluent_kafka import Producer
+
+        ensure_control_topic(self._conn, self.topic)
+        now = _now_ms()
+        for group, offs in offsets.items():
+            req = LiveResetRequest(f"lr-{uuid.uuid4().hex[:12]}", group, dict(offs), now,
+                                   now + int(self.timeout_s * 1000) + 30_000, snapshot_id)
+            self.requests[req.id] = req
+        self._producer = Producer({**self._conn, "linger.ms": 0, "log_level": 3})
+        firsts: list[int] = []
+        for req in self.requests.values():
+            key, value = encode_request(req, self.signer)
+            self._producer.produce(self.topic, key=key, value=value, partition=0,
+                                   on_delivery=lambda err, m: firsts.append(
+                                       m.offset() if err is None else -1))
+        if self._producer.flush(15) != 0 or len(firsts) != len(self.requests) or min(firsts) < 0:
+            raise KafkaOperationError(f"could not publish the live reset request to {self.topic} "
+                                      "(does this principal have WRITE on it?)")
+        self._first = min(firsts)
+
+    def acknowledgements(self, deadline: float) -> Iterator[LiveAck]:
+        """Acknowledgements of this channel's requests, as they arrive, until `deadline`
+        (monotonic). Claims only: the executor checks them against the group."""
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as CkTP
+
+        reader = Consumer({**self._conn, "group.id": f"offsetkeeper-live-{uuid.uuid4().hex[:8]}",
+                           "enable.auto.commit": False, "log_level": 3})
+        reader.assign([CkTP(self.topic, 0, self._first)])
+        try:
+            while time.monotonic() < deadline:
+                for m in reader.consume(200, 0.2):
+                    if m.error():
+                        continue
+                    rec = decode_record(m.key(), m.value())
+                    if isinstance(rec, Ignored) or rec[0] != "ack":
+                        continue
+                    req = self.requests.get(rec[1].id)
+                    if req is not None and req.group == rec[1].group and rec[1].tp in req.offsets:
+                        yield rec[1]
+        finally:
+            reader.close()
+
+    def withdraw(self) -> None:
+        """Tombstone every request: members that start later never apply it, running members
+        resume the partitions they held."""
+        if self._producer is None:
+            return
+        for req in self.requests.values():
+            self._producer.produce(self.topic, key=request_key(req.group), value=None, partition=0)
+        self._producer.flush(15)
 
 
-@dataclass(frozen=True)
-class LivePartitionResult:
-    """What happened to one partition of a live reset."""
+def live_reset(admin, plan, *, signer, timeout_s: float = 60.0, snapshot: bool = True,
+               snapshot_store: str | None = None, topic: str = CONTROL_TOPIC, progress=None):
+    """Apply `plan` through the group's running members (the executor's live strategy) and
+    return its ApplyReport. `signer`: `live_auth.load_signer(path)`. The groups are
+    snapshotted first, as for an ordinary reset; `plan` should come from `build_plan` with
+    `ResetScope(live=True)`."""
+    from offsetkeeper.progress import no_progress
+    from offsetkeeper.reset.apply import ApplyOptions, apply_plan
+    from offsetkeeper.snapshots.capture import snapshot_fn
 
-    group: str
-    topic: str
-    partition: int
-    target: int | None
-    status: LiveStatus
-    member: str = ""
-    elapsed_ms: float | None = None
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class LiveResetReport:
-    """The outcome of a live reset, per partition."""
-
-    partitions: tuple[LivePartitionResult, ...]
-    elapsed_s: float
-    request_ids: dict[str, str] = field(default_factory=dict)  # group -> request id
-    snapshot_id: str | None = None
-    timeout_s: float = 0.0
-
-    @property
-    def status(self) -> str:
-        ok = sum(p.status is LiveStatus.APPLIED for p in self.partitions)
-        if self.partitions and ok == len(self.partitions):
-            return "SUCCESS"
-        return "PARTIAL_SUCCESS" if ok else "FAILED"
-
-    def to_dict(self) -> dict:
-        return {"status": self.status, "elapsed_s": round(self.elapsed_s, 3),
-                "timeout_s": self.timeout_s, "snapshot_id": self.snapshot_id,
-                "request_ids": self.request_ids,
-                "partitions": [{**asdict(p), "status": p.status.value} for p in self.partitions]}
-
-
-def live_reset(admin, plan, *, timeout_s: float = 60.0, snapshot: bool = True,
-               snapshot_store: str | None = None, topic: str = CONTROL_TOPIC) -> LiveResetReport:
-    """Publish `plan` as live reset requests, wait until every partition is acknowledged by the
-    member that owns it (or `timeout_s`), withdraw the requests, report per partition.
-
-    The plan should come from `build_plan` with `ResetScope(live=True)` (active groups are the
-    point here). The groups are snapshotted first, as for an ordinary reset.
-    """
-    from confluent_kafka import Consumer, Producer
-    from confluent_kafka import TopicPartition as CkTP
-
-    from offsetkeeper.snapshots.capture import snapshot_and_save
-
-    start = time.monotonic()
-    results: dict[tuple[str, TopicPartition], LivePartitionResult] = {}
-    wanted: dict[tuple[str, TopicPartition], int] = {}
-    requests: list[LiveResetRequest] = []
-    for g in plan.groups:
-        if g.refused:
-            for p in g.partitions:
-                results[(g.group, p.tp)] = LivePartitionResult(g.group, p.topic, p.partition, p.target,
-                                                               LiveStatus.REFUSED, error=str(g.refused))
-            if not g.partitions:
-                results[(g.group, TopicPartition("-", -1))] = LivePartitionResult(
-                    g.group, "-", -1, None, LiveStatus.REFUSED, error=str(g.refused))
-            continue
-        offsets = {}
-        for p in g.partitions:
-            if p.error or p.target is None:
-                results[(g.group, p.tp)] = LivePartitionResult(g.group, p.topic, p.partition, None,
-                                                               LiveStatus.ERROR, error=p.error)
-            else:
-                offsets[p.tp] = p.target
-                wanted[(g.group, p.tp)] = p.target
-        if offsets:
-            now = _now_ms()
-            requests.append(LiveResetRequest(f"lr-{uuid.uuid4().hex[:12]}", g.group, offsets, now,
-                                             now + int(timeout_s * 1000)))
-    snapshot_id = None
-    if requests:
-        # Every requested group is snapshotted (a live reset moves positions even where the
-        # committed offset already equals the target).
-        if snapshot:
-            from offsetkeeper.reset.apply import uncommitted_partitions
-
-            snapshot_id = snapshot_and_save(admin, [r.group for r in requests], snapshot_store,
-                                            description=f"before live reset {plan.target}",
-                                            uncommitted=uncommitted_partitions(plan)).id
-        requests = [LiveResetRequest(r.id, r.group, r.offsets, r.created_at_ms, r.expires_at_ms,
-                                     snapshot_id) for r in requests]
-        conn = admin.conn.client_config()
-        _ensure_topic(_conn_props(conn), topic)
+    try:
+        admin.topic_partitions([topic])
+    except UnknownTopicError:
+        ensure_control_topic(_conn_props(admin.conn.client_config()), topic)
         try:
             admin.topic_partitions([topic])
         except UnknownTopicError:
             raise KafkaOperationError(f"the live reset topic {topic} does not exist and could not "
                                       "be created; create it (1 partition, cleanup.policy=compact)") from None
-        producer = Producer({**_conn_props(conn), "linger.ms": 0, "log_level": 3})
-        first_offset: list[int] = []
-        for req in requests:
-            key, value = encode_request(req)
-            producer.produce(topic, key=key, value=value, partition=0,
-                             on_delivery=lambda err, m: first_offset.append(m.offset() if err is None else -1))
-        if producer.flush(15) != 0 or not first_offset or min(first_offset) < 0:
-            raise KafkaOperationError(f"could not publish the live reset request to {topic}")
-        by_id = {r.id: r for r in requests}
-        reader = Consumer({**_conn_props(conn), "group.id": f"offsetkeeper-live-{uuid.uuid4().hex[:8]}",
-                           "enable.auto.commit": False, "log_level": 3})
-        reader.assign([CkTP(topic, 0, min(first_offset))])
-        deadline = start + timeout_s
-        try:
-            while wanted.keys() - results.keys() and time.monotonic() < deadline:
-                for m in reader.consume(200, 0.2):
-                    if m.error():
-                        continue
-                    rec = decode_record(m.key(), m.value())
-                    if rec is None or rec[0] != "ack" or rec[1].id not in by_id:
-                        continue
-                    ack: LiveAck = rec[1]
-                    k = (ack.group, ack.tp)
-                    if k in wanted and k not in results:
-                        req = by_id[ack.id]
-                        results[k] = LivePartitionResult(
-                            ack.group, ack.tp.topic, ack.tp.partition, wanted[k],
-                            LiveStatus.APPLIED if ack.status == "applied" else LiveStatus.FAILED,
-                            member=ack.member, elapsed_ms=round(max(0, ack.at_ms - req.created_at_ms), 1),
-                            error=ack.error)
-        finally:
-            reader.close()
-            # Withdraw the requests: members that start later must not apply them.
-            for req in requests:
-                producer.produce(topic, key=request_key(req.group), value=None, partition=0)
-            producer.flush(15)
-        for k, target in wanted.items():
-            if k not in results:
-                results[k] = LivePartitionResult(
-                    k[0], k[1].topic, k[1].partition, target, LiveStatus.NOT_ACKNOWLEDGED,
-                    error=f"no member acknowledged within {timeout_s:g}s (is the partition owned "
-                          "by a consumer built on offsetkeeper.consumer?)")
-    ordered = tuple(results[k] for k in sorted(results, key=lambda k: (k[0], k[1])))
-    return LiveResetReport(partitions=ordered, elapsed_s=time.monotonic() - start,
-                           request_ids={r.group: r.id for r in requests}, snapshot_id=snapshot_id,
-                           timeout_s=timeout_s)
+    channel = ControlTopicChannel(admin.conn.client_config(), signer, timeout_s=timeout_s, topic=topic)
+    opts = ApplyOptions(snapshot_fn=snapshot_fn(snapshot_store) if snapshot else None,
+                        description=f"before live reset {plan.target}", live=channel,
+                        progress=progress or no_progress)
+    return apply_plan(admin, plan, opts)

@@ -19,6 +19,7 @@ class ConsumerMetrics:
     commit_latency_count: int = 0
     commit_latency_max_s: float = 0.0
     live_resets_applied: int = 0  # partitions moved by a live reset request
+    live_reset_records_ignored: int = 0  # control records not acted on (invalid, unsigned, ...)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -67,6 +68,8 @@ def prometheus_collector(consumer, *, prefix: str = "offsetkeeper_consumer"):
                 ("committed_offsets", m.committed_offsets, "Partition offsets committed."),
                 ("commit_failures", m.commit_failures, "Offset commits that failed after retries."),
                 ("live_resets_applied", m.live_resets_applied, "Partitions moved by live resets."),
+                ("live_reset_records_ignored", m.live_reset_records_ignored,
+                 "Live reset control records ignored (invalid, unsigned, untrusted key)."),
             ):
                 c = CounterMetricFamily(f"{prefix}_{name}", doc, labels=labels)
                 c.add_metric(values, value)

@@ -52,6 +52,9 @@ class ResetRequest:
     # apply it at their next poll; waits up to live_timeout_s for every partition.
     live: bool = False
     live_timeout_s: float = 60.0
+    # The operator's Ed25519 private key (PEM) that signs a live reset; the group's consumers
+    # apply only requests signed by a key they trust (consumer.live_auth).
+    live_signing_key: Path | None = None
     export_csv: Path | None = None
     script: Path | None = None
     # For the script: how kafka-consumer-groups.sh should connect.
@@ -89,7 +92,7 @@ class Outcome:
     report: ApplyReport | None = None
     notes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
-    live: Any = None  # a consumer.live.LiveResetReport for `--live --execute`
+    live: bool = False  # `report` is a live reset's (applied by the group's running members)
     # A dry run whose --execute would be refused as bad input (a misspelled group): shown
     # with the plan, then raised by the caller (exit 2).
     error: Any = None
@@ -97,8 +100,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         """True when nothing was refused or failed (a dry run: when the plan has no errors)."""
-        if self.live is not None:
-            return self.live.status == "SUCCESS"
         if self.report is not None:
             return self.report.status is ReportStatus.SUCCESS
         return not self.plan.has_errors
@@ -209,6 +210,15 @@ def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]
 
 def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Plan a reset, write the requested plan files, and with `req.execute` apply it."""
+    signer = None
+    if req.live and req.execute:
+        from offsetkeeper.consumer.live_auth import load_signer
+
+        if req.live_signing_key is None:
+            raise UsageError("--live --execute needs --signing-key FILE (or "
+                             "$OFFSETKEEPER_LIVE_SIGNING_KEY): the operator key the group's "
+                             "consumers trust; make one with `offsetkeeper live-key generate`")
+        signer = load_signer(req.live_signing_key)  # bad key: exit 2 before anything changes
     plan, notes = plan_reset_request(admin, req)
     error = None
     try:
@@ -218,13 +228,13 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
             raise
         error = exc  # the dry run shows the plan, then says it (exit 2)
     files = _write_files(plan, req)
-    if req.live and req.execute:
-        from offsetkeeper.consumer.live import live_reset
+    if signer is not None:
+        from offsetkeeper.consumer.live import ControlTopicChannel
 
-        store = snapshot_store_url(req.options.snapshot_store, req.options.config_path)
-        report = live_reset(admin, plan, timeout_s=req.live_timeout_s,
-                            snapshot=req.options.snapshot, snapshot_store=store)
-        return Outcome(plan, None, notes, files, live=report)
+        channel = ControlTopicChannel(admin.conn.client_config(), signer, timeout_s=req.live_timeout_s)
+        opts = replace(apply_options(req.options, description=f"before live reset {plan.target}",
+                                     progress=progress), live=channel)
+        return Outcome(plan, apply_plan(admin, plan, opts), notes, files, live=True)
     report = execute_plan(admin, plan, req.options, description=f"before reset {plan.target}",
                           progress=progress) if req.execute else None
     return Outcome(plan, report, notes, files, error=error)

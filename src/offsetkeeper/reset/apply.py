@@ -9,6 +9,12 @@ result back to compare it with the plan. Groups run concurrently in waves.
 
 This module knows nothing of snapshot stores: the caller passes `ApplyOptions.snapshot_fn`,
 which is called once, before anything changes, with the groups about to change.
+
+Two apply strategies share the checks and the read-back: committing from outside (groups
+without members), and a live reset (`ApplyOptions.live`, a `LiveChannel`): the plan goes to the
+group's running members, which apply it themselves; their acknowledgements are claims, and a
+partition counts as changed only when the acknowledging member is a current member of the group
+and the group's committed offset read back equals the target.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 from offsetkeeper.errors import OffsetkeeperError
 from offsetkeeper.kafka.errors import (
@@ -60,6 +67,31 @@ SUCCESS, REFUSED, FAILED, NOTHING = (GroupStatus.SUCCESS, GroupStatus.REFUSED, G
 SnapshotFn = Callable[..., str]
 
 
+class LiveAckClaim(Protocol):
+    """What a member says it did with one partition of a live reset."""
+
+    group: str
+    tp: TopicPartition
+    offset: int
+    status: str  # "applied" | "failed"
+    member: str
+    error: str | None
+    store: bool  # offsets kept only in an external store (cannot be read back)
+
+
+class LiveChannel(Protocol):
+    """Where a live reset is published to a group's running members (consumer.live)."""
+
+    timeout_s: float
+
+    def publish(self, offsets: Mapping[str, Mapping[TopicPartition, int]],
+                snapshot_id: str | None) -> None: ...
+
+    def acknowledgements(self, deadline: float) -> Iterator[LiveAckClaim]: ...
+
+    def withdraw(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class ApplyOptions:
     """How to execute a plan."""
@@ -78,6 +110,8 @@ class ApplyOptions:
     # run against a sick cluster ends instead of retrying for many minutes.
     deadline_s: float | None = 300.0
     progress: ProgressFn = no_progress
+    # Apply through the group's running members instead of committing from outside.
+    live: LiveChannel | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +125,8 @@ class GroupResult:
     latency_s: float = 0.0
     error: str | None = None
     partition_errors: dict[str, str] = field(default_factory=dict)
+    # A live reset: partition -> the member that applied it (verified by read-back).
+    applied_by: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -411,10 +447,109 @@ def _execute(admin, plan: ResetPlan, opts: ApplyOptions) -> list[GroupResult]:
     return sorted(results, key=lambda r: order[r.group])
 
 
-def groups_to_change(plan: ResetPlan) -> list[str]:
-    """The groups executing `plan` would change (those a snapshot must cover)."""
+def groups_to_change(plan: ResetPlan, *, live: bool = False) -> list[str]:
+    """The groups executing `plan` would change (those a snapshot must cover). A live reset
+    moves every planned partition's position, even where the committed offset is the target."""
     return [g.group for g in plan.groups if not g.refused and
-            (any(p.changes for p in g.partitions) or plan.kind is PlanKind.DELETE_GROUPS)]
+            (any(p.changes or (live and _live_target(p) is not None) for p in g.partitions)
+             or plan.kind is PlanKind.DELETE_GROUPS)]
+
+
+def _live_target(p) -> int | None:
+    return p.target if p.target is not None and not p.error and not p.delete else None
+
+
+def _execute_live(admin, plan: ResetPlan, opts: ApplyOptions,
+                  snapshot_id: str | None) -> list[GroupResult]:
+    """The live strategy: re-check that each group still has members, publish, collect the
+    members' claims until every partition answered or the channel's timeout, then believe a
+    claim only when the group itself confirms it (member current, offset read back)."""
+    channel = opts.live
+    results: list[GroupResult] = []
+    jobs: dict[str, _Job] = {}
+    now = time.monotonic()
+    for gp in plan.groups:
+        perr = {str(p.tp): p.error for p in gp.partitions if p.error}
+        offsets = {p.tp: t for p in gp.partitions if (t := _live_target(p)) is not None}
+        if gp.refused:
+            results.append(GroupResult(gp.group, GroupStatus.REFUSED, error=gp.refused.message))
+        elif not offsets:
+            results.append(GroupResult(gp.group, GroupStatus.FAILED if perr else GroupStatus.NOTHING,
+                                       partition_errors=perr,
+                                       error="no partition could be planned" if perr else None))
+        else:
+            jobs[gp.group] = _Job(gp, offsets, started=now, attempts=1, partition_errors=perr)
+    infos = admin.describe_groups_each(list(jobs)) if jobs else {}
+    for g in list(jobs):
+        info = infos.get(g)
+        if isinstance(info, OffsetkeeperError) or info is None or not info.members:
+            job = jobs.pop(g)
+            why = info.message if isinstance(info, OffsetkeeperError) else (
+                f"group {g} has no members now; a live reset is applied by the group's running "
+                "consumers (for a stopped group, reset without --live)")
+            results.append(GroupResult(g, GroupStatus.FAILED if isinstance(info, OffsetkeeperError)
+                                       else GroupStatus.REFUSED, attempts=1, error=why,
+                                       partition_errors=job.partition_errors))
+    if not jobs:
+        return results
+    wanted = {(g, tp) for g, job in jobs.items() for tp in job.offsets}
+    claims: dict[tuple[str, TopicPartition], LiveAckClaim] = {}
+    channel.publish({g: job.offsets for g, job in jobs.items()}, snapshot_id)
+    try:
+        for ack in channel.acknowledgements(time.monotonic() + channel.timeout_s):
+            k = (ack.group, ack.tp)
+            if k in wanted and k not in claims:
+                claims[k] = ack
+                opts.progress(ProgressEvent("live reset", len(claims), len(wanted), "partitions"))
+                if len(claims) == len(wanted):
+                    break
+        results.extend(_confirm_live(admin, jobs, claims, channel.timeout_s))
+    finally:
+        # members hold the partitions they applied until the request is withdrawn: the
+        # read-back above saw a position nobody was moving
+        channel.withdraw()
+    order = {gp.group: i for i, gp in enumerate(plan.groups)}
+    return sorted(results, key=lambda r: order[r.group])
+
+
+def _confirm_live(admin, jobs: dict[str, _Job], claims: dict, timeout_s: float) -> list[GroupResult]:
+    infos = admin.describe_groups_each(list(jobs))
+    reads = admin.committed_offsets_each(list(jobs), described=infos)
+    out = []
+    for g, job in jobs.items():
+        info, live = infos.get(g), reads.get(g)
+        members = {m.member_id for m in info.members} if hasattr(info, "members") else None
+        applied: dict[str, str] = {}
+        for tp, want in job.offsets.items():
+            ack = claims.get((g, tp))
+            err = None
+            if ack is None:
+                err = (f"no member acknowledged within {timeout_s:g}s (is the partition owned by a "
+                       "consumer built on offsetkeeper.consumer that trusts this signing key?)")
+            elif ack.status != "applied":
+                err = f"member {ack.member} could not apply it: {ack.error or 'no reason given'}"
+            elif members is not None and ack.member not in members:
+                err = f"acknowledged by {ack.member!r}, which is not a member of group {g}"
+            elif ack.store:
+                err = (f"member {ack.member} wrote its offset store; offsets kept outside Kafka "
+                       "cannot be read back (OffsetConsumer(mirror_to_kafka=True) lets the command "
+                       "verify them)")
+            elif isinstance(live, OffsetkeeperError) or live is None:
+                err = f"acknowledged, but reading the group back failed: {getattr(live, 'message', live)}"
+            elif (got := live.get(tp)) is None or got.offset != want:
+                err = (f"acknowledged by {ack.member}, but the group's committed offset is "
+                       f"{'none' if got is None else got.offset}, not {want}")
+            if err:
+                job.partition_errors[str(tp)] = err
+            else:
+                applied[str(tp)] = ack.member
+        perr = job.partition_errors
+        out.append(GroupResult(g, GroupStatus.FAILED if perr else GroupStatus.SUCCESS,
+                               partitions_changed=len(applied), attempts=1,
+                               latency_s=time.monotonic() - job.started, partition_errors=perr,
+                               error=f"{len(perr)} partition(s) failed" if perr else None,
+                               applied_by=applied))
+    return out
 
 
 def uncommitted_partitions(plan: ResetPlan) -> dict[str, list[TopicPartition]]:
@@ -435,13 +570,14 @@ def apply_plan(admin, plan: ResetPlan, options: ApplyOptions | None = None) -> A
     """
     opts = options or ApplyOptions()
     snapshot_id = None
-    groups = groups_to_change(plan)
+    groups = groups_to_change(plan, live=opts.live is not None)
     if opts.snapshot_fn is not None and groups:
         snapshot_id = opts.snapshot_fn(admin, groups,
                                        opts.description or f"before {plan.kind} {plan.target}",
                                        uncommitted=uncommitted_partitions(plan))
     start = time.monotonic()
-    results = _execute(admin, plan, opts)
+    results = _execute_live(admin, plan, opts, snapshot_id) if opts.live is not None \
+        else _execute(admin, plan, opts)
     return ApplyReport(results=tuple(results), elapsed_s=time.monotonic() - start,
                        snapshot_id=snapshot_id, kind=plan.kind)
 
