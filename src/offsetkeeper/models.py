@@ -40,6 +40,24 @@ def check_names(names, *, what: str = "group") -> None:
             raise UsageError(f"{what} name {problem}; refused before reaching the Kafka client")
 
 
+def compile_pattern(pattern: str, *, what: str = "topic"):
+    """A glob (``orders-*``, ``pay?``) or, with a leading ``~``, a full-match regex, for
+    selecting topics or groups by name."""
+    import fnmatch
+    import re
+
+    from offsetkeeper.errors import UsageError
+
+    if not pattern or pattern == "~":
+        raise UsageError(f"empty {what} pattern: give a {what} name, a glob or ~REGEX")
+    if pattern.startswith("~"):
+        try:
+            return re.compile(pattern[1:])
+        except re.error as exc:
+            raise UsageError(f"{what} pattern '{pattern}' is not a valid regex: {exc}") from None
+    return re.compile(fnmatch.translate(pattern))
+
+
 def offset_problem(value: object) -> str | None:
     """Why `value` is not a valid offset (None when it is one)."""
     if isinstance(value, bool) or not isinstance(value, int):

@@ -28,7 +28,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from offsetkeeper.backup.manifest import validate_backup_id
-from offsetkeeper.backup.topics import compile_pattern
 from offsetkeeper.config import (
     ClusterRef,
     ConfigFile,
@@ -38,6 +37,7 @@ from offsetkeeper.config import (
     prop_str,
 )
 from offsetkeeper.errors import UsageError
+from offsetkeeper.models import compile_pattern
 from offsetkeeper.spark.session import DEFAULT_MASTER
 
 

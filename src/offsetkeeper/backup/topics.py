@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Iterable, Sequence
 
 from offsetkeeper.errors import UsageError
-
-
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """A glob (``orders-*``, ``pay?``) or, with a leading ``~``, a full-match regex."""
-    if not pattern or pattern == "~":
-        raise UsageError("empty topic pattern: give a topic name, a glob or ~REGEX")
-    if pattern.startswith("~"):
-        try:
-            return re.compile(pattern[1:])
-        except re.error as exc:
-            raise UsageError(f"topic pattern '{pattern}' is not a valid regex: {exc}") from None
-    return re.compile(fnmatch.translate(pattern))
+from offsetkeeper.models import compile_pattern
 
 
 def select_topics(

@@ -129,6 +129,12 @@ def reset(
     create_groups: CreateGroupsOpt = False,
     allow_unknown_state: UnknownStateOpt = False,
     deadline: DeadlineOpt = 300.0,
+    group_pattern: Annotated[list[str] | None, typer.Option(
+        "--group-pattern", metavar="GLOB|~REGEX", help="Groups whose id matches (repeatable; "
+        "a glob such as 'migr-svc-*' or ~REGEX), besides any --group.",
+        show_default=False)] = None,
+    summary: Annotated[bool, typer.Option("--summary", help="One table row per group instead "
+                                          "of per partition (JSON keeps every partition).")] = False,
     live: Annotated[bool, typer.Option("--live", help="Reset a RUNNING group whose consumers use "
                                        "offsetkeeper.consumer: they apply it at their next poll.")] = False,
     live_timeout: Annotated[float, typer.Option("--live-timeout", min=1, max=3600,
@@ -162,6 +168,7 @@ def reset(
     conn = connection(bootstrap, command_config, cluster, config)
     req = ResetRequest(
         target=target, groups=tuple(group_ids(group)), all_groups=all_groups,
+        group_patterns=tuple(group_pattern or ()),
         topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()), all_topics=all_topics,
         execute=execute, create_groups=create_groups,
         allow_cluster_mismatch=allow_cluster_mismatch, export_csv=export, script=script,
@@ -179,7 +186,7 @@ def reset(
         render_live(outcome, output,
                     undo_args=undo_arguments(conn.bootstrap_servers, command_config, signing_key))
     else:
-        render_outcome(outcome, output)
+        render_outcome(outcome, output, summary=summary)
 
 
 @app.command("delete")

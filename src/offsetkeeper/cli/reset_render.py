@@ -40,11 +40,49 @@ def plan_rows(plan: ResetPlan) -> list[dict]:
     return rows
 
 
-def show_plan(plan: ResetPlan, fmt: OutputFormat, *, executed: bool = False) -> None:
-    """Print a plan (data only, to stdout)."""
+SUMMARY_COLUMNS = ["group", "state", "partitions", "changing", "moved_back", "moved_forward",
+                   "records_rewound", "records_skipped", "note"]
+# A table longer than this on a terminal suggests --summary (3,000 rows scroll the verdict away).
+LONG_PLAN_ROWS = 200
+
+
+def plan_summary_rows(plan: ResetPlan) -> list[dict]:
+    """One row per group: how many partitions change, in which direction, by how many records."""
+    rows = []
+    for g in plan.groups:
+        if g.refused:
+            rows.append({"group": g.group, "state": g.state, "note": f"REFUSED: {g.refused}"})
+            continue
+        back = [p for p in g.partitions if p.changes and p.current is not None
+                and p.target is not None and p.target < p.current]
+        fwd = [p for p in g.partitions if p.changes and p.current is not None
+               and p.target is not None and p.target > p.current]
+        errors = sum(1 for p in g.partitions if p.error)
+        rows.append({
+            "group": g.group, "state": g.state, "partitions": len(g.partitions),
+            "changing": sum(1 for p in g.partitions if p.changes),
+            "moved_back": len(back), "moved_forward": len(fwd),
+            "records_rewound": sum(p.current - p.target for p in back),
+            "records_skipped": sum(p.target - p.current for p in fwd),
+            "note": f"{errors} partition error(s)" if errors else ("new group" if g.new_group else None),
+        })
+    return rows
+
+
+def show_plan(plan: ResetPlan, fmt: OutputFormat, *, executed: bool = False,
+              summary: bool = False) -> None:
+    """Print a plan (data only, to stdout); `summary`: one row per group (JSON keeps every
+    partition)."""
     what = "Reset plan" if plan.kind is PlanKind.RESET else "Delete plan"
     title = None if executed else f"{what} ({plan.target}) — dry run, nothing changed; add --execute to apply"
-    render_rows(plan_rows(plan), PLAN_COLUMNS, fmt, title=title, json_payload=plan.to_dict())
+    if summary and fmt is not OutputFormat.json:
+        render_rows(plan_summary_rows(plan), SUMMARY_COLUMNS, fmt, title=title)
+        return
+    rows = plan_rows(plan)
+    render_rows(rows, PLAN_COLUMNS, fmt, title=title, json_payload=plan.to_dict())
+    if fmt is OutputFormat.table and len(rows) > LONG_PLAN_ROWS:
+        say(f"{len(rows)} rows for {len(plan.groups)} groups; --summary shows one row per group",
+            prefix="note:")
 
 
 def print_problems(plan: ResetPlan, report: ApplyReport | None = None) -> None:
@@ -87,7 +125,7 @@ def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
 
 
 def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
-                 notes: tuple[str, ...] = ()) -> None:
+                 notes: tuple[str, ...] = (), *, summary: bool = False) -> None:
     """Print notes, the plan (and the execution report when executed) and any problems.
 
     The undo snapshot id is printed first: it must reach the user even if rendering a table
@@ -104,15 +142,15 @@ def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
     if fmt is OutputFormat.json and report is not None:
         render_json({"plan": plan.to_dict(), "report": report.to_dict()})
     else:
-        show_plan(plan, fmt, executed=report is not None)
+        show_plan(plan, fmt, executed=report is not None, summary=summary)
         if report is not None:
             show_report(report, fmt)
     print_problems(plan, report)
 
 
-def render_outcome(outcome, fmt: OutputFormat) -> None:
+def render_outcome(outcome, fmt: OutputFormat, *, summary: bool = False) -> None:
     """Print an `ops.Outcome` (plan, report, notes, files written) and exit 1 unless it is ok."""
-    show_outcome(outcome.plan, outcome.report, fmt, outcome.notes)
+    show_outcome(outcome.plan, outcome.report, fmt, outcome.notes, summary=summary)
     for path in outcome.files:  # on stderr, so it never mixes with JSON/CSV on stdout
         say(f"plan written to {path}")
     if getattr(outcome, "error", None) is not None:

@@ -43,6 +43,7 @@ class ResetRequest:
     target: TargetSpec
     groups: tuple[str, ...] = ()
     all_groups: bool = False
+    group_patterns: tuple[str, ...] = ()
     topics: tuple[TopicSpec, ...] = ()
     all_topics: bool = False
     execute: bool = False
@@ -183,7 +184,8 @@ def plan_reset_request(admin, req: ResetRequest) -> tuple[ResetPlan, tuple[str, 
                         allow_cluster_mismatch=req.allow_cluster_mismatch,
                         groups=req.groups, all_groups=req.all_groups)
     resolved = resolve_target(req.target, ctx)
-    scope = ResetScope(groups=req.groups, all_groups=req.all_groups, topics=req.topics,
+    scope = ResetScope(groups=req.groups, all_groups=req.all_groups,
+                       group_patterns=req.group_patterns, topics=req.topics,
                        all_topics=req.all_topics, live=req.live)
     plan = build_plan(admin, scope, resolved.target, label=resolved.label,
                       create_groups=req.create_groups,
@@ -208,6 +210,44 @@ def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]
             "(check the names in the file)",)
 
 
+def _earlier_run_note(admin, plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
+    """A rerun of an interrupted bulk reset finds some groups already at the target; the
+    snapshot it takes now holds the half-changed state. Point to the earlier run's snapshot,
+    which holds the offsets from before it (the ones an undo wants)."""
+    from offsetkeeper.errors import OffsetkeeperError
+    from offsetkeeper.snapshots.store import SnapshotStore
+
+    done = {g.group for g in plan.groups
+            if not g.refused and g.partitions and not any(p.changes for p in g.partitions)}
+    if not done or not req.options.snapshot:
+        return ()
+    from offsetkeeper.reset.parse import show
+
+    want = f"before reset {plan.target}"
+    by = {g.group: g for g in plan.groups}
+    try:
+        store = SnapshotStore(snapshot_store_url(req.options.snapshot_store, req.options.config_path))
+        cluster = admin.cluster_id()
+        for sid in store.ids()[:20]:
+            snap = store.load(sid)
+            if snap.description != want or (cluster and snap.cluster_id and snap.cluster_id != cluster):
+                continue
+            moved = sorted(g for g in done & set(snap.groups)
+                           if {tp: c.offset for tp, c in snap.groups[g].offsets.items()}
+                           != {p.tp: p.target for p in by[g].partitions
+                               if p.tp in snap.groups[g].offsets})
+            if moved:
+                names = ", ".join(show(g) for g in moved[:3]) + \
+                    (f" (+{len(moved) - 3})" if len(moved) > 3 else "")
+                return (f"warning: {len(moved)} group(s) are already at the target ({names}): an "
+                        f"earlier run ({snap.created_at}) moved them; its snapshot {sid} holds their "
+                        f"offsets from before that run (undo both: offsetkeeper snapshots rollback "
+                        f"{sid} --execute)",)
+    except OffsetkeeperError:
+        return ()  # a hint only: an unreadable store is reported by the snapshot step itself
+    return ()
+
+
 def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Plan a reset, write the requested plan files, and with `req.execute` apply it."""
     signer = None
@@ -227,6 +267,7 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
         if req.execute:
             raise
         error = exc  # the dry run shows the plan, then says it (exit 2)
+    notes = notes + _earlier_run_note(admin, plan, req)
     files = _write_files(plan, req)
     if signer is not None:
         from offsetkeeper.consumer.live import ControlTopicChannel

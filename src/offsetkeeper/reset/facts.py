@@ -27,8 +27,8 @@ def resolve_groups(admin, scope: ResetScope, target: ResetTarget | None = None) 
     on a fresh DR cluster the groups do not exist yet, so "all groups of the cluster" would
     select nothing.
     """
-    if scope.groups and scope.all_groups:
-        raise UsageError("--group and --all-groups are mutually exclusive")
+    if (scope.groups or scope.group_patterns) and scope.all_groups:
+        raise UsageError("--group/--group-pattern and --all-groups are mutually exclusive")
     for g in scope.groups:
         if not g:
             raise UsageError("--group '' is empty: give a consumer group id")
@@ -40,11 +40,32 @@ def resolve_groups(admin, scope: ResetScope, target: ResetTarget | None = None) 
         if not groups:
             raise UsageError("--all-groups selects no group: the cluster has no consumer groups")
         return groups
+    if scope.group_patterns:
+        return list(dict.fromkeys([*scope.groups, *_matching_groups(admin, scope.group_patterns, named)]))
     if scope.groups:
         return list(dict.fromkeys(scope.groups))
     if named:
         return named
     raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
+
+
+def _matching_groups(admin, patterns: tuple[str, ...], named: list[str]) -> list[str]:
+    """Groups matching any pattern, sorted; a pattern that selects nothing is bad input (a run
+    that selects nothing is not a success)."""
+    from offsetkeeper.models import compile_pattern
+    from offsetkeeper.reset.parse import show
+
+    compiled = [(p, compile_pattern(p, what="group")) for p in patterns]
+    pool = named or [g.group_id for g in admin.list_groups()]
+    out = []
+    for p, rx in compiled:
+        hits = sorted(g for g in pool if rx.fullmatch(g))
+        if not hits:
+            where = "the input's groups" if named else "the cluster's groups"
+            raise UsageError(f"--group-pattern {show(p)} selects no group among {where} "
+                             f"({len(pool)}); a glob (migr-svc-*) or ~REGEX over group ids")
+        out.extend(hits)
+    return out
 
 
 def _group_facts(admin, groups: list[str]) -> dict[str, GroupFacts]:
@@ -87,6 +108,8 @@ def check_creatable(plan: ResetPlan, admin=None) -> None:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         hint = (f"{more}; check the name, or pass --create-groups to create it with these "
                 "offsets")
+        if any(c in missing[0] for c in "*?["):
+            hint += f" (to select groups by pattern: --group-pattern '{missing[0]}')"
         if admin is not None:
             raise unknown_group(admin, missing[0], hint=hint)
         raise UnknownGroupError(f"consumer group '{missing[0]}' does not exist{hint}",
@@ -100,12 +123,14 @@ def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str
     gfacts = _group_facts(admin, groups)
 
     needs_commit = isinstance(target, ShiftBy) or (scope.all_topics and not isinstance(target, FromOffsets))
-    if needs_commit and not scope.all_groups:
+    if needs_commit and not scope.all_groups and not scope.group_patterns:
         for g, gf in gfacts.items():
             if not gf.committed and not gf.denied:
+                glob = any(c in g for c in "*?[")
                 raise UnknownGroupError(
                     f"group '{g}' has no committed offsets"
-                    + (" to shift from" if isinstance(target, ShiftBy) else " (--all-topics needs them)"),
+                    + (" to shift from" if isinstance(target, ShiftBy) else " (--all-topics needs them)")
+                    + (f"; to select groups by pattern use --group-pattern '{g}'" if glob else ""),
                     group=g)
 
     topics = {s.topic for s in scope.topics}

@@ -90,6 +90,8 @@ class ResetScope:
 
     groups: tuple[str, ...] = ()
     all_groups: bool = False
+    # Globs or ~regexes over the cluster's groups (or the groups an input file names).
+    group_patterns: tuple[str, ...] = ()
     topics: tuple[TopicSpec, ...] = ()
     all_topics: bool = False
     # A live reset (offsetkeeper.consumer.live) is applied by the group's own running members:
@@ -344,7 +346,7 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                                partitions=tuple(parts), new_group=not gf.exists,
                                may_create=group in facts.may_create, refused=refused))
     return ResetPlan(target=label or target.label, groups=tuple(plans),
-                     group_column=scope.all_groups or len(scope.groups) != 1)
+                     group_column=scope.all_groups or bool(scope.group_patterns) or len(scope.groups) != 1)
 
 
 def plan_delete(facts: ResetFacts, scope: ResetScope, *, whole_groups: bool) -> ResetPlan:

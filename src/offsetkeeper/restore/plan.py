@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from offsetkeeper.backup.topics import compile_pattern
 from offsetkeeper.errors import UsageError
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.models import TopicPartition, compile_pattern
 from offsetkeeper.restore.backup_view import BackupView
 from offsetkeeper.restore.config import RestoreOptions
 
