@@ -106,3 +106,26 @@ def test_exporter_stops_at_once_on_sigterm(bootstrap, unique):
     assert f'group="{groups[0]}"' in text and f'group="{groups[1]}"' not in text  # denied
     assert "received SIGTERM" in err and "cycle 1:" in err and "cycle 2" not in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("limit, value, says", [
+    ("MAX_PLAN_BYTES", 100, "is larger than 100 bytes (the limit of a plan file)"),
+    ("MAX_PLAN_RECORDS", 5, "holds more than 5 offset lines (the limit of a plan file)"),
+])
+def test_oversized_plan_file_is_one_line_exit_2(capsys, bootstrap, unique, tmp_path, monkeypatch,
+                                                limit, value, says):
+    """Invariant: a --from-file plan beyond the size or line limit is refused before planning
+    (nothing read from the cluster, nothing changed) in one line naming the file and the
+    limit, exit 2."""
+    from offsetkeeper.reset import parse
+    from tests.cli import run_cli
+
+    monkeypatch.setattr(parse, limit, value)
+    topic, group = unique("t"), unique("g")
+    create_topic(bootstrap, topic, 8)
+    plan = tmp_path / "plan.csv"
+    plan.write_text("".join(f"{topic},{p},0\n" for p in range(8)))
+    r = run_cli(capsys, "offsets", "reset", "-g", group, "--from-file", str(plan), "-b", bootstrap,
+                "--execute")
+    assert r.code == 2 and says in r.err and str(plan) in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1

@@ -170,3 +170,134 @@ def test_chunks_cover_every_group_once_in_growing_chunks(groups):
         assert sizes[0] <= FIRST_CHUNK
         for a, b in itertools.pairwise(sizes[:-1]):  # the last chunk holds the rest
             assert b == min(2 * a, MAX_CHUNK)
+
+
+# -- item 11: bounded inputs, linear planning ---------------------------------------------------
+
+BILLION_LAUGHS = """\
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+@pytest.mark.parametrize("text, says", [
+    (BILLION_LAUGHS, "YAML nodes once its aliases are expanded"),
+    ("a: &a [1]\nb: [" + ",".join(["*a"] * 1_001) + "]\n", "YAML aliases"),
+    ("a: &a [*a]\n", "recursive"),
+    ("x: " + "[" * 5_000 + "]" * 5_000 + "\n", "nested too deeply"),
+])
+def test_yaml_bombs_are_refused_before_they_expand(capsys, tmp_path, text, says):
+    """Invariant: a config file whose aliases would expand past the bounds (billion laughs,
+    1,000+ aliases, a recursive alias, absurd nesting) is refused in one line naming the file
+    (exit 2) before anything is built from it — never gigabytes of memory."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text)
+    r = run_cli(capsys, "groups", "list", "--config", str(path), "--cluster", "x")
+    assert r.code == 2 and says in r.err and str(path) in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_config_size_is_bounded_and_ordinary_anchors_still_work(tmp_path):
+    """Invariant: a config file above MAX_CONFIG_BYTES is refused naming the limit without
+    being parsed; anchors used the ordinary way (a shared properties block) still load."""
+    from offsetkeeper.config import MAX_CONFIG_BYTES, load_config_file
+    from offsetkeeper.errors import ConfigError
+
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"# " + b"x" * MAX_CONFIG_BYTES + b"\n")
+    with pytest.raises(ConfigError, match="larger than 4 MiB"):
+        load_config_file(big)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("clusters:\n  a: {bootstrap_servers: 'k:1', properties: &p {client.id: x}}\n"
+                  "  b: {bootstrap_servers: 'k:2', properties: *p}\n")
+    cfg = load_config_file(ok)
+    b = cfg.clusters["b"]
+    assert (b["properties"] if isinstance(b, dict) else b.properties) == {"client.id": "x"}
+
+
+def test_plan_file_line_limit_names_the_file_and_the_limit():
+    """Invariant: a plan with more records than the limit is refused (UsageError, exit 2) in
+    one line naming the file and the limit; at the limit it is read."""
+    from offsetkeeper.errors import UsageError
+    from offsetkeeper.reset.parse import parse_offsets_csv
+
+    text = "".join(f"t,{p},1\n" for p in range(11))
+    with pytest.raises(UsageError) as exc:
+        parse_offsets_csv(text, source="big.csv", max_records=10)
+    assert "big.csv" in exc.value.message and "more than 10 offset lines" in exc.value.message
+    assert len(parse_offsets_csv(text, source="ok.csv", max_records=11).offsets[None]) == 11
+
+
+class CountingMapping(dict):
+    """A dict that counts full passes over it (iteration) and lookups."""
+
+    passes = 0
+    lookups = 0
+
+    def __iter__(self):
+        CountingMapping.passes += 1
+        return super().__iter__()
+
+    def items(self):
+        CountingMapping.passes += 1
+        return super().items()
+
+    def get(self, key, default=None):
+        CountingMapping.lookups += 1
+        return super().get(key, default)
+
+
+def _plan_counts(groups: int, partitions: int) -> tuple[int, int]:
+    from offsetkeeper.models import GroupInfo, TopicPartition, Watermarks
+    from offsetkeeper.reset.plan import GroupFacts, ResetFacts, ResetScope, plan_reset
+    from offsetkeeper.reset.targets import FromOffsets
+
+    names = [f"g{i:05d}" for i in range(groups)]
+    tps = {TopicPartition("t", p): 5 for p in range(partitions)}
+    offsets = CountingMapping({g: dict(tps) for g in names})
+    facts = ResetFacts(groups={g: GroupFacts(GroupInfo(g, "dead")) for g in names},
+                       topic_partitions={"t": tuple(range(partitions))},
+                       watermarks={tp: Watermarks(0, 10) for tp in tps},
+                       may_create=frozenset(names))
+    target = FromOffsets(offsets=offsets, source="plan.csv")
+    CountingMapping.passes = CountingMapping.lookups = 0
+    plan = plan_reset(facts, ResetScope(all_groups=True), target)
+    assert sum(len(g.partitions) for g in plan.groups) == groups * partitions
+    return CountingMapping.passes, CountingMapping.lookups
+
+
+def test_planning_from_a_file_is_linear():
+    """Invariant: planning G groups x P partitions from a file reads the input's group map a
+    constant number of times and looks each group up a constant number of times — not once
+    per partition (which made 20,000 groups take 26 s, quadratic)."""
+    passes_1, lookups_1 = _plan_counts(200, 4)
+    passes_2, lookups_2 = _plan_counts(400, 8)
+    assert passes_2 == passes_1 <= 2
+    assert lookups_2 <= 2 * lookups_1 and lookups_1 <= 4 * 200
+
+
+def test_long_plans_report_progress():
+    """Invariant: planning reports progress (groups planned of the total, first and last
+    included) and reading a plan file reports the lines read, for the command line's bar."""
+    from offsetkeeper.reset.parse import parse_offsets_csv
+
+    events = []
+    parse_offsets_csv("g,t,0,1\ng,t,1,1\n", source="p.csv", progress=events.append)
+    assert events[-1].task == "reading the plan file" and events[-1].done == 2
+    from offsetkeeper.models import GroupInfo
+    from offsetkeeper.reset.plan import GroupFacts, ResetFacts, ResetScope, plan_reset
+    from offsetkeeper.reset.targets import ToEarliest
+
+    facts = ResetFacts(groups={f"g{i}": GroupFacts(GroupInfo(f"g{i}", "empty")) for i in range(2_500)},
+                       topic_partitions={}, watermarks={})
+    events.clear()
+    plan_reset(facts, ResetScope(all_topics=True), ToEarliest(), progress=events.append)
+    assert [(e.done, e.total) for e in events] == [(0, 2_500), (1_000, 2_500), (2_000, 2_500),
+                                                   (2_500, 2_500)]

@@ -151,6 +151,10 @@ class Sampler:
                                         should_stop=stop.is_set if stop is not None else None)
         except OffsetkeeperError as exc:
             return self._cluster_failed(started, exc)
+        if result.interrupted and not result.samples:
+            self.cycles -= 1   # stopped before any group was read: nothing to record
+            return CycleOutcome(started, True, 0, 0, 0, result.duration_ms, True, self._buffered,
+                                "stopped before sampling", {})
         if not result.interrupted:
             self._forget_others(result)
         previous = self.last_success_ms

@@ -174,19 +174,21 @@ def _write_files(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
     return tuple(written)
 
 
-def plan_reset_request(admin, req: ResetRequest) -> tuple[ResetPlan, tuple[str, ...]]:
-    """Resolve the target and plan the reset (nothing is changed); returns the plan and notes."""
+def plan_reset_request(admin, req: ResetRequest, *, progress: ProgressFn = no_progress,
+                       ) -> tuple[ResetPlan, tuple[str, ...]]:
+    """Resolve the target and plan the reset (nothing is changed); returns the plan and notes.
+    `progress` hears the lines of a plan file read and the groups planned."""
     ctx = TargetContext(admin=admin,
                         snapshot_store=snapshot_store_url(req.options.snapshot_store,
                                                           req.options.config_path),
                         allow_cluster_mismatch=req.allow_cluster_mismatch,
-                        groups=req.groups, all_groups=req.all_groups)
+                        groups=req.groups, all_groups=req.all_groups, progress=progress)
     resolved = resolve_target(req.target, ctx)
     scope = ResetScope(groups=req.groups, all_groups=req.all_groups, topics=req.topics,
                        all_topics=req.all_topics, live=req.live)
     plan = build_plan(admin, scope, resolved.target, label=resolved.label,
                       create_groups=req.create_groups,
-                      allow_unknown_state=req.options.allow_unknown_state)
+                      allow_unknown_state=req.options.allow_unknown_state, progress=progress)
     return plan, resolved.notes + _missing_named_groups(plan, req)
 
 
@@ -209,7 +211,7 @@ def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]
 
 def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Plan a reset, write the requested plan files, and with `req.execute` apply it."""
-    plan, notes = plan_reset_request(admin, req)
+    plan, notes = plan_reset_request(admin, req, progress=progress)
     error = None
     try:
         check_creatable(plan, admin)
