@@ -127,11 +127,17 @@ def _header(f: Family, kind: str = "gauge") -> str:
     return f"# HELP {f.name} {doc}\n# TYPE {f.name} {kind}\n"
 
 
-def _lines(f: Family, rows: Iterable[Row]) -> str:
+def _lines(f: Family, rows: Iterable[Row], memo: dict | None = None) -> str:
+    """Exposition lines of one family; `memo` keeps label texts shared between families."""
     names = f.labels
+    memo = {} if memo is None else memo
     out = []
+    space = id(names)
     for labels, value in rows:
-        lbl = ",".join(f'{k}="{_escape(v)}"' for k, v in zip(names, labels, strict=True))
+        lbl = memo.get((space, labels))
+        if lbl is None:
+            lbl = memo[(space, labels)] = ",".join(f'{k}="{_escape(v)}"'
+                                          for k, v in zip(names, labels, strict=True))
         out.append(f"{f.name}{{{lbl}}} {floatToGoString(value)}\n")
     return "".join(out)
 
@@ -203,14 +209,15 @@ class _GroupSeries:
     def render(self) -> None:
         if self.text is not None:
             return
-        self.text = [_lines(f, rows) if rows else "" for f, rows in zip(FAMILIES, self.rows,
-                                                                         strict=True)]
+        memo: dict = {}   # label texts by (label names, values)
+        self.text = [_lines(f, rows, memo) if rows else "" for f, rows in zip(FAMILIES, self.rows,
+                                                                               strict=True)]
         pos = {f: i for i, f in enumerate(TP_FAMILIES)}
         tp_text = {}
         for tp, rows in self.tp_rows.items():
             parts = [""] * len(TP_FAMILIES)
             for fi, row in rows:
-                parts[pos[fi]] = _lines(FAMILIES[fi], [row])
+                parts[pos[fi]] = _lines(FAMILIES[fi], [row], memo)
             tp_text[tp] = tuple(parts)
         self.tp_text = tp_text
 

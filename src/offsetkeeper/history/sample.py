@@ -1,7 +1,9 @@
 """One sampling cycle: every group's committed offsets, then log starts/ends, then the
 timestamps of the next records to consume — batched: one request lists every group's state, the
 log offsets of all partitions take two, and the one committed-offset request per group (the
-admin API takes one group per call) are all in flight at once.
+admin API takes one group per call) are all in flight at once — per chunk of groups (32, 64, ...
+up to 1,024), each chunk read completely and handed over at once (`sample(on_chunk=...)`), so
+the exporter serves the first groups long before a cycle over thousands of groups ends.
 
 Read order matters: committed offsets are read before log ends, so `log_end - committed` is
 never negative from read order (a commit cannot overtake a log end read after it).
