@@ -161,9 +161,78 @@ def load_config_file(path: str | Path | None = None) -> ConfigFile:
 M = TypeVar("M", bound=BaseModel)
 
 
+# Bounds of every YAML and properties file, checked before and while parsing: a config with
+# nested anchors (a "billion laughs" YAML bomb) once grew to 4.8 GB when its aliases were expanded.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024   # the file
+MAX_YAML_ALIASES = 1_000             # `*name` references in one document
+MAX_YAML_NODES = 1_000_000           # scalars, lists and mappings, aliases expanded
+
+
+class InputTooLarge(ValueError):
+    """A YAML document beyond the bounds above (the message says which)."""
+
+
 class _Loader(yaml.SafeLoader):
     """YAML without implicit timestamps: `2026-02-30` or `09:40` stay the strings the user
-    wrote (parsed and checked where they are used) instead of failing inside the YAML parser."""
+    wrote (parsed and checked where they are used) instead of failing inside the YAML parser.
+
+    Bounded: at most MAX_YAML_ALIASES aliases, and at most MAX_YAML_NODES nodes once every
+    alias is expanded (counted on the composed graph, before anything is built), so nested
+    anchors cannot expand into gigabytes; a recursive alias is refused."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise InputTooLarge(f"more than {MAX_YAML_ALIASES:,} YAML aliases (the limit)")
+        return super().compose_node(parent, index)
+
+    def construct_document(self, node):
+        expanded_size(node, MAX_YAML_NODES)
+        return super().construct_document(node)
+
+
+def expanded_size(root: yaml.Node, limit: int) -> int:
+    """Nodes of a composed YAML graph with every alias expanded (shared nodes counted once per
+    reference): linear in the graph, InputTooLarge beyond `limit` or for a recursive alias."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:   # iterative post-order: deep nesting cannot exhaust Python's stack
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            total = 1 + sum(sizes[id(c)] for c in _children(node))
+            if total > limit:
+                raise InputTooLarge(f"more than {limit:,} YAML nodes once its aliases are "
+                                    "expanded (the limit; nested anchors?)")
+            sizes[key] = total
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise InputTooLarge("a YAML alias refers to a node that contains it (recursive)")
+        on_path.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                raise InputTooLarge("a YAML alias refers to a node that contains it (recursive)")
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [x for kv in node.value for x in kv]
+    return []
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -172,12 +241,17 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
-def read_text_strict(path: Path, *, kind: str) -> str:
-    """A file's text, decoded as UTF-8 strictly; ConfigError naming the file and line."""
+def read_text_strict(path: Path, *, kind: str, limit: int = MAX_CONFIG_BYTES) -> str:
+    """A file's text, decoded as UTF-8 strictly; ConfigError naming the file and line. Files
+    larger than `limit` bytes are refused before they are read further."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
     except OSError as exc:
         raise ConfigError(f"{kind} {path} cannot be read: {exc.strerror or exc}") from exc
+    if len(data) > limit:
+        raise ConfigError(f"{kind} {path} is larger than {limit // (1024 * 1024)} MiB (the limit "
+                          "of a configuration file)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -193,6 +267,10 @@ def load_yaml_model(path: str | Path, model: type[M], *, kind: str, lazy: tuple[
     text = read_text_strict(p, kind=kind)
     try:
         raw = yaml.load(text, Loader=_Loader) or {}
+    except InputTooLarge as exc:
+        raise ConfigError(f"{kind} {p} is refused: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{kind} {p} is nested too deeply to read") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{kind} {p} is not valid YAML: {_first_line(exc)}") from exc
     except ValueError as exc:

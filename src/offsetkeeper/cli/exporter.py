@@ -13,6 +13,7 @@ from offsetkeeper.cli.common import (
     ConfigOpt,
     connection,
 )
+from offsetkeeper.cli.history import GroupAllowOpt, GroupDenyOpt, TopicAllowOpt, TopicDenyOpt
 
 
 def run(
@@ -30,20 +31,26 @@ def run(
     allowed_lag: Annotated[int, typer.Option("--allowed-lag", help="Lag that never counts as a problem.")] = 0,
     time_lag: Annotated[bool, typer.Option("--time-lag/--no-time-lag",
                                            help="Exact time lag from next-record timestamps.")] = True,
+    group_allow: GroupAllowOpt = None, group_deny: GroupDenyOpt = None,
+    topic_allow: TopicAllowOpt = None, topic_deny: TopicDenyOpt = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Serve consumer-group lag, time lag and status as Prometheus metrics (kafka-lag-exporter's
-    metric names), sampling the cluster every --interval until SIGTERM/SIGINT.
+    metric names), sampling the cluster every --interval until SIGTERM/SIGINT. Per-group series
+    can be limited to groups and topics matching --group-allow/--topic-allow regexes (and not
+    --group-deny/--topic-deny), like kafka-lag-exporter's allow/deny lists.
 
-    Example: offsetkeeper exporter --listen 0.0.0.0:9308 -b kafka:9092 --interval 30s
+    Example: offsetkeeper exporter --listen 0.0.0.0:9308 -b kafka:9092 --group-deny 'console-consumer-.*'
     """
-    from offsetkeeper.cli.history import sampler_config, setup_logging
+    from offsetkeeper.cli.history import metric_filter, sampler_config, setup_logging
     from offsetkeeper.history.exporter import parse_listen
     from offsetkeeper.history.service import record
 
     parse_listen(listen)
     cfg = sampler_config(group, all_groups and not group, interval, retain, time_lag, window)
+    filt = metric_filter(group_allow, group_deny, topic_allow, topic_deny)
     conn = connection(bootstrap, command_config, cluster, config)
     setup_logging()
-    record(conn, store or "memory://", cfg, listen=listen, allowed_lag=allowed_lag)
+    record(conn, store or "memory://", cfg, listen=listen, allowed_lag=allowed_lag,
+           metric_filter=filt)

@@ -79,6 +79,28 @@ def _range(since: str | None, until: str | None) -> tuple[int | None, int | None
     return lo, hi
 
 
+GroupAllowOpt = Annotated[list[str] | None, typer.Option(
+    "--group-allow", metavar="REGEX", show_default=False,
+    help="Metrics: only groups whose name fully matches one of these (repeatable).")]
+GroupDenyOpt = Annotated[list[str] | None, typer.Option(
+    "--group-deny", metavar="REGEX", show_default=False,
+    help="Metrics: no series for groups whose name fully matches one of these (repeatable).")]
+TopicAllowOpt = Annotated[list[str] | None, typer.Option(
+    "--topic-allow", metavar="REGEX", show_default=False,
+    help="Metrics: only partitions of topics fully matching one of these (repeatable).")]
+TopicDenyOpt = Annotated[list[str] | None, typer.Option(
+    "--topic-deny", metavar="REGEX", show_default=False,
+    help="Metrics: leave out partitions of topics fully matching one of these (repeatable).")]
+
+
+def metric_filter(group_allow, group_deny, topic_allow, topic_deny):
+    """The exporter's allow/deny lists (UsageError naming the option for a bad regex)."""
+    from offsetkeeper.history.exporter import MetricFilter
+
+    return MetricFilter.parse(group_allow=group_allow or (), group_deny=group_deny or (),
+                              topic_allow=topic_allow or (), topic_deny=topic_deny or ())
+
+
 def sampler_config(group, all_groups, interval, retain, time_lag, window):
     """Build a SamplerConfig from the shared record/exporter options (UsageError on bad values)."""
     from offsetkeeper.history.sample import SampleScope
@@ -119,6 +141,8 @@ def record(
     exporter: Annotated[str | None, typer.Option("--exporter", metavar="HOST:PORT", show_default=False,
                                                  help="Also serve Prometheus metrics here.")] = None,
     window: Annotated[int, typer.Option("--window", help="Samples per status window (exporter).")] = 10,
+    group_allow: GroupAllowOpt = None, group_deny: GroupDenyOpt = None,
+    topic_allow: TopicAllowOpt = None, topic_deny: TopicDenyOpt = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None,
 ) -> None:
@@ -130,13 +154,14 @@ def record(
     from offsetkeeper.history.service import record as run_record
 
     cfg = sampler_config(group, all_groups, interval, retain, time_lag, window)
+    filt = metric_filter(group_allow, group_deny, topic_allow, topic_deny)
     if exporter:
         from offsetkeeper.history.exporter import parse_listen
 
         parse_listen(exporter)
     conn = connection(bootstrap, command_config, cluster, config)
     setup_logging()
-    summary = run_record(conn, store, cfg, once=once, listen=exporter)
+    summary = run_record(conn, store, cfg, once=once, listen=exporter, metric_filter=filt)
     if once and summary.last is not None:
         stderr_console().print(escape(f"stored {summary.last.samples} samples of "
                                       f"{summary.last.groups} groups in {summary.store}"),

@@ -114,10 +114,12 @@ def status(store: HistoryStore, groups: Sequence[str] = (), *, all_groups: bool 
 
 def _flag_stale(store: HistoryStore, st: GroupStatus, now: int) -> GroupStatus:
     """Say so in the reason when the newest sample is older than three sampling intervals (or
-    10 minutes when the interval is unknown): the verdict is then about the past."""
+    10 minutes when the interval is unknown): the verdict is then about the past. A sampler
+    whose cycles overrun the interval samples that much less often: the limit is then three
+    times the cycle's duration (not a stopped sampler)."""
     last = st.last_sample or now
     cyc = store.cycles(since=last, until=last)
-    limit = 3 * cyc[0].interval_ms if cyc else 600_000
+    limit = 3 * max(cyc[0].interval_ms, cyc[0].duration_ms) if cyc else 600_000
     if now - last <= limit:
         return st
     age = (now - last) / 1000

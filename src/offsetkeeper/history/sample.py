@@ -1,7 +1,9 @@
 """One sampling cycle: every group's committed offsets, then log starts/ends, then the
 timestamps of the next records to consume — batched: one request lists every group's state, the
 log offsets of all partitions take two, and the one committed-offset request per group (the
-admin API takes one group per call) are all in flight at once.
+admin API takes one group per call) are all in flight at once — per chunk of groups (32, 64, ...
+up to 1,024), each chunk read completely and handed over at once (`sample(on_chunk=...)`), so
+the exporter serves the first groups long before a cycle over thousands of groups ends.
 
 Read order matters: committed offsets are read before log ends, so `log_end - committed` is
 never negative from read order (a commit cannot overtake a log end read after it).
@@ -15,6 +17,7 @@ whose LSO an open transaction holds back gets the time of that transaction's fir
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
@@ -53,6 +56,7 @@ class CycleResult:
     # ListGroups), not counting named groups without commits: the sampler records a gap for them.
     missed: int = 0
     missed_reason: str = ""
+    interrupted: bool = False  # stopped between chunks (SIGTERM): not every group was read
 
     @property
     def total_lag(self) -> int:
@@ -97,11 +101,12 @@ class CycleSampler:
             if peek is not None:
                 peek.close()
 
-    def _count_readable(self, by_group: dict, wms: dict) -> dict[tuple[Key, int], int]:
+    def _count_readable(self, by_group: dict, wms: dict, wanted_all: dict) -> dict[tuple[Key, int], int]:
         """Records left to the LSO, per (partition, committed offset), counted by a
         read_committed consumer where the committed offset is a few offsets short of the LSO
         (`stable.wants_count`): on transactional topics those may be markers only (lag 0).
-        Cached by range: a caught-up group costs no fetch while its partition is idle."""
+        Cached by range: a caught-up group costs no fetch while its partition is idle.
+        `wanted_all` collects the ranges of the whole cycle (the cache keeps those)."""
         wanted: dict[Key, set[int]] = {}
         for rows in by_group.values():
             for k, o in rows:
@@ -110,6 +115,8 @@ class CycleSampler:
                     wanted.setdefault(k, set()).add(o.offset)
         if not wanted:
             return {}
+        for k, v in wanted.items():
+            wanted_all.setdefault(k, set()).update(v)
         if self._counter is None:
             self._counter = NextRecordTimes(self.admin.conn.client_config(),
                                             timeout_s=min(5.0, self.admin.timeout))
@@ -121,7 +128,6 @@ class CycleSampler:
             for k, res in got.items():
                 if res is not None:
                     out[(k, ask[k])] = res[0]
-        self._counter.retain(wanted)
         return out
 
     def _open_transactions(self, held: dict[Key, int]) -> dict[Key, int | None]:
@@ -132,13 +138,18 @@ class CycleSampler:
         if self._txn_starts is None:
             conf = {**self.admin.conn.client_config(), "isolation.level": "read_uncommitted"}
             self._txn_starts = NextRecordTimes(conf, timeout_s=min(5.0, self.admin.timeout))
-        out = self._txn_starts.timestamps(held)
-        self._txn_starts.retain(held)
-        return out
+        return self._txn_starts.timestamps(held)
 
-    def sample(self) -> CycleResult:
+    def sample(self, *, on_chunk: Callable[[list[Sample]], None] | None = None,
+               should_stop: Callable[[], bool] | None = None) -> CycleResult:
         """Read one cycle. Raises (a retriable OffsetkeeperError) when the cluster is unreachable;
-        a group that fails alone is reported in `errors` and left out."""
+        a group that fails alone is reported in `errors` and left out.
+
+        Groups are read in chunks of growing size (32, 64, ... up to 1,024 groups): each chunk
+        is read completely (committed offsets, log offsets, time lag) and handed to `on_chunk`
+        at once, so the first groups are served long before a cycle over thousands of groups
+        ends. `should_stop()` is asked between chunks: when it says yes, the cycle ends with
+        what was read (`interrupted`)."""
         start = _now()
         # Metadata first: a cheap, safe reachability check (group requests sent to an unreachable
         # cluster can abort the process in librdkafka, see KafkaAdmin.ping) and the partitions.
@@ -148,6 +159,38 @@ class CycleSampler:
         listing = {g.group_id: g for g in self.admin.list_groups()}
         list_errors = list(getattr(self.admin, "last_list_errors", None) or [])
         groups = list(self.scope.groups) if not self.scope.all_groups else list(listing)
+        known = {t: frozenset(ps) for t, ps in topics.items()}
+        cyc = _CycleState(ts=0)
+        interrupted = False
+        for chunk in chunked(groups):
+            if should_stop is not None and should_stop():
+                interrupted = True
+                break
+            part = self._sample_chunk(chunk, listing, known, cyc)
+            if on_chunk is not None and part:
+                on_chunk(part)
+        if groups and not interrupted and cyc.failed == len(groups):
+            raise cyc.first_failure  # no group answered: an outage, not a per-group problem
+        # Per-partition state of partitions no longer sampled is dropped (flat memory); an
+        # interrupted cycle did not see every partition, so it keeps everything.
+        if not interrupted:
+            self.table.retain(cyc.wms)
+            if self.next_times is not None:
+                self.next_times.retain(cyc.wms)
+            if self._counter is not None:
+                self._counter.retain(cyc.counted)
+            if self._txn_starts is not None:
+                self._txn_starts.retain(cyc.held)
+        missed = len(cyc.read_failures) + (1 if list_errors and self.scope.all_groups else 0)
+        why = (cyc.read_failures or [f"some brokers did not list their groups ({list_errors[0]})"
+                                     if list_errors else ""])[0]
+        return CycleResult(ts=cyc.ts or _now(), samples=cyc.samples, groups=cyc.groups,
+                           duration_ms=_now() - start, errors=cyc.errors, missed=missed,
+                           missed_reason=why, interrupted=interrupted)
+
+    def _sample_chunk(self, groups: list[str], listing: dict, known: dict,
+                      cyc: _CycleState) -> list[Sample]:
+        """Read one chunk of groups completely; add its samples to `cyc` and return them."""
         to_describe = [g for g in groups if g not in listing
                        or listing[g].state not in ("empty", "dead")]
         infos: dict[str, GroupInfo | Exception] = {
@@ -155,8 +198,7 @@ class CycleSampler:
             for g in groups if g in listing}
         infos.update(self.admin.describe_groups_each(to_describe))
         committed = self.admin.committed_offsets_each(groups)   # committed offsets first ...
-        errors: dict[str, str] = {}
-        known = {t: frozenset(ps) for t, ps in topics.items()}
+        errors = cyc.errors
         # (topic, partition) tuples in the hot loops: hashing them is much cheaper than hashing
         # TopicPartition dataclasses, which matters at thousands of partitions per second.
         by_group: dict[str, list[tuple[Key, CommittedOffset]]] = {}
@@ -164,6 +206,11 @@ class CycleSampler:
             c = committed.get(g)
             if isinstance(c, Exception):
                 errors[g] = str(c)
+                if isinstance(c, OffsetkeeperError):
+                    cyc.failed += 1
+                    cyc.first_failure = cyc.first_failure or c
+                if not isinstance(c, UnknownGroupError):
+                    cyc.read_failures.append(str(c))
                 continue
             live = [((tp.topic, tp.partition), o) for tp, o in (c or {}).items()
                     if tp.partition in known.get(tp.topic, ())]
@@ -171,18 +218,20 @@ class CycleSampler:
                 errors[g] = str(UnknownGroupError(f"group '{g}' has no committed offsets", group=g))
             if live:
                 by_group[g] = live
-        failed = [committed[g] for g in groups if isinstance(committed.get(g), OffsetkeeperError)]
-        if groups and len(failed) == len(groups):
-            raise failed[0]  # no group answered: an outage, not a per-group problem
+        if not by_group:
+            return []
         keys = {k for rows in by_group.values() for k, _ in rows}
-        # ... log starts, ends and last stable offsets after
+        # ... log starts, ends and last stable offsets after (again for every chunk: a log end
+        # read before this chunk's commits could be older than them)
         wms = {(tp.topic, tp.partition): lo for tp, lo in
                self.admin.log_offsets([TopicPartition(*k) for k in keys], ordered=False).items()}
         ts = _now()
+        cyc.ts = cyc.ts or ts   # every sample of a cycle carries the cycle's time
         table = self.table
         for k, lo in wms.items():
-            table.add(k, ts, lo.log_end)
-        table.retain(wms)
+            if k not in cyc.wms:
+                table.add(k, ts, lo.log_end)
+                cyc.wms[k] = lo
         next_ts: dict[tuple[Key, int], int | None] = {}
         if self.next_times is not None:
             # One fetch per lagging partition and distinct committed offset (several groups on
@@ -201,12 +250,13 @@ class CycleSampler:
                 tails = {k: wms[k].lso - o for k, o in ask.items()}
                 for k, t in self.next_times.timestamps(ask, tails).items():
                     next_ts[(k, ask[k])] = t
-            self.next_times.retain(wms)
-        counted = self._count_readable(by_group, wms)
-        open_since = self._open_transactions({k: lo.lso for k, lo in wms.items()
-                                              if lo.open_transaction})
+        counted = self._count_readable(by_group, wms, cyc.counted)
+        held = {k: lo.lso for k, lo in wms.items() if lo.open_transaction}
+        cyc.held.update(held)
+        open_since = self._open_transactions(held)
         exact_on = self.next_times is not None
         samples: list[Sample] = []
+        stamp = cyc.ts
         for g, rows in by_group.items():
             info = infos.get(g)
             info = info if isinstance(info, GroupInfo) else None
@@ -225,14 +275,39 @@ class CycleSampler:
                     interp = table.estimate_ms(k, committed_, ts)
                 member = owners.get(k, _NO_OWNER) if owners else _NO_OWNER
                 samples.append(Sample(
-                    ts, g, k[0], k[1], committed_, lo.log_start, lo.log_end, o.metadata, state,
+                    stamp, g, k[0], k[1], committed_, lo.log_start, lo.log_end, o.metadata, state,
                     members, member[0], member[1], member[2], nts, exact, interp,
                     lo.lso, n, open_since.get(k) if lo.open_transaction else None))
-        read_failures = [str(c) for g in groups if isinstance(c := committed.get(g), Exception)
-                         and not isinstance(c, UnknownGroupError)]
-        missed = len(read_failures) + (1 if list_errors and self.scope.all_groups else 0)
-        why = (read_failures or [f"some brokers did not list their groups ({list_errors[0]})"
-                                 if list_errors else ""])[0]
-        return CycleResult(ts=ts, samples=samples, groups=len(by_group),
-                           duration_ms=_now() - start, errors=errors, missed=missed,
-                           missed_reason=why)
+        cyc.samples.extend(samples)
+        cyc.groups += len(by_group)
+        return samples
+
+
+@dataclass
+class _CycleState:
+    """What the chunks of one cycle have read so far."""
+
+    ts: int
+    samples: list[Sample] = field(default_factory=list)
+    groups: int = 0
+    errors: dict[str, str] = field(default_factory=dict)
+    failed: int = 0
+    first_failure: OffsetkeeperError | None = None
+    read_failures: list[str] = field(default_factory=list)
+    wms: dict = field(default_factory=dict)        # partition -> log offsets (first read)
+    counted: dict = field(default_factory=dict)    # partition -> offsets counted to the LSO
+    held: dict = field(default_factory=dict)       # partition -> LSO held by an open transaction
+
+
+FIRST_CHUNK = 32
+MAX_CHUNK = 1024
+
+
+def chunked(groups: list[str], first: int = FIRST_CHUNK, most: int = MAX_CHUNK) -> Iterator[list[str]]:
+    """The groups in chunks of doubling size (first, 2 x first, ... up to `most`): the first
+    groups are ready soon, and a cycle over N groups takes O(log N) more rounds than one batch."""
+    i, size = 0, first
+    while i < len(groups):
+        yield groups[i:i + size]
+        i += size
+        size = min(size * 2, most)

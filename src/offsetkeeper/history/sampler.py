@@ -5,8 +5,14 @@
 - Store unreachable: the cycle's samples stay in memory (at most `buffer_limit` samples; the
   oldest cycles are dropped beyond that and recorded as a gap) and are written, oldest first,
   when the store answers again.
-- SIGTERM/SIGINT (see `stop_on_signals`): the current cycle finishes, buffered samples are
-  flushed if the store answers, an open gap is closed, and `run` returns.
+- SIGTERM/SIGINT (see `stop_on_signals`): the wait between cycles ends at once and no new cycle
+  starts; a running cycle stops after the chunk of groups it is reading (what was read is
+  kept), buffered samples are flushed if the store answers, an open gap is closed, and `run`
+  returns.
+- Samples are published chunk by chunk as a cycle proceeds (`recent()`, `listeners`): the
+  exporter serves the first groups long before a cycle over thousands of groups ends.
+- A cycle longer than the interval is an overrun: a warning line says so (and what to do), and
+  `overruns` counts them (the exporter's `offsetkeeper_sampler_overruns_total`).
 - One log line per cycle. Memory is bounded: per-partition state is dropped for partitions no
   longer sampled, the status window keeps `window` cycles per group.
 """
@@ -19,7 +25,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
@@ -88,27 +94,41 @@ class Sampler:
         self._recent: dict[str, deque[tuple[Sample, ...]]] = {}
         self._seeded = False
         self.last_cycle_ms: int | None = None  # duration of the latest successful cycle
+        self.overruns = 0  # cycles that took longer than the interval
+        # Called with {group: recent samples} of the groups each chunk of a cycle published
+        # (the exporter renders them ahead of the next scrape).
+        self.listeners: list[Callable[[dict[str, RecentSamples]], None]] = []
+        self._stop: threading.Event | None = None
         self.last_success_ms: int | None = None  # when the latest successful cycle ran
         self.up: bool | None = None  # whether the latest cycle reached the cluster
 
     # -- state for readers (exporter) --------------------------------------------------------
-    def recent(self) -> dict[str, list[Sample]]:
-        """The last `window` cycles of each sampled group, flattened (a copy)."""
+    def recent(self) -> dict[str, RecentSamples]:
+        """The last `window` cycles of each sampled group (an immutable view per group)."""
         with self._lock:
-            return {g: [s for cyc in d for s in cyc] for g, d in self._recent.items()}
+            return {g: RecentSamples(tuple(d)) for g, d in self._recent.items()}
 
-    def _remember(self, result: CycleResult) -> None:
+    def _publish(self, samples: list[Sample]) -> None:
+        """Make one chunk of a cycle visible to readers (exporter, status) at once."""
         by: dict[str, list[Sample]] = {}
-        for s in result.samples:
+        for s in samples:
             by.setdefault(s.group, []).append(s)
         with self._lock:
-            for g in [g for g in self._recent if g not in by]:
-                del self._recent[g]  # the group is gone: forget it (flat memory)
             for g, ss in by.items():
                 d = self._recent.get(g)
                 if d is None:
                     d = self._recent[g] = deque(maxlen=self.config.window)
                 d.append(tuple(ss))
+            views = {g: RecentSamples(tuple(self._recent[g])) for g in by}
+        for fn in self.listeners:
+            fn(views)
+
+    def _forget_others(self, result: CycleResult) -> None:
+        """Drop the groups a complete cycle did not sample (gone: flat memory)."""
+        seen = {s.group for s in result.samples}
+        with self._lock:
+            for g in [g for g in self._recent if g not in seen]:
+                del self._recent[g]
 
     # -- one cycle ---------------------------------------------------------------------------
     def _seed(self) -> None:
@@ -125,18 +145,26 @@ class Sampler:
             self._seed()
         self.cycles += 1
         started = int(time.time() * 1000)
+        stop = self._stop
         try:
-            result = self.cycler.sample()
+            result = self.cycler.sample(on_chunk=self._publish,
+                                        should_stop=stop.is_set if stop is not None else None)
         except OffsetkeeperError as exc:
             return self._cluster_failed(started, exc)
-        self._remember(result)
+        if result.interrupted and not result.samples:
+            self.cycles -= 1   # stopped before any group was read: nothing to record
+            return CycleOutcome(started, True, 0, 0, 0, result.duration_ms, True, self._buffered,
+                                "stopped before sampling", {})
+        if not result.interrupted:
+            self._forget_others(result)
         previous = self.last_success_ms
         self.last_cycle_ms = result.duration_ms
         self.last_success_ms, self.up = result.ts, True
         if self._gap_start is not None:
             self._pending_gaps.append(Gap(self._gap_start, result.ts, self._gap_reason))
             self._gap_start = None
-        elif previous is not None and (gap := partial_gap(previous, result, self.config.interval_ms)):
+        elif previous is not None and not result.interrupted and \
+                (gap := partial_gap(previous, result, self.config.interval_ms)):
             self._pending_gaps.append(gap)
         cycle = Cycle(result.ts, self.config.interval_ms, result.groups, len(result.samples),
                       result.duration_ms)
@@ -149,9 +177,15 @@ class Sampler:
                f"total lag {result.total_lag}, {result.duration_ms / 1000:.2f}s")
         if result.errors:
             msg += f"; {len(result.errors)} group(s) failed (first: {next(iter(result.errors.values()))})"
+        if result.interrupted:
+            msg += "; stopped before the other groups (stopping)"
         if not stored:
             msg += f"; {store_msg}; {self._buffered} samples kept in memory"
         log.info(msg)
+        if result.duration_ms > self.config.interval_ms and not result.interrupted:
+            self.overruns += 1
+            log.warning(overrun_message(result.duration_ms, self.config.interval_ms,
+                                        result.groups, self.overruns, self.config.time_lag))
         return CycleOutcome(result.ts, True, len(result.samples), result.groups, result.total_lag,
                             result.duration_ms, stored, self._buffered, msg, dict(result.errors),
                             error=store_msg)
@@ -220,6 +254,7 @@ class Sampler:
         """Sample every interval until `stop` is set (or `max_cycles` ran)."""
         interval = self.config.interval_ms / 1000
         next_at = time.monotonic()
+        self._stop = stop
         try:
             while not stop.is_set():
                 outcome = self.run_once()
@@ -233,7 +268,13 @@ class Sampler:
                     next_at = now
                 stop.wait(max(0.0, next_at - now))
         finally:
+            self._stop = None
             self.finish()
+
+    def stale_after_ms(self) -> int:
+        """How old the newest sample of a group may be before it is stale: three intervals, or
+        three times the latest cycle when cycles overrun (they are that far apart then)."""
+        return 3 * max(self.config.interval_ms, self.last_cycle_ms or 0)
 
     def finish(self) -> None:
         """Flush what is buffered (if the store answers), close an open gap, release clients."""
@@ -245,6 +286,50 @@ class Sampler:
         if not stored:
             log.warning(f"stopping with {self._buffered} samples not stored: {msg}")
         self.cycler.close()
+
+
+class RecentSamples(Sequence[Sample]):
+    """A group's samples of its last cycles, oldest first, as one flat immutable sequence
+    (flattened only when iterated; the first and last sample are O(1))."""
+
+    __slots__ = ("_cycles", "_flat", "_len")
+
+    def __init__(self, cycles: tuple[tuple[Sample, ...], ...]) -> None:
+        self._cycles = tuple(c for c in cycles if c)
+        self._len = sum(len(c) for c in self._cycles)
+        self._flat: list[Sample] | None = None
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i):
+        if i == 0 and self._cycles and not isinstance(i, slice):
+            return self._cycles[0][0]
+        if i == -1 and self._cycles and not isinstance(i, slice):
+            return self._cycles[-1][-1]
+        if self._flat is None:
+            self._flat = [s for c in self._cycles for s in c]
+        return self._flat[i]
+
+    def __iter__(self):
+        for c in self._cycles:
+            yield from c
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def overrun_message(took_ms: int, interval_ms: int, groups: int, overruns: int,
+                    time_lag: bool) -> str:
+    """The warning for a sampling round longer than the interval, with what to do about it."""
+    hint = "sample fewer groups (--group), a longer --interval"
+    if time_lag:
+        hint += " or --no-time-lag (exact time lag fetches records)"
+    return (f"overrun: sampling {groups} groups took {took_ms / 1000:.1f}s, longer than the "
+            f"{interval_ms / 1000:g}s interval ({overruns} overrun(s) so far): samples are "
+            f"{took_ms / 1000:.0f}s apart, not {interval_ms / 1000:g}s; {hint}")
 
 
 def partial_gap(previous_ts: int, result, interval_ms: int) -> Gap | None:
@@ -270,7 +355,7 @@ def stop_on_signals(stop: threading.Event) -> Iterator[threading.Event]:
     old = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def handler(signum, _frame):
-        log.info(f"received {signal.Signals(signum).name}; stopping after this cycle")
+        log.info(f"received {signal.Signals(signum).name}; stopping")
         stop.set()
 
     for sig in old:

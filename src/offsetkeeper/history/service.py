@@ -23,11 +23,12 @@ class RecordSummary:
 def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, once: bool = False,
            listen: str | None = None, stop: threading.Event | None = None,
            max_cycles: int | None = None, on_ready: Callable[[object], None] | None = None,
-           allowed_lag: int = 0) -> RecordSummary:
+           allowed_lag: int = 0, metric_filter=None) -> RecordSummary:
     """Sample `conn` into the store at `store_url` until stopped (SIGTERM/SIGINT or `stop`).
 
     The store is checked first: unreachable -> StoreError naming it (exit 1). With `listen`,
-    Prometheus metrics are served from the sampler's latest cycles in the same process. With
+    Prometheus metrics are served from the sampler's latest cycles in the same process (only the
+    groups and topics `metric_filter`, an exporter.MetricFilter, allows get per-group series). With
     `once`, one cycle runs and a failure of the cluster or the store raises (exit 1), for cron.
     """
     store = open_store(store_url)
@@ -39,14 +40,18 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
         with KafkaAdmin(conn) as admin:
             sampler = Sampler(admin, store, config)
             if listen:
-                from offsetkeeper.history.exporter import LagCollector, MetricsServer
+                from offsetkeeper.history.exporter import EVERYTHING, LagCollector, MetricsServer
 
                 collector = LagCollector(sampler.recent, cluster_name=conn.name or conn.bootstrap_servers,
                                          window=config.window, allowed_lag=allowed_lag,
                                          poll_time_ms=lambda: sampler.last_cycle_ms,
                                          up=lambda: sampler.up,
                                          last_success_ms=lambda: sampler.last_success_ms,
-                                         stale_after_ms=3 * config.interval_ms)
+                                         stale_after_ms=sampler.stale_after_ms,
+                                         interval_ms=config.interval_ms,
+                                         overruns=lambda: sampler.overruns,
+                                         metric_filter=metric_filter or EVERYTHING)
+                sampler.listeners.append(collector.prepare)  # rendered as chunks arrive
                 server = MetricsServer(collector, listen)
             if on_ready is not None:
                 on_ready(server)

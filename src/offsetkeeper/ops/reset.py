@@ -176,20 +176,22 @@ def _write_files(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
     return tuple(written)
 
 
-def plan_reset_request(admin, req: ResetRequest) -> tuple[ResetPlan, tuple[str, ...]]:
-    """Resolve the target and plan the reset (nothing is changed); returns the plan and notes."""
+def plan_reset_request(admin, req: ResetRequest, *, progress: ProgressFn = no_progress,
+                       ) -> tuple[ResetPlan, tuple[str, ...]]:
+    """Resolve the target and plan the reset (nothing is changed); returns the plan and notes.
+    `progress` hears the lines of a plan file read and the groups planned."""
     ctx = TargetContext(admin=admin,
                         snapshot_store=snapshot_store_url(req.options.snapshot_store,
                                                           req.options.config_path),
                         allow_cluster_mismatch=req.allow_cluster_mismatch,
-                        groups=req.groups, all_groups=req.all_groups)
+                        groups=req.groups, all_groups=req.all_groups, progress=progress)
     resolved = resolve_target(req.target, ctx)
     scope = ResetScope(groups=req.groups, all_groups=req.all_groups,
                        group_patterns=req.group_patterns, topics=req.topics,
                        all_topics=req.all_topics, live=req.live)
     plan = build_plan(admin, scope, resolved.target, label=resolved.label,
                       create_groups=req.create_groups,
-                      allow_unknown_state=req.options.allow_unknown_state)
+                      allow_unknown_state=req.options.allow_unknown_state, progress=progress)
     return plan, resolved.notes + _missing_named_groups(plan, req)
 
 
@@ -259,7 +261,7 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
                              "$OFFSETKEEPER_LIVE_SIGNING_KEY): the operator key the group's "
                              "consumers trust; make one with `offsetkeeper live-key generate`")
         signer = load_signer(req.live_signing_key)  # bad key: exit 2 before anything changes
-    plan, notes = plan_reset_request(admin, req)
+    plan, notes = plan_reset_request(admin, req, progress=progress)
     error = None
     try:
         check_creatable(plan, admin)

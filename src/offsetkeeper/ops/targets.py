@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.reset.parse import duration_start_ms, parse_int, parse_offset, parse_time
 from offsetkeeper.reset.targets import (
     FromOffsets,
@@ -80,6 +81,8 @@ class TargetContext:
     # The reset's scope, for providers that read per group (--to-history).
     groups: tuple[str, ...] = ()
     all_groups: bool = False
+    # Progress of long inputs (a --from-file plan of many lines).
+    progress: ProgressFn = no_progress
 
 
 @dataclass(frozen=True)
@@ -113,16 +116,22 @@ def _simple(spec: TargetSpec, _ctx: TargetContext) -> ResolvedTarget:
     return ResolvedTarget(ToDatetime(duration_start_ms(v, what="--by-duration"), v), spec.label)
 
 
-def _from_file(spec: TargetSpec, _ctx: TargetContext) -> ResolvedTarget:
-    from offsetkeeper.reset.parse import decode_utf8, parse_offsets_csv
+def _from_file(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
+    from offsetkeeper.reset.parse import MAX_PLAN_BYTES, decode_utf8, parse_offsets_csv
 
     p = Path(spec.value or "").expanduser()
     try:
-        data = p.read_bytes()
+        with p.open("rb") as f:  # bounded before it is read (a named pipe has no size)
+            data = f.read(MAX_PLAN_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"--from-file {p} cannot be read: {exc.strerror or exc}") from None
-    return ResolvedTarget(parse_offsets_csv(decode_utf8(data, source=str(p)), source=str(p)),
-                          spec.label)
+    if len(data) > MAX_PLAN_BYTES:
+        limit = f"{MAX_PLAN_BYTES / 2**20:g} MiB" if MAX_PLAN_BYTES >= 2**20 else \
+            f"{MAX_PLAN_BYTES:,} bytes"
+        raise UsageError(f"--from-file {p} is larger than {limit} (the limit of a plan file); "
+                         "split it into several files")
+    return ResolvedTarget(parse_offsets_csv(decode_utf8(data, source=str(p)), source=str(p),
+                                            progress=ctx.progress), spec.label)
 
 
 def _from_snapshot(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError, unknown_group
 from offsetkeeper.models import TopicPartition, check_names
+from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.plan import (
     GroupFacts,
     ResetFacts,
@@ -158,7 +159,8 @@ def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str
 
 
 def build_plan(admin, scope: ResetScope, target: ResetTarget, *, label: str = "",
-               create_groups: bool = False, allow_unknown_state: bool = False) -> ResetPlan:
+               create_groups: bool = False, allow_unknown_state: bool = False,
+               progress: ProgressFn = no_progress) -> ResetPlan:
     """Read the cluster and plan the reset (nothing is changed).
 
     Groups that do not exist are marked in the plan; they may be created by executing it only
@@ -171,10 +173,12 @@ def build_plan(admin, scope: ResetScope, target: ResetTarget, *, label: str = ""
     if scope.topics and scope.all_topics:
         raise UsageError("--topic and --all-topics are mutually exclusive")
     groups = resolve_groups(admin, scope, target)
-    named = frozenset(target.groups()) if isinstance(target, FromOffsets) else frozenset()
+    named = target.named_groups if isinstance(target, FromOffsets) else frozenset()
+    progress(ProgressEvent("reading groups from the cluster", 0, len(groups), "groups"))
     facts = gather_facts(admin, scope, target, groups, allow_unknown_state=allow_unknown_state,
                          may_create=frozenset(groups) if create_groups else named)
-    plan = plan_reset(facts, scope, target, label=label)
+    progress(ProgressEvent("reading groups from the cluster", len(groups), len(groups), "groups"))
+    plan = plan_reset(facts, scope, target, label=label, progress=progress)
     if not any(True for _ in plan.partitions()) and not plan.refused:
         where = f" of {target.source}" if isinstance(target, FromOffsets) else ""
         raise UsageError(f"the reset selects no partition: none of the {len(groups)} group(s) in "

@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from offsetkeeper.errors import UsageError
 from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition, Watermarks
+from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.targets import (
     FromOffsets,
     ResetTarget,
@@ -26,6 +27,7 @@ from offsetkeeper.reset.targets import (
     ToOffset,
 )
 
+PROGRESS_EVERY = 1_000  # groups between progress events
 NOTE_UNCHANGED = "unchanged"
 NOTE_NO_COMMIT = "no committed offset"
 NOTE_NEW_GROUP = "new group: created by --execute"
@@ -310,10 +312,16 @@ def _plan_partition(
                          note="; ".join(notes), error=error)
 
 
-def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, label: str = "") -> ResetPlan:
-    """Compute the reset plan from cluster facts. Pure: no I/O."""
+def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, label: str = "",
+               progress: ProgressFn = no_progress) -> ResetPlan:
+    """Compute the reset plan from cluster facts. Pure: no I/O (`progress` hears how many
+    groups are planned, every PROGRESS_EVERY). Linear in groups x partitions."""
     plans = []
-    for group in sorted(facts.groups):
+    named_groups = target.named_groups if isinstance(target, FromOffsets) else frozenset()
+    total = len(facts.groups)
+    for i, group in enumerate(sorted(facts.groups)):
+        if i % PROGRESS_EVERY == 0:
+            progress(ProgressEvent("planning", i, total, "groups"))
         gf = facts.groups[group]
         if gf.denied:
             plans.append(_denied_plan(group, gf))
@@ -331,7 +339,7 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                 continue
             part = _plan_partition(group, tp, _committed(gf, tp), wm, target, facts)
             if not gf.exists:
-                named = isinstance(target, FromOffsets) and group in target.groups()
+                named = group in named_groups
                 part = _with_note(part, NOTE_NEW_GROUP_REFUSED if group not in facts.may_create
                                   else NOTE_NEW_GROUP_FROM_INPUT if named else NOTE_NEW_GROUP)
             parts.append(part)
@@ -345,6 +353,7 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
         plans.append(GroupPlan(group=group, state=gf.info.state, members=len(gf.info.members),
                                partitions=tuple(parts), new_group=not gf.exists,
                                may_create=group in facts.may_create, refused=refused))
+    progress(ProgressEvent("planning", total, total, "groups"))
     return ResetPlan(target=label or target.label, groups=tuple(plans),
                      group_column=scope.all_groups or bool(scope.group_patterns) or len(scope.groups) != 1)
 
@@ -388,9 +397,9 @@ def _denied_plan(group: str, gf: GroupFacts) -> GroupPlan:
 
 
 def _with_note(p: PartitionPlan, note: str) -> PartitionPlan:
-    from dataclasses import replace
-
-    return replace(p, note="; ".join(n for n in (p.note, note) if n))
+    # Built directly: dataclasses.replace costs 10x (once per partition of a new group).
+    return PartitionPlan(p.group, p.topic, p.partition, p.current, p.target, p.log_start,
+                         p.log_end, f"{p.note}; {note}" if p.note else note, p.error, p.delete)
 
 
 def _committed(gf: GroupFacts, tp: TopicPartition) -> int | None:

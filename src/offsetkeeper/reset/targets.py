@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from offsetkeeper.errors import UsageError
 from offsetkeeper.models import TopicPartition, check_names, offset_problem
@@ -74,6 +75,7 @@ class FromOffsets:
     label = "from-file"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_memos", {"offsets": {}, "deletes": {}})
         # The one gate every offset from a file, checkpoint, ZooKeeper, mapping, snapshot or
         # history passes before planning: an invalid one refuses the whole input (exit 2).
         check_names([g for g in [*self.offsets, *self.deletes] if g is not None])
@@ -91,14 +93,27 @@ class FromOffsets:
                                      "is negative; nothing was changed", group=group,
                                      topic=tp.topic, partition=tp.partition)
 
+    # The planner asks these once per partition: they are computed once per group and kept
+    # (a fresh dict per call made planning 20,000 groups quadratic). The target is frozen, so
+    # the answers never change; callers get read-only views.
     def deletes_for(self, group: str) -> frozenset[TopicPartition]:
         """The partitions of `group` whose committed offset must be removed."""
-        return frozenset(self.deletes.get(None, frozenset())) | \
-            frozenset(self.deletes.get(group, frozenset()))
+        memo = self._memos["deletes"]
+        hit = memo.get(group)
+        if hit is None:
+            hit = memo[group] = frozenset(self.deletes.get(None, frozenset())) | \
+                frozenset(self.deletes.get(group, frozenset()))
+        return hit
 
-    def for_group(self, group: str) -> dict[TopicPartition, int]:
-        """The explicit offsets that apply to `group`."""
-        return {**dict(self.offsets.get(None, {})), **dict(self.offsets.get(group, {}))}
+    def for_group(self, group: str) -> Mapping[TopicPartition, int]:
+        """The explicit offsets that apply to `group` (read-only)."""
+        memo = self._memos["offsets"]
+        hit = memo.get(group)
+        if hit is None:
+            common, own = self.offsets.get(None), self.offsets.get(group)
+            merged = {**common, **own} if common and own else dict(own or common or {})
+            hit = memo[group] = MappingProxyType(merged)
+        return hit
 
     def note_for(self, group: str, tp: TopicPartition) -> str:
         """The provider's note for one partition of `group` ("" when none)."""
@@ -106,7 +121,16 @@ class FromOffsets:
 
     def groups(self) -> list[str]:
         """Groups named explicitly (the several-group form)."""
-        return sorted({g for g in [*self.offsets, *self.deletes] if g is not None})
+        return sorted(self.named_groups)
+
+    @property
+    def named_groups(self) -> frozenset[str]:
+        """The same, as a set (kept: asked once per partition by the planner)."""
+        hit = self.__dict__.get("_named")
+        if hit is None:
+            hit = frozenset(g for g in [*self.offsets, *self.deletes] if g is not None)
+            object.__setattr__(self, "_named", hit)
+        return hit
 
 
 ResetTarget = ToEarliest | ToLatest | ToCurrent | ToOffset | ShiftBy | ToDatetime | FromOffsets
