@@ -35,9 +35,9 @@ from offsetkeeper.spark.kafka.options import (
     SourceOptions,
     connection,
 )
+from offsetkeeper.spark.kafka.partition import KafkaInputPartition
 from offsetkeeper.spark.kafka.planning import read_cluster, split_ranges
 from offsetkeeper.spark.kafka.read import read_range
-from offsetkeeper.spark.kafka.source import KafkaInputPartition
 
 log = logging.getLogger("offsetkeeper.spark.kafka.stream")
 
