@@ -21,7 +21,7 @@
     │                                 share-groups reset`); the report says which
     ├── JvmHelperUnavailable*         Java or the admin helper is missing (kafka/jvm.py)
     └── GroupCommitError*             a streaming query could not commit to its group
-                                      (spark/kafka/listener.py)
+                                      (spark/kafka/group.py)
 
 * defined next to the code that raises it. tests/unit/test_errors_tree.py checks this drawing
 against the classes. The reset executor never raises for a group's failure: it returns an

@@ -10,7 +10,7 @@ import offsetkeeper.errors as errors
 # Classes of the tree defined outside errors.py (marked * in the drawing).
 ELSEWHERE = {"StoreUnavailable": "offsetkeeper.history.store.base",
              "JvmHelperUnavailable": "offsetkeeper.kafka.jvm",
-             "GroupCommitError": "offsetkeeper.spark.kafka.listener"}
+             "GroupCommitError": "offsetkeeper.spark.kafka.group"}
 
 
 def _drawn() -> dict[str, str | None]:
