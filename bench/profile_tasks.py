@@ -4,7 +4,7 @@
                                             [--bootstrap HOST:PORT] [--top 25] [--out DIR]
 
 Starts a development broker (unless --bootstrap is given), fills a topic, then runs
-`backup.task.backup_task` over every partition and `restore.writer.restore_task` over the
+`backup.task.backup_task` over every partition and `restore.produce.restore_task` over the
 backup it wrote (to a new topic on the same broker), both in this process under cProfile, one
 task after the other (what one Spark Python worker does). Prints JSON: seconds and records/s per
 phase and the top functions by own time; writes the .pstats files to --out for snakeviz/pstats.
@@ -55,7 +55,8 @@ def main() -> None:
     from offsetkeeper.config import Connection
     from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.models import TopicPartition
-    from offsetkeeper.restore.writer import WriterConfig, restore_task
+    from offsetkeeper.restore.produce import restore_task
+    from offsetkeeper.restore.writer import WriterConfig
     from offsetkeeper.spark.kafka.options import parse_options
 
     if not args.parallel:  # one thread, so that cProfile sees the work

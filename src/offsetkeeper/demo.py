@@ -105,6 +105,7 @@ class DemoContext:
     keep: bool
     stack: ExitStack
     topic: str = TOPIC
+    partitions: int = PARTITIONS
     _brokers: dict[str, str] = field(default_factory=dict)
 
     def broker(self, name: str) -> str:

@@ -12,11 +12,20 @@
     ├── KafkaOperationError           the cluster answered with an error (code + advice)
     │   └── RestoreWriteError         a restore task could not write or resume (also a RuntimeError)
     ├── StoreError                    a snapshot/manifest/store file is missing or corrupt
-    │   └── SnapshotFormatError       a snapshot document is malformed (also a ValueError)
+    │   ├── SnapshotFormatError       a snapshot document is malformed (also a ValueError)
+    │   ├── FencedError               another consumer now owns the partition (external store)
+    │   └── StoreUnavailable*         the history store cannot be reached (history/store/base.py)
     ├── CheckpointBusyError           a streaming checkpoint looks in use or is stateful
-    │   └── FencedError               another consumer now owns the partition (external store)
     ├── NoCommittedOffset             auto.offset.reset=none and a partition has no offset
-    └── PartialFailure                some groups/partitions failed; the report says which
+    ├── PartialFailure                some share-group partitions failed (`offsetkeeper
+    │                                 share-groups reset`); the report says which
+    ├── JvmHelperUnavailable*         Java or the admin helper is missing (kafka/jvm.py)
+    └── GroupCommitError*             a streaming query could not commit to its group
+                                      (spark/kafka/group.py)
+
+* defined next to the code that raises it. tests/unit/test_errors_tree.py checks this drawing
+against the classes. The reset executor never raises for a group's failure: it returns an
+`ApplyReport` whose status is PARTIAL_SUCCESS or FAILED.
 
 Every message is one sentence a user can act on. Context (group, topic, partition) is
 carried as attributes so callers can build reports without parsing messages.

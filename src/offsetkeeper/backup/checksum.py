@@ -65,15 +65,6 @@ def record_checksums(
     return {tuple(r[k] for k in keys): (int(r["_n"]), to_hex(int(r["_s"] or 0))) for r in rows}
 
 
-def dataframe_checksum(df: DataFrame, *, strip_header_prefix: str | None = None) -> tuple[int, str]:
-    """Record count and checksum of a whole DataFrame (columns key, value, headers)."""
-    from pyspark.sql import functions as F
-
-    h = hash_column(strip_header_prefix=strip_header_prefix).cast("decimal(20,0)")
-    row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(h).alias("s")).collect()[0]
-    return int(row["n"]), to_hex(int(row["s"] or 0))
-
-
 # -- the same checksum over Arrow record batches (no Spark) --------------------------------------
 # Spark's xxhash64(key, value, headers) is XXH64 chained through its columns: the seed starts at
 # 42, each non-null binary or string is hashed (standard XXH64 of its bytes, UTF-8 for strings)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -301,8 +302,19 @@ def manifest_exists(destination: str, backup_id: str) -> bool:
     return fs.exists(path)
 
 
-def list_backups(destination: str) -> list[Manifest]:
-    """Every backup under `destination` (directories holding a readable manifest), by id."""
+@dataclass(frozen=True)
+class BackupEntry:
+    """One backup under a destination: its manifest, or (manifest None) why it cannot be read."""
+
+    backup_id: str
+    manifest: Manifest | None = None
+    error: str | None = None
+
+
+def list_backups(destination: str) -> list[BackupEntry]:
+    """Every backup under `destination` (directories holding a manifest.json), by id. A manifest
+    that cannot be read (corrupt, a newer format, an invalid id) is listed with its error,
+    never hidden: it is a backup someone may count on."""
     fs, root = _fs(destination)
     if not fs.exists(root):
         raise StoreError(f"backup destination {destination} does not exist")
@@ -311,9 +323,9 @@ def list_backups(destination: str) -> list[Manifest]:
         name = posixpath.basename(entry.rstrip("/"))
         if fs.exists(posixpath.join(entry, MANIFEST_NAME)):
             try:
-                out.append(load_manifest(destination, name))
-            except (StoreError, UsageError):  # NotFoundError is a UsageError
-                continue
+                out.append(BackupEntry(name, load_manifest(destination, name)))
+            except (StoreError, UsageError) as exc:  # NotFoundError: deleted meanwhile
+                out.append(BackupEntry(name, error=exc.message))
     return out
 
 

@@ -89,18 +89,30 @@ def run(
 
 @backups_app.command("list")
 def list_(dest: DestOpt = None, output: OutputOpt = OutputFormat.table) -> None:
-    """List the backups under a destination.
+    """List the backups under a destination (one with an unreadable manifest is a row with its
+    error).
 
     Example: offsetkeeper backups list --dest /backups
     """
     from offsetkeeper.ops.backup import list_backups
 
-    ms = list_backups(dest)
-    rows = [{"backup_id": m.backup_id, "runs": len(m.runs), "topics": len(m.topics),
-             "partitions": sum(len(t.partitions) for t in m.topics), "records": m.record_count,
-             "groups": len(m.groups), "updated_at": m.updated_at} for m in ms]
+    entries = list_backups(dest)
+    rows = []
+    for e in entries:
+        m = e.manifest
+        rows.append({"backup_id": e.backup_id, "runs": len(m.runs), "topics": len(m.topics),
+                     "partitions": sum(len(t.partitions) for t in m.topics),
+                     "records": m.record_count, "groups": len(m.groups),
+                     "updated_at": m.updated_at, "error": None} if m is not None else
+                    {"backup_id": e.backup_id, "runs": None, "topics": None, "partitions": None,
+                     "records": None, "groups": None, "updated_at": None, "error": e.error})
     render_rows(rows, ["backup_id", "runs", "topics", "partitions", "records", "groups",
-                       "updated_at"], output)
+                       "updated_at", "error"], output)
+    bad = [e for e in entries if e.manifest is None]
+    if bad:
+        stderr_console().print(f"warning: {len(bad)} backup(s) with an unreadable manifest "
+                               f"(first: {bad[0].backup_id}); see the error column",
+                               highlight=False, markup=False)
 
 
 @backups_app.command("describe")

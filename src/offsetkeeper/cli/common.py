@@ -9,9 +9,7 @@ import typer
 
 from offsetkeeper.cli.output import OutputFormat
 from offsetkeeper.config import (
-    ClusterRef,
     Connection,
-    connect_ref,
     load_config_file,
     resolve_connection,
 )
@@ -73,12 +71,3 @@ def connection(
         cluster=cluster,
         config=load_config_file(config),
     )
-
-
-def connection_or_ref(
-    ref: ClusterRef | None,
-    bootstrap: str | None, command_config: Path | None, cluster: str | None, config: Path | None,
-) -> Connection:
-    """Like `connection`, but fall back to a cluster reference from a YAML file (flags win)."""
-    return connect_ref(ref, bootstrap_server=bootstrap, command_config=command_config, cluster=cluster,
-                       config=load_config_file(config))

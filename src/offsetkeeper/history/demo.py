@@ -37,15 +37,13 @@ def _tick(bootstrap: str, topic: str, partitions: int, *, caught_up_group: str,
 
 
 def part(ctx) -> None:
-    from offsetkeeper.demo import PARTITIONS
-
     run, b = ctx.run, ["-b", ctx.prod]
     store = str(ctx.work / "history.db")
     s = ["--store", store]
     first = None
     for i in range(4):
         if i:
-            _tick(ctx.prod, ctx.topic, PARTITIONS, caught_up_group="analytics",
+            _tick(ctx.prod, ctx.topic, ctx.partitions, caught_up_group="analytics",
                   moved=("payments", 95) if i == 1 else None)
             time.sleep(0.3)
         run(f"Sample both groups (cycle {i + 1} of 4; a cron job or `--interval 30s` as a service)",

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
 from offsetkeeper.history import timelag
 from offsetkeeper.history.model import Sample
-from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.kafka.peek import (  # noqa: F401 (re-exported: bench/, tests)
     NextRecordTimes,
     plan_batches,
     release_native_memory,
 )
+from offsetkeeper.kafka.port import AdminPort
 from offsetkeeper.kafka.stable import readable_lag, wants_count
 from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition
 
@@ -78,9 +78,9 @@ def _owners(info: GroupInfo | None) -> dict[Key, tuple[str, str, str]]:
 
 
 class CycleSampler:
-    """Reads one cycle at a time through one KafkaAdmin; keeps the time-lag state between cycles."""
+    """Reads one cycle at a time through one admin port; keeps the time-lag state between cycles."""
 
-    def __init__(self, admin: KafkaAdmin, scope: SampleScope, *, time_lag: bool = True,
+    def __init__(self, admin: AdminPort, scope: SampleScope, *, time_lag: bool = True,
                  table: timelag.LogEndTable | None = None) -> None:
         if not scope.groups and not scope.all_groups:
             from offsetkeeper.errors import UsageError

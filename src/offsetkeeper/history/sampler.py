@@ -34,7 +34,7 @@ from offsetkeeper.history.sample import CycleResult, CycleSampler, SampleScope
 from offsetkeeper.history.status import DEFAULT_WINDOW
 from offsetkeeper.history.store.base import HistoryStore, RetentionPolicy, StoreUnavailable
 from offsetkeeper.history.timelag import DEFAULT_POINTS
-from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.kafka.port import AdminPort
 
 log = logging.getLogger("offsetkeeper.history")
 
@@ -76,7 +76,7 @@ class CycleOutcome:
 class Sampler:
     """Samples a cluster into a store. `run_once()` for cron, `run(stop)` as a service."""
 
-    def __init__(self, admin: KafkaAdmin, store: HistoryStore, config: SamplerConfig) -> None:
+    def __init__(self, admin: AdminPort, store: HistoryStore, config: SamplerConfig) -> None:
         self.admin = admin
         self.store = store
         self.config = config

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from offsetkeeper.errors import UsageError
+from offsetkeeper.errors import OffsetkeeperError, UsageError
 from offsetkeeper.history.model import Sample
 from offsetkeeper.storage import join, write_bytes_atomic
 
@@ -90,14 +90,33 @@ def export_parquet(store, dest: str, *, since: int | None = None, until: int | N
 
 
 def daily_report(spark, src: str) -> list[dict]:
-    """Per group and day: lag and time-lag percentiles, commit rate, REWIND events (on Spark)."""
+    """Per group and day: lag and time-lag percentiles, commit rate, REWIND events (on Spark).
+
+    A UsageError (exit 2) when Spark's analysis rejects `src` (no such path, no Parquet there,
+    not the columns `export_parquet` writes); an OffsetkeeperError (exit 1) naming the error
+    when the job itself fails (executors lost, out of memory, storage unreadable ...)."""
+    try:
+        return _daily_report(spark, src)
+    except Exception as exc:
+        raise report_failure(exc, src) from exc
+
+
+def report_failure(exc: Exception, src: str) -> OffsetkeeperError:
+    """The error the report raises for a Spark failure: bad input or a failed operation."""
+    from pyspark.errors import AnalysisException
+
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    if isinstance(exc, AnalysisException):
+        return UsageError(f"history report: {src} holds no exported history ({first or 'analysis failed'})")
+    return OffsetkeeperError(f"history report: the Spark job failed: {type(exc).__name__}"
+                             + (f": {first}" if first else ""))
+
+
+def _daily_report(spark, src: str) -> list[dict]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    try:
-        df = spark.read.parquet(src)
-    except Exception as exc:  # AnalysisException: path missing or not Parquet
-        raise UsageError(f"history report: {src} holds no exported history ({type(exc).__name__})") from None
+    df = spark.read.parquet(src)
     df = df.withColumn("day", F.col("day").cast("string"))
     per_ts = (df.groupBy("group", "day", "ts")
               .agg(F.sum("lag").alias("lag"), F.max("time_lag_s").alias("time_lag_s")))

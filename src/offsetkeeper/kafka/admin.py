@@ -27,6 +27,7 @@ from offsetkeeper.config import Connection
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
 from offsetkeeper.kafka.errors import connection_failure, error_name, translate
 from offsetkeeper.kafka.jvm import JvmGroupsAdmin
+from offsetkeeper.kafka.port import unwrap_each
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -255,12 +256,7 @@ class KafkaAdmin(JvmGroupsAdmin):
 
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
         """State, coordinator, assignor and members (with assignments) of each group."""
-        out: dict[str, GroupInfo] = {}
-        for gid, res in self.describe_groups_each(group_ids).items():
-            if isinstance(res, Exception):
-                raise res
-            out[gid] = res
-        return out
+        return unwrap_each(self.describe_groups_each(group_ids))
 
     def describe_groups_each(self, group_ids: Iterable[str], *, real_states: bool = True,
                              ) -> dict[str, GroupInfo | OffsetkeeperError]:
@@ -319,27 +315,9 @@ class KafkaAdmin(JvmGroupsAdmin):
             members=members,
         )
 
-    def _fetch_committed_async(self, group_id: str) -> cf.Future:
-        """Send OffsetFetch for a group; only after its coordinator answered (see
-        committed_offsets_each)."""
-        return self.admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group_id)], request_timeout=self.timeout
-        )[group_id]
-
-    def _committed_result(self, group_id: str, fut: cf.Future) -> dict[TopicPartition, CommittedOffset]:
-        res = self._wait(fut, action="read committed offsets", group=group_id)
-        return {
-            _tp(tp): CommittedOffset(tp.offset, tp.metadata or "")
-            for tp in res.topic_partitions
-            if tp.offset >= 0 and tp.error is None
-        }
-
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
-        """A group's committed offsets (partitions without a commit are absent)."""
-        res = self.committed_offsets_each([group_id])[group_id]
-        if isinstance(res, Exception):
-            raise res
-        return res
+        """One group's committed offsets (partitions without a commit are absent); raises."""
+        return unwrap_each(self.committed_offsets_each([group_id]))[group_id]
 
     def committed_offsets_each(
         self, group_ids: Iterable[str], *,
@@ -347,7 +325,8 @@ class KafkaAdmin(JvmGroupsAdmin):
     ) -> dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError]:
         """Committed offsets of many groups, every request in flight at once (the admin API takes
         one group per request); a group that fails maps to its translated error instead of
-        hiding the others' answers. The one reader of committed offsets.
+        hiding the others' answers. The one reader of committed offsets (`committed_offsets`
+        is its one-group form; `kafka.port.unwrap_each` raises the first failure).
 
         Each group's coordinator is asked first (DescribeGroups; pass `described` when the
         caller just did): librdkafka's admin client crashes the process when an OffsetFetch is
@@ -359,62 +338,23 @@ class KafkaAdmin(JvmGroupsAdmin):
         ids = list(dict.fromkeys(group_ids))
         if described is None:
             described = self.describe_groups_each(ids, real_states=False) if ids else {}
+        out: dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError] = {}
         futures: dict[str, cf.Future] = {}
-        refused: dict[str, OffsetkeeperError] = {}
         for g in ids:
             info = described.get(g)
             if isinstance(info, KafkaOperationError) and info.code in COORDINATOR_NOT_READY:
-                refused[g] = info
+                out[g] = info
             else:
-                futures[g] = self._fetch_committed_async(g)
-        out: dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError] = {}
-        for g in ids:
-            if g in refused:
-                out[g] = refused[g]
-                continue
+                futures[g] = self.admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(g)], request_timeout=self.timeout)[g]
+        for g, fut in futures.items():
             try:
-                out[g] = self._committed_result(g, futures[g])
+                res = self._wait(fut, action="read committed offsets", group=g)
+                out[g] = {_tp(tp): CommittedOffset(tp.offset, tp.metadata or "")
+                          for tp in res.topic_partitions if tp.offset >= 0 and tp.error is None}
             except OffsetkeeperError as exc:
                 out[g] = exc
-        return out
-
-    def committed_offsets_many(
-        self, group_ids: Iterable[str]
-    ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
-        """Committed offsets of many groups, fetched concurrently; raises the first failure."""
-        out: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        for g, res in self.committed_offsets_each(group_ids).items():
-            if isinstance(res, Exception):
-                raise res
-            out[g] = res
-        return out
-
-    def committed_offsets_all(
-        self, topics: Iterable[str] | None = None
-    ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
-        """Committed offsets of every group of the cluster, fetched concurrently.
-
-        With `topics`, only offsets on those topics are kept and groups without any are left
-        out. A group deleted between listing and reading simply has no offsets (it is skipped,
-        never an error): the one rule every caller (backup capture, restore from a live source,
-        history sampling) needs.
-        """
-        from offsetkeeper.errors import UnknownGroupError
-
-        wanted = None if topics is None else set(topics)
-        out: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        each = self.committed_offsets_each(g.group_id for g in self.list_groups())
-        for gid, offs in each.items():
-            if isinstance(offs, UnknownGroupError):
-                continue
-            if isinstance(offs, Exception):
-                raise offs
-            if wanted is not None:
-                offs = {tp: o for tp, o in offs.items() if tp.topic in wanted}
-                if not offs:
-                    continue
-            out[gid] = offs
-        return out
+        return {g: out[g] for g in ids}
 
     def alter_offsets_async(
         self, group_id: str, offsets: Mapping[TopicPartition, int | CommittedOffset]

@@ -89,7 +89,8 @@ GROUP_LEVEL = frozenset({
 
 # Every error code the requests offsetkeeper sends can answer with (OffsetCommit, OffsetFetch,
 # OffsetDelete, DescribeGroups, ListGroups, DeleteGroups, ListOffsets, Metadata, and the client's
-# own local errors). tests/unit/test_kafka_errors.py fails when one of them has no advice.
+# own local errors). tests/unit/test_reset_safety.py (test_every_receivable_kafka_error_has_advice)
+# fails when one of them has no advice.
 RECEIVABLE = frozenset({
     "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
     "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "GROUP_ID_NOT_FOUND", "UNKNOWN_TOPIC_OR_PART",

@@ -25,7 +25,13 @@ import base64
 import struct
 from dataclasses import dataclass
 
-__all__ = ["SCHEMAS", "A", "N", "RecordSchema", "S", "decode_struct", "encode_struct", "uuid_str"]
+__all__ = ["SCHEMAS", "A", "MalformedBytes", "N", "RecordSchema", "S", "decode_struct",
+           "encode_struct", "uuid_str"]
+
+
+class MalformedBytes(ValueError):
+    """Raised inside the decoder when bytes break the schema; never leaves `decode_record`
+    (defined here, with the schemas it checks; offsetlog/decode.py re-exports it)."""
 
 
 @dataclass(frozen=True)
@@ -160,8 +166,6 @@ def _read(r, t):
         if n == -1 and t.nullable:
             return None
         if n < 0 or n > len(r.buf) - r.pos:
-            from offsetkeeper.offsetlog.decode import MalformedBytes
-
             raise MalformedBytes(f"array length {n} at position {r.pos}")
         return tuple(_read(r, t.element) for _ in range(n))
     if t in _FIXED:

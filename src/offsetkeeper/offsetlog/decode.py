@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 
+from offsetkeeper.offsetlog.coordinator import SCHEMAS, MalformedBytes, decode_struct
 from offsetkeeper.offsetlog.records import (
     CONSUMER_PROTOCOL_VERSIONS,
     FLEXIBLE_VALUE_VERSION,
@@ -48,10 +49,6 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 # A sane bound for array lengths read from untrusted bytes (each element takes >= 1 byte).
 _MAX_ARRAY = 1 << 24
-
-
-class MalformedBytes(ValueError):
-    """Raised inside the decoder when bytes break the schema; never leaves `decode_record`."""
 
 
 class _Reader:
@@ -142,8 +139,6 @@ class _Reader:
 
 def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey | CoordinatorKey | UnknownRecord:
     """Decode a record key; raises MalformedBytes on broken bytes."""
-    from offsetkeeper.offsetlog.coordinator import SCHEMAS, decode_struct
-
     r = _Reader(key)
     version = r.i16()
     schema = SCHEMAS.get(version)
@@ -251,8 +246,6 @@ def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
 
 
 def _coordinator_record(k: CoordinatorKey, value: bytes | None) -> CoordinatorRecord | UnknownRecord:
-    from offsetkeeper.offsetlog.coordinator import SCHEMAS, decode_struct
-
     if value is None:
         return CoordinatorRecord(k, None)
     r = _Reader(value)

@@ -1,7 +1,7 @@
 """Backup operations: one function per user operation, each taking a typed request.
 
     run_backup(BackupRequest, progress=) -> BackupResult      backup run
-    list_backups(destination) -> list[Manifest]               backups list      (no Spark)
+    list_backups(destination) -> list[BackupEntry]            backups list      (no Spark)
     describe_backup(destination, backup_id) -> Manifest       backups describe  (no Spark)
     validate_backup(destination, backup_id, deep=...) -> ...  backups validate  (Spark with deep)
 
@@ -61,7 +61,8 @@ def _need_dest(destination: str | None) -> str:
 
 
 def list_backups(destination: str | None) -> list:
-    """Every backup under `destination` (backup.manifest.Manifest), by id."""
+    """Every backup under `destination`, by id: `backup.manifest.BackupEntry`s, each with its
+    manifest or, when the manifest cannot be read, the error."""
     from offsetkeeper.backup.manifest import list_backups as _list
 
     return _list(_need_dest(destination))

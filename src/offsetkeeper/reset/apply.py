@@ -35,6 +35,7 @@ from offsetkeeper.kafka.errors import (
     partition_error,
     translate,
 )
+from offsetkeeper.kafka.port import AdminPort
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.plan import GroupPlan, PlanKind, ResetPlan, refusal_of
@@ -56,10 +57,6 @@ class ReportStatus(StrEnum):
     PARTIAL_SUCCESS = "PARTIAL_SUCCESS"
     FAILED = "FAILED"
 
-
-# Back-compatible names for the statuses.
-SUCCESS, REFUSED, FAILED, NOTHING = (GroupStatus.SUCCESS, GroupStatus.REFUSED, GroupStatus.FAILED,
-                                     GroupStatus.NOTHING)
 
 # snapshot_fn(admin, groups, description, *, uncommitted) -> snapshot id; `uncommitted`: per
 # group, the partitions the plan commits to that have no committed offset now (the snapshot
@@ -227,7 +224,7 @@ class _Wave:
     """One pipelined pass over jobs: re-check state and offsets, apply, read back — every request
     of a kind in flight at once (librdkafka routes each to its group's coordinator)."""
 
-    def __init__(self, admin, kind: PlanKind, opts: ApplyOptions) -> None:
+    def __init__(self, admin: AdminPort, kind: PlanKind, opts: ApplyOptions) -> None:
         self.admin, self.kind, self.opts = admin, kind, opts
         self.done: list[GroupResult] = []
         self.retry: list[_Job] = []
@@ -404,7 +401,7 @@ def _initial_results(plans: list[GroupPlan], kind: PlanKind) -> tuple[list[Group
     return results, queue
 
 
-def _execute(admin, plan: ResetPlan, opts: ApplyOptions) -> list[GroupResult]:
+def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions) -> list[GroupResult]:
     """Run groups through waves of at most `max_concurrent` groups, retrying retriable ones."""
     plans = list(plan.groups)
     total = len(plans)
@@ -562,7 +559,7 @@ def uncommitted_partitions(plan: ResetPlan) -> dict[str, list[TopicPartition]]:
     return {g: tps for g, tps in out.items() if tps}
 
 
-def apply_plan(admin, plan: ResetPlan, options: ApplyOptions | None = None) -> ApplyReport:
+def apply_plan(admin: AdminPort, plan: ResetPlan, options: ApplyOptions | None = None) -> ApplyReport:
     """Execute `plan` against the cluster of `admin`; never raises for per-group failures.
 
     The snapshot (when `snapshot_fn` is given) is taken before anything changes; if it cannot
@@ -580,8 +577,3 @@ def apply_plan(admin, plan: ResetPlan, options: ApplyOptions | None = None) -> A
         else _execute(admin, plan, opts)
     return ApplyReport(results=tuple(results), elapsed_s=time.monotonic() - start,
                        snapshot_id=snapshot_id, kind=plan.kind)
-
-
-def planned_offsets(plan: ResetPlan) -> dict[str, dict[TopicPartition, int]]:
-    """group -> partition -> planned target (the offsets a successful run leaves committed)."""
-    return {g.group: dict(g.offsets) for g in plan.groups if not g.refused}

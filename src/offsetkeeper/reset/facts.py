@@ -1,12 +1,13 @@
 """Reading what planning needs from the cluster: groups, committed offsets, partitions, watermarks.
 
-Everything here does I/O through `KafkaAdmin`; `reset.plan` turns the resulting `ResetFacts`
+Everything here does I/O through the admin port (`kafka.port.AdminPort`); `reset.plan` turns the resulting `ResetFacts`
 into a plan without any I/O. `build_plan` / `build_delete_plan` do both steps.
 """
 
 from __future__ import annotations
 
 from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError, unknown_group
+from offsetkeeper.kafka.port import AdminPort
 from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.plan import (
@@ -20,7 +21,7 @@ from offsetkeeper.reset.plan import (
 from offsetkeeper.reset.targets import FromOffsets, ResetTarget, ShiftBy, ToDatetime
 
 
-def resolve_groups(admin, scope: ResetScope, target: ResetTarget | None = None) -> list[str]:
+def resolve_groups(admin: AdminPort, scope: ResetScope, target: ResetTarget | None = None) -> list[str]:
     """The group ids in scope: the named ones, those a file/snapshot/mapping names, or all.
 
     With an input that names its groups (`--from-file` in the several-group form,
@@ -50,7 +51,7 @@ def resolve_groups(admin, scope: ResetScope, target: ResetTarget | None = None) 
     raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
 
 
-def _matching_groups(admin, patterns: tuple[str, ...], named: list[str]) -> list[str]:
+def _matching_groups(admin: AdminPort, patterns: tuple[str, ...], named: list[str]) -> list[str]:
     """Groups matching any pattern, sorted; a pattern that selects nothing is bad input (a run
     that selects nothing is not a success)."""
     from offsetkeeper.models import compile_pattern
@@ -69,7 +70,7 @@ def _matching_groups(admin, patterns: tuple[str, ...], named: list[str]) -> list
     return out
 
 
-def _group_facts(admin, groups: list[str]) -> dict[str, GroupFacts]:
+def _group_facts(admin: AdminPort, groups: list[str]) -> dict[str, GroupFacts]:
     """State and committed offsets of each group. A group the principal is not authorized for
     (ACLs) is marked `denied` so the plan refuses it alone; any other error fails the run."""
     from offsetkeeper.errors import KafkaOperationError
@@ -96,7 +97,7 @@ def _group_facts(admin, groups: list[str]) -> dict[str, GroupFacts]:
     return out
 
 
-def check_creatable(plan: ResetPlan, admin=None) -> None:
+def check_creatable(plan: ResetPlan, admin: AdminPort | None = None) -> None:
     """Refuse (exit 2) to execute a plan that would create groups nobody asked for; with
     `admin`, suggest the closest existing group ("did you mean payments?").
 
@@ -117,7 +118,7 @@ def check_creatable(plan: ResetPlan, admin=None) -> None:
                                 group=missing[0])
 
 
-def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str], *,
+def gather_facts(admin: AdminPort, scope: ResetScope, target: ResetTarget, groups: list[str], *,
                  allow_unknown_state: bool = False, may_create: frozenset[str] = frozenset()
                  ) -> ResetFacts:
     """Read group states, committed offsets, partitions, watermarks (and times) for planning."""
@@ -158,7 +159,7 @@ def gather_facts(admin, scope: ResetScope, target: ResetTarget, groups: list[str
                       may_create=may_create)
 
 
-def build_plan(admin, scope: ResetScope, target: ResetTarget, *, label: str = "",
+def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, label: str = "",
                create_groups: bool = False, allow_unknown_state: bool = False,
                progress: ProgressFn = no_progress) -> ResetPlan:
     """Read the cluster and plan the reset (nothing is changed).
@@ -186,7 +187,7 @@ def build_plan(admin, scope: ResetScope, target: ResetTarget, *, label: str = ""
     return plan
 
 
-def build_delete_plan(admin, scope: ResetScope, *, whole_groups: bool,
+def build_delete_plan(admin: AdminPort, scope: ResetScope, *, whole_groups: bool,
                       allow_unknown_state: bool = False) -> ResetPlan:
     """Read the cluster and plan deleting offsets (`--topic` scope) or whole groups."""
     if not whole_groups and not scope.topics:

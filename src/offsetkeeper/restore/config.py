@@ -242,7 +242,7 @@ def validate_options(o: RestoreOptions) -> None:
     if o.chunk_records < 1:
         raise UsageError(f"chunk size {o.chunk_records} must be at least 1")
     if o.restore_id is not None:
-        from offsetkeeper.restore.state import validate_restore_id
+        from offsetkeeper.restore.paths import validate_restore_id
 
         validate_restore_id(o.restore_id)
     if o.chunk_records > 10_000_000:

@@ -6,9 +6,24 @@
 
 from __future__ import annotations
 
+import re
+
+from offsetkeeper.errors import UsageError
 from offsetkeeper.storage import join, open_fs, write_bytes_atomic
 
-__all__ = ["backup_root", "join", "mappings_root", "open_fs", "state_path", "write_bytes_atomic"]
+__all__ = ["RESTORE_ID_RE", "backup_root", "join", "mappings_root", "open_fs", "state_path",
+           "validate_restore_id", "write_bytes_atomic"]
+
+RESTORE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+def validate_restore_id(restore_id: str, *, flag: str = "restore id") -> str:
+    """A restore id names files inside the backup: letters, digits, '.', '_', '-' only (so
+    `../../x` cannot leave the backup)."""
+    if not RESTORE_ID_RE.fullmatch(restore_id or ""):
+        raise UsageError(f"{flag} '{restore_id}' is invalid: use letters, digits, '.', '_' and '-' "
+                         "(starting with a letter or digit)")
+    return restore_id
 
 
 def backup_root(destination: str, backup_id: str) -> str:
@@ -20,12 +35,8 @@ def backup_root(destination: str, backup_id: str) -> str:
 
 
 def mappings_root(destination: str, backup_id: str, restore_id: str) -> str:
-    from offsetkeeper.restore.state import validate_restore_id
-
     return join(backup_root(destination, backup_id), "mappings", validate_restore_id(restore_id))
 
 
 def state_path(destination: str, backup_id: str, restore_id: str) -> str:
-    from offsetkeeper.restore.state import validate_restore_id
-
     return join(backup_root(destination, backup_id), "restores", f"{validate_restore_id(restore_id)}.json")

@@ -13,7 +13,7 @@ the Spark job.
    the same restore id, check that the options did not change;
 6. Spark: one task per group of routes (largest first); each reads its partitions' backup files
    in offset order, checked against the manifest as they are read (`backup/read.py`), and
-   produces them (`writer.restore_task`), writing the mapping as it goes — no shuffle. A failed
+   produces them (`produce.restore_task`), writing the mapping as it goes — no shuffle. A failed
    task returns a typed TaskFailure; the state is marked failed with its one-sentence reason;
 7. record the target log ends after the restore and mark it completed.
 
@@ -48,6 +48,7 @@ from offsetkeeper.restore.plan import (
     route_partitions,
     topics_to_create,
 )
+from offsetkeeper.restore.produce import restore_task
 from offsetkeeper.restore.state import (
     RestoreState,
     RestoreStatus,
@@ -60,7 +61,6 @@ from offsetkeeper.restore.writer import (
     consumer_config,
     producer_config,
     read_progress,
-    restore_task,
 )
 from offsetkeeper.storage import join
 

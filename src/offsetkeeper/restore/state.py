@@ -9,25 +9,21 @@ from __future__ import annotations
 
 import enum
 import json
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from offsetkeeper.errors import StoreError, UsageError
 from offsetkeeper.models import TopicPartition
-from offsetkeeper.restore.paths import join, open_fs, state_path, write_bytes_atomic
-
-RESTORE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-
-
-def validate_restore_id(restore_id: str, *, flag: str = "restore id") -> str:
-    """A restore id names files inside the backup: letters, digits, '.', '_', '-' only (so
-    `../../x` cannot leave the backup)."""
-    if not RESTORE_ID_RE.fullmatch(restore_id or ""):
-        raise UsageError(f"{flag} '{restore_id}' is invalid: use letters, digits, '.', '_' and '-' "
-                         "(starting with a letter or digit)")
-    return restore_id
+from offsetkeeper.restore.paths import (
+    RESTORE_ID_RE,
+    backup_root,
+    join,
+    open_fs,
+    state_path,
+    validate_restore_id,
+    write_bytes_atomic,
+)
 
 
 class RestoreStatus(enum.StrEnum):
@@ -115,8 +111,6 @@ def _first_line(exc: BaseException) -> str:
 
 def list_states(destination: str, backup_id: str) -> list[RestoreState]:
     """Every restore of a backup, oldest first (StoreError when a state file is corrupt)."""
-    from offsetkeeper.restore.paths import backup_root
-
     fs, path = open_fs(join(backup_root(destination, backup_id), "restores"))
     if not fs.exists(path):
         return []

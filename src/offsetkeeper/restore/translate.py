@@ -71,12 +71,15 @@ def committed_from_backup(destination: str, backup_id: str) -> dict[str, dict[To
 
 
 def committed_from_cluster(conn, topics: set[str]) -> dict[str, dict[TopicPartition, int]]:
-    """Committed offsets of every group on `topics`, read from a live (source) cluster."""
+    """Committed offsets of every group on `topics`, read from a live (source) cluster. A group
+    deleted between listing and reading is skipped, never an error."""
+    from offsetkeeper.errors import UnknownGroupError
     from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.kafka.port import unwrap_each
 
     with KafkaAdmin(conn) as admin:
-        groups = [g.group_id for g in admin.list_groups()]
-        many = admin.committed_offsets_many(groups)
+        each = admin.committed_offsets_each(g.group_id for g in admin.list_groups())
+        many = unwrap_each({g: r for g, r in each.items() if not isinstance(r, UnknownGroupError)})
     return {g: {tp: c.offset for tp, c in offs.items() if tp.topic in topics}
             for g, offs in many.items() if any(tp.topic in topics for tp in offs)}
 

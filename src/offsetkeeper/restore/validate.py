@@ -181,10 +181,11 @@ def check_groups(target: Connection, rows: list[TranslatedOffset], state: Restor
                  mappings) -> list[dict[str, Any]]:
     """Committed offsets on the target vs the translation, and the record they point at."""
     from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.kafka.port import unwrap_each
 
     out = []
     with KafkaAdmin(target) as admin:
-        committed = admin.committed_offsets_many({r.group for r in rows})
+        committed = unwrap_each(admin.committed_offsets_each({r.group for r in rows}))
     ends = state.log_ends()
     for r in rows:
         c = committed.get(r.group, {}).get(r.target)

@@ -27,7 +27,7 @@ from offsetkeeper.models import TopicPartition
 from offsetkeeper.restore.mapping import check_route_rows, read_mapping, write_chunk
 
 __all__ = ["OFFSET_HEADER", "PARTITION_HEADER", "RESTORE_HEADERS", "TIMESTAMP_HEADER", "TOPIC_HEADER",
-           "RestoreWriteError", "WriterConfig", "origin_headers", "read_target_tail", "restore_task",
+           "RestoreWriteError", "WriterConfig", "origin_headers", "read_target_tail",
            "route_records", "spec_records"]
 
 OFFSET_HEADER = "x-kafka-backup-offset"
@@ -211,25 +211,6 @@ def spec_records(spec: dict[str, Any], cfg: WriterConfig,
         return read_records([SegmentFiles.from_dict(d) for d in spec["segments"]], sel,
                             batch_rows=batch_rows)
     return read_files(spec["files"], sel, batch_rows=batch_rows)
-
-
-def restore_task(cfg: WriterConfig, specs: Iterator[str]) -> Iterator[dict[str, Any]]:
-    """Spark task (`RDD.mapPartitions` over task specs — JSON lists of routes: source, target,
-    segments (or files), resume_after): produce each route's records with one producer; one
-    summary per route. Run it under backup.task_failure.guarded so that a failure reaches the
-    driver as a typed TaskFailure.
-
-    The plain RDD API is used on purpose: its Python workers start in ~3 s, Arrow UDF workers
-    (mapInArrow) in ~10 s on a fresh session, and nothing here needs Arrow exchange with the JVM.
-    """
-    import json
-
-    from offsetkeeper.restore.produce import restore_routes  # routes in parallel, derived mapping
-
-    summaries = []
-    for raw in specs:
-        summaries.extend(restore_routes(cfg, json.loads(raw)))
-    yield from summaries
 
 
 def write_progress(path: str, summary: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from offsetkeeper.errors import unknown_group
 from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.kafka.port import unwrap_each
 from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot, format_time, new_snapshot_id
 from offsetkeeper.snapshots.store import SnapshotStore
@@ -25,7 +26,7 @@ def live_groups(admin: KafkaAdmin, groups: Iterable[str]) -> dict[str, GroupSnap
     if not ids:
         return {}
     infos = admin.describe_groups(ids)
-    committed = admin.committed_offsets_many(ids)
+    committed = unwrap_each(admin.committed_offsets_each(ids))
     return {
         g: GroupSnapshot(state=infos[g].state if g in infos else "unknown",
                          offsets=dict(sorted(committed.get(g, {}).items())))

@@ -20,7 +20,6 @@ from offsetkeeper.streaming.checkpoint import (
     CheckpointState,
     OffsetLogEntry,
     batch_ids,
-    parse_commit_log,
     parse_initial_offsets,
     parse_offset_log,
 )
@@ -115,9 +114,6 @@ class CheckpointStore:
     def offset_entry(self, batch_id: int) -> OffsetLogEntry:
         return parse_offset_log(batch_id, self.read_text("offsets", str(batch_id)),
                                 where=self.url("offsets", str(batch_id)))
-
-    def commit_entry(self, batch_id: int) -> dict:
-        return parse_commit_log(batch_id, self.read_text("commits", str(batch_id)))
 
     # -- writing ---------------------------------------------------------------------------
     def write_text(self, rel: str, text: str) -> None:

@@ -24,14 +24,15 @@ def shown(url: str) -> str:
 @dataclass(frozen=True)
 class BackupLine:
     backup_id: str
-    created_at: str
-    updated_at: str
-    source: str
-    topics: int
-    partitions: int
-    records: int
-    groups: int
-    runs: int
+    created_at: str = ""
+    updated_at: str = ""
+    source: str = ""
+    topics: int = 0
+    partitions: int = 0
+    records: int = 0
+    groups: int = 0
+    runs: int = 0
+    error: str | None = None  # the manifest cannot be read: why
 
 
 @dataclass(frozen=True)
@@ -62,10 +63,11 @@ def _line(m) -> BackupLine:
 
 
 def list_destination(dest: str) -> list[BackupLine]:
-    """Every readable backup under one destination."""
+    """Every backup under one destination; one whose manifest cannot be read carries the error."""
     from offsetkeeper.ops.backup import list_backups
 
-    return [_line(m) for m in list_backups(dest)]
+    return [_line(e.manifest) if e.manifest is not None else BackupLine(e.backup_id, error=e.error)
+            for e in list_backups(dest)]
 
 
 def _ref(dest: str, backup_id: str) -> str:

@@ -142,15 +142,13 @@ def _groups(ctx, http) -> None:
 
 
 def _preview(ctx, http) -> None:
-    from offsetkeeper.demo import TOPIC
-
     ctx.console.rule("[bold]POST /c/default/reset/preview: rewind payments by 10 (plan only)")
     form = http.get("/c/default/reset", params={"g": "payments"}).text
     m = re.search(r'name="csrf-token" content="([^"]+)"', form)
     if not m:
         _fail(ctx, "the wizard page has no CSRF token")
         return
-    data = {"groups": "payments", "topics": TOPIC, "kind": "shift-by", "value_shift-by": "-10"}
+    data = {"groups": "payments", "topics": ctx.topic, "kind": "shift-by", "value_shift-by": "-10"}
     refused = http.post("/c/default/reset/preview", data=data,
                         headers={"accept": "application/json"})
     ctx.console.print(f"without the CSRF token: HTTP {refused.status_code} "

@@ -138,8 +138,3 @@ class HistoryStore(ABC):
 
     @abstractmethod
     def log_end_points(self, since: int) -> dict[TopicPartition, list[tuple[int, int]]]: ...
-
-    def all_samples(self, since: int | None = None, until: int | None = None):
-        """Every sample in the range, group by group (for export); an iterator."""
-        for g in self.groups():
-            yield from self.series(g.group, since=since, until=until)

@@ -11,7 +11,8 @@ Usage::
           .load())
 
 Modules: `options` (parsing), `planning` (partitions and ranges), `source` (the data source and
-the batch reader), `read` (executor-side reads), `reports` (task reports), `stream` (the
+the batch reader), `read` (executor-side reads), `partition` (the readers' input partition), `reports` (task
+reports), `stream` (the
 streaming reader), `sink` (batch and streaming writers). See docs/streaming.md.
 """
 

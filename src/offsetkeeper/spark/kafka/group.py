@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from offsetkeeper.errors import GroupActiveError, KafkaOperationError
+from offsetkeeper.errors import GroupActiveError, KafkaOperationError, OffsetkeeperError
+
+
+class GroupCommitError(OffsetkeeperError):
+    """Committing a streaming query's batch end offsets to its consumer group failed."""
 
 
 def commit_positions(admin, group: str, offsets: Mapping[tuple[str, int], int]) -> None:

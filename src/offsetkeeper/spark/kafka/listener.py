@@ -35,8 +35,9 @@ from dataclasses import dataclass
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.errors import UsageError
 from offsetkeeper.models import TopicPartition
+from offsetkeeper.spark.kafka.group import GroupCommitError
 from offsetkeeper.streaming.checkpoint import KafkaOffsets, parse_kafka_offsets
 
 log = logging.getLogger("offsetkeeper.spark.kafka.listener")
@@ -45,10 +46,6 @@ log = logging.getLogger("offsetkeeper.spark.kafka.listener")
 # (micro-batch, DataSource V2) and KafkaSourceV1[...] (the V1 fallback)
 JVM_KAFKA_SOURCES = ("KafkaV2[", "KafkaSource[", "KafkaSourceV1[")
 ON_FAILURE = ("stop", "continue")
-
-
-class GroupCommitError(OffsetkeeperError):
-    """Committing a streaming query's batch end offsets to its consumer group failed."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ Options follow Spark's Kafka source: ``subscribe``, ``subscribePattern``, ``assi
 ``startingOffsetsByTimestamp``, ``minPartitions``, ``maxRecordsPerPartition``,
 ``maxOffsetsPerTrigger`` (streaming), ``failOnDataLoss``, ``includeHeaders`` and ``kafka.*``
 passed to librdkafka untouched (``kafka.isolation.level`` defaults to read_committed). Extra:
-``commitToGroup`` (streaming), ``reportPath``, ``batchSize``, ``pollTimeoutMs``.
+``commitToGroup`` and ``commitToGroupMaxFailures`` (streaming), ``reportPath``, ``batchSize``,
+``pollTimeoutMs``.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class SourceOptions:
     starting_fallback: int = LATEST  # for partitions the group never committed
     max_offsets_per_trigger: int | None = None
     commit_to_group: str | None = None
+    # consecutive failed commits to the group after which the query fails (0: never)
+    commit_to_group_max_failures: int = 3
     include_headers: bool = True
 
     @property
@@ -115,7 +118,7 @@ _KNOWN = {"subscribe", "subscribepattern", "assign", "startingoffsets", "endingo
           "startingtimestamp", "startingoffsetsbytimestamp", "minpartitions",
           "maxrecordsperpartition", "failondataloss", "reportpath", "batchsize", "polltimeoutms",
           "path", "startingoffsetsfallback", "maxoffsetspertrigger", "committogroup",
-          "includeheaders"}
+          "committogroupmaxfailures", "includeheaders"}
 
 
 def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> SourceOptions:
@@ -195,6 +198,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
     commit_group = opts.get("committogroup")
     if commit_group is not None and not commit_group.strip():
         raise UsageError("option commitToGroup: expected a consumer group name, got ''")
+    max_failures = _int_opt(opts, "commitToGroupMaxFailures", minimum=0)
     extra = {k: v for k, v in opts.items() if not k.startswith("kafka.") and k not in _KNOWN}
     return SourceOptions(
         kafka=kafka,
@@ -217,6 +221,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
         starting_fallback=EARLIEST if fallback == "earliest" else LATEST,
         max_offsets_per_trigger=_int_opt(opts, "maxOffsetsPerTrigger"),
         commit_to_group=commit_group or None,
+        commit_to_group_max_failures=3 if max_failures is None else max_failures,
         include_headers=_bool_opt(opts, "includeHeaders", True),
     )
 

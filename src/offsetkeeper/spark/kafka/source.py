@@ -9,20 +9,10 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from offsetkeeper.spark.kafka.options import OffsetRange, SourceOptions, parse_options
+from offsetkeeper.spark.kafka.partition import KafkaInputPartition
 from offsetkeeper.spark.kafka.planning import plan
 from offsetkeeper.spark.kafka.read import read_range
 from offsetkeeper.spark.kafka.schema import SOURCE_NAME, record_schema
-
-
-class KafkaInputPartition(InputPartition):
-    """One task: read ``[start, end)`` of one Kafka partition."""
-
-    def __init__(self, index: int, topic: str, partition: int, start: int, end: int) -> None:
-        super().__init__(index)
-        self.topic = topic
-        self.partition = partition
-        self.start = start
-        self.end = end
 
 
 class KafkaDataSource(DataSource):

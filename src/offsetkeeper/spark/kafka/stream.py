@@ -11,6 +11,8 @@ uncommitted forever. `latestOffset(start, ...)` is called with ``start`` = the e
 batch, and in micro-batch mode that batch has finished and its ``commits/N`` file is written
 before Spark asks for the next end. So the reader commits ``start`` there too: the group's lag
 reaches 0 at the next trigger after the data stops (see docs/streaming.md for the measurements).
+A commit that fails ``commitToGroupMaxFailures`` times in a row (default 3) fails the query with
+a GroupCommitError; before that it is logged and retried at a later trigger.
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ from offsetkeeper.spark.kafka.options import (
     SourceOptions,
     connection,
 )
+from offsetkeeper.spark.kafka.partition import KafkaInputPartition
 from offsetkeeper.spark.kafka.planning import read_cluster, split_ranges
 from offsetkeeper.spark.kafka.read import read_range
-from offsetkeeper.spark.kafka.source import KafkaInputPartition
 
 log = logging.getLogger("offsetkeeper.spark.kafka.stream")
 
@@ -103,6 +105,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: dict[Key, int] = {}
         self._group_committed: dict[Key, int] | None = None
         self._group_retry_at = 0.0  # after a failed commit, wait before trying again
+        self._group_failures = 0  # failed commits in a row (commitToGroupMaxFailures)
         self._admin = None  # one admin client for the driver-side calls of the whole query
 
     def __getstate__(self) -> dict:
@@ -190,18 +193,36 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- the consumer group ----------------------------------------------------------------
     def _commit_group(self, offsets: dict[Key, int]) -> None:
-        """Commit `offsets` to `commitToGroup` (when set and changed). A failure is logged,
-        never fatal: the checkpoint, not the group, is the query's truth."""
+        """Commit `offsets` to `commitToGroup` (when set and changed).
+
+        A failed commit is retried at a later trigger (not before GROUP_RETRY_S); after
+        `commitToGroupMaxFailures` failures in a row (default 3; 0: never) it fails the query
+        with a GroupCommitError naming the group and the last error, so `awaitTermination()`
+        raises it instead of the group's lag silently growing. The checkpoint stays the query's
+        truth: a restarted query resumes from it and commits again."""
         group = self.opts.commit_to_group
         if not group or not offsets or offsets == self._group_committed:
             return
         if time.monotonic() < self._group_retry_at:
             return  # an idle query asks for offsets every few ms: do not hammer the cluster
-        from offsetkeeper.spark.kafka.group import commit_positions
+        from offsetkeeper.spark.kafka.group import GroupCommitError, commit_positions
 
         try:
             commit_positions(self._admin_client(), group, offsets)
-            self._group_committed = dict(offsets)
         except Exception as exc:
+            self._group_failures += 1
             self._group_retry_at = time.monotonic() + GROUP_RETRY_S
-            log.warning("commitToGroup %s: %s (retrying in %d s)", group, exc, GROUP_RETRY_S)
+            limit = self.opts.commit_to_group_max_failures
+            if limit and self._group_failures >= limit:
+                log.error("commitToGroup %s: failed %d times in a row, failing the query: %s",
+                          group, self._group_failures, exc)
+                raise GroupCommitError(
+                    f"commitToGroup {group}: {self._group_failures} commits in a row failed "
+                    f"(last: {exc}); the checkpoint is intact, restart the query once the group "
+                    "can be committed (or raise commitToGroupMaxFailures, 0 = never fail)",
+                    group=group) from exc
+            log.warning("commitToGroup %s: %s (failure %d%s, retrying in %d s)", group, exc,
+                        self._group_failures, f" of {limit}" if limit else "", GROUP_RETRY_S)
+            return
+        self._group_committed = dict(offsets)
+        self._group_failures = 0
