@@ -135,6 +135,9 @@ def test_live_reset_reports_partitions_nobody_acknowledged(bootstrap, unique, ca
                     "--execute", "--live-timeout", "2", "-b", bootstrap, "--signing-key", op_key)
         assert r.code == 1
         assert "no member acknowledged" in r.err and "FAILED: 0/1" in r.err
+        # nothing moved: the snapshot taken first is not left behind as an undo point
+        assert "was removed" in r.err and "undo" not in r.err
+        assert not any(snapstore.rglob("*.json"))
     finally:
         other.stop()
 

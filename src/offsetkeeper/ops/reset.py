@@ -212,6 +212,28 @@ def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]
             "(check the names in the file)",)
 
 
+def _drop_unused_snapshot(admin, report: ApplyReport, req: ResetRequest):
+    """A live reset that no member applied leaves its groups as the snapshot recorded them: the
+    snapshot would only clutter the store (and look like an undo point). Removed when the
+    groups read back exactly as recorded; kept whenever anything may have moved."""
+    from offsetkeeper.errors import OffsetkeeperError
+    from offsetkeeper.snapshots.compare import diff_live
+    from offsetkeeper.snapshots.store import SnapshotStore
+
+    if not report.snapshot_id or report.partitions_changed:
+        return report, ()
+    try:
+        store = SnapshotStore(snapshot_store_url(req.options.snapshot_store, req.options.config_path))
+        if diff_live(admin, store.load(report.snapshot_id)):
+            return report, ()
+        store.delete(report.snapshot_id)
+    except OffsetkeeperError:
+        return report, ()
+    return replace(report, snapshot_id=None), (
+        f"no partition was applied and the groups are as before; the snapshot taken first "
+        f"({report.snapshot_id}) was removed",)
+
+
 def _earlier_run_note(admin, plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
     """A rerun of an interrupted bulk reset finds some groups already at the target; the
     snapshot it takes now holds the half-changed state. Point to the earlier run's snapshot,
@@ -277,7 +299,9 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
         channel = ControlTopicChannel(admin.conn.client_config(), signer, timeout_s=req.live_timeout_s)
         opts = replace(apply_options(req.options, description=f"before live reset {plan.target}",
                                      progress=progress), live=channel)
-        return Outcome(plan, apply_plan(admin, plan, opts), notes, files, live=True)
+        report = apply_plan(admin, plan, opts)
+        report, dropped = _drop_unused_snapshot(admin, report, req)
+        return Outcome(plan, report, notes + dropped, files, live=True)
     report = execute_plan(admin, plan, req.options, description=f"before reset {plan.target}",
                           progress=progress) if req.execute else None
     return Outcome(plan, report, notes, files, error=error)
