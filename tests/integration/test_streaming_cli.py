@@ -55,6 +55,16 @@ def test_lag_and_reset_from_group_with_clamping(bootstrap, topic, unique, tmp_pa
     assert r.code == 0, r.err
     assert ops.load_view(ck).committed_offsets == {TopicPartition(topic, 0): 3,
                                                    TopicPartition(topic, 1): 20}
+    assert "commit-to-group" in r.err  # the group a query commits to moves at its next batch
+    # The reset's own rewrite is not a live query: its rollback works at once, without
+    # --alive-window 0 (it used to refuse for the whole window).
+    r = run_cli(capsys, "streaming", "rollback", ck, "--execute")
+    assert r.code == 0, r.err
+    assert ops.load_view(ck).committed_offsets == {TopicPartition(topic, 0): 15,
+                                                   TopicPartition(topic, 1): 20}
+    r = run_cli(capsys, "streaming", "reset", ck, "--from-group", group, "-b", bootstrap,
+                "--execute", "--alive-window", "0", "-o", "json")
+    assert r.code == 0, r.err
     r = run_cli(capsys, "streaming", "reset", ck, "--to-offset", "1000000", "-t", f"{topic}:1",
                 "-b", bootstrap, "-o", "json")
     assert r.code == 0

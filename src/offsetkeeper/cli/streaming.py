@@ -3,6 +3,7 @@ Streaming checkpoints with Kafka offsets, managed like a consumer group's offset
 
 from __future__ import annotations
 
+import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -190,10 +191,14 @@ def reset(
         if plan.refusals:
             _warn("forced: " + "; ".join(plan.refusals))
         if output is OutputFormat.table:
+            ck = escape(shlex.quote(checkpoint))
             stderr_console().print(
                 f"rewrote {', '.join(f'offsets/{b}' for b in plan.batches)}; copies kept as reset "
-                f"{record.reset_id} (undo: offsetkeeper streaming rollback {checkpoint} "
+                f"{record.reset_id} (undo: offsetkeeper streaming rollback {ck} "
                 f"{record.reset_id} --execute)", highlight=False)
+        _warn("a consumer group the query commits to (commitToGroup, or the listener) keeps its "
+              "old offsets until the query's next batch; to move it now: offsetkeeper streaming "
+              f"commit-to-group {shlex.quote(checkpoint)} --group GROUP --execute", "note")
     if plan.has_errors:
         for p in plan.partitions:
             if p.error:
