@@ -75,3 +75,29 @@ def test_restart_keeps_the_cluster_and_a_different_request_is_refused(capsys, tm
     assert r.code == 2 and "--brokers 2" in r.err
     r = run_cli(capsys, "dev-broker", "kafka-tool", "nosuch")
     assert r.code == 2 and "unknown Kafka tool 'nosuch'" in r.err
+
+
+def test_readme_topic_produce_consume_with_kafka_tools(bootstrap, unique):
+    """Invariant: the README's way to create a topic, produce test data and read it on the local
+    broker works as written (issue 22 item 24): 1000 records in, 1000 out, the group committed."""
+    import subprocess
+    import sys
+
+    from kafkatools import committed
+
+    topic, group = unique("tools"), unique("tools-g")
+    cli = [sys.executable, "-m", "offsetkeeper.cli.main", "dev-broker", "kafka-tool"]
+    b = ["--bootstrap-server", bootstrap]
+    r = subprocess.run([*cli, "kafka-topics", *b, "--create", "--topic", topic, "--partitions", "3"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    records = "".join(f"{i}\n" for i in range(1, 1001))
+    r = subprocess.run([*cli, "kafka-console-producer", *b, "--topic", topic], input=records,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([*cli, "kafka-console-consumer", *b, "--topic", topic, "--group", group,
+                        "--from-beginning", "--max-messages", "1000"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert sorted(int(x) for x in r.stdout.split()) == list(range(1, 1001))
+    assert sum(committed(bootstrap, group, topic, 3).values()) == 1000

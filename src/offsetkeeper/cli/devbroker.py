@@ -95,9 +95,10 @@ def register_demo(root: typer.Typer) -> None:
                                              "ignore_unknown_options": True})
 def kafka_tool(
     ctx: typer.Context,
-    tool: Annotated[str, typer.Argument(help="kafka-consumer-groups, kafka-share-groups, "
-                                        "kafka-streams-groups, kafka-groups, kafka-acls, "
-                                        "kafka-configs")],
+    tool: Annotated[str, typer.Argument(help="kafka-topics, kafka-console-producer, "
+                                        "kafka-console-consumer, kafka-consumer-groups, "
+                                        "kafka-share-groups, kafka-streams-groups, kafka-groups, "
+                                        "kafka-acls, kafka-configs")],
 ) -> None:
     """Run one of Apache Kafka's own command-line tools from the release set-up fetched, with
     the arguments that follow (what bin/TOOL.sh runs); its exit code is this command's.

@@ -29,6 +29,9 @@ TOOLS = {
     "kafka-server": "kafka.Kafka",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
 }
 
 
@@ -82,4 +85,6 @@ def run_kafka_tool(tool: str, args: list[str]) -> int:
 
         choices = ", ".join(t for t in TOOLS if t not in ("kafka-server", "kafka-storage"))
         raise UsageError(f"unknown Kafka tool {tool!r} (expected one of {choices})")
-    return subprocess.call(tool_command(tool, *args), stdin=subprocess.DEVNULL)
+    # only the console producer reads stdin (records to send); the others must never wait on it
+    stdin = None if tool == "kafka-console-producer" else subprocess.DEVNULL
+    return subprocess.call(tool_command(tool, *args), stdin=stdin)
