@@ -340,3 +340,67 @@ def _metric(text: str, name: str, **labels: str) -> float | None:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
                 return sample.value
     return None
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(900)
+def test_streaming_commit_to_group_rides_out_a_coordinator_crash(spark, prod3, restore_nodes,
+                                                                 unique, tmp_path):
+    """Invariant: with the group's coordinator SIGKILLed while a streaming query commits its
+    progress to the group (commitToGroup), the query keeps running (its checkpoint is the truth),
+    the group's committed offsets never pass what the query's committed batches read, and once
+    the coordinator moved the group reaches the query's position: lag 0, nothing skipped."""
+    from kafkatools import commit
+    from offsetkeeper.spark.kafka import SOURCE_NAME, register
+    from offsetkeeper.streaming import ops as streaming_ops
+
+    bootstrap, data = prod3
+    topic, group = unique("fault-stream"), unique("fault-sg")
+    create_topic(bootstrap, topic, 3)
+    produce_n(bootstrap, topic, 3, 1000)
+    commit(bootstrap, group, {(topic, p): 0 for p in range(3)})  # so the group has a coordinator
+    with KafkaAdmin(Connection(bootstrap)) as admin:
+        victim = _node_of(admin.describe_groups([group])[group].coordinator)
+    register(spark)
+    ck, out = str(tmp_path / "ck"), str(tmp_path / "out")
+    q = (spark.readStream.format(SOURCE_NAME).option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", topic).option("startingOffsets", "earliest")
+         .option("maxOffsetsPerTrigger", "150").option("commitToGroup", group)
+         .option("commitToGroupMaxFailures", "0").load()
+         .select("partition", "offset", "value").writeStream.format("parquet").option("path", out)
+         .option("checkpointLocation", ck).trigger(processingTime="500 milliseconds").start())
+
+    def position() -> dict[int, int]:
+        try:
+            return {tp.partition: o for tp, o in streaming_ops.load_view(ck).committed_offsets.items()}
+        except OffsetkeeperError:
+            return {}  # no committed batch yet
+
+    def never_ahead() -> dict[int, int]:
+        got = committed(bootstrap, group, topic, 3)  # the group first: the checkpoint only grows
+        pos = position()
+        assert all(o <= pos.get(p, 0) for p, o in got.items() if o >= 0), (got, pos)
+        return got
+
+    try:
+        deadline = time.monotonic() + 180
+        while sum(position().values()) < 450 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert sum(position().values()) >= 450, "the query made no progress before the fault"
+        devbroker.kill_node(data, victim)
+        deadline = time.monotonic() + 300
+        while position() != {0: 1000, 1: 1000, 2: 1000} and time.monotonic() < deadline:
+            never_ahead()
+            assert q.exception() is None
+            time.sleep(1)
+        assert position() == {0: 1000, 1: 1000, 2: 1000} and q.isActive
+        devbroker.restart_node(data, victim)
+        deadline = time.monotonic() + 120
+        while never_ahead() != {0: 1000, 1: 1000, 2: 1000} and time.monotonic() < deadline:
+            time.sleep(1)
+        assert never_ahead() == {0: 1000, 1: 1000, 2: 1000}
+        assert q.isActive and q.exception() is None
+    finally:
+        q.stop()
+    rows = spark.read.parquet(out).select("partition", "offset").collect()
+    assert len(rows) == 3000 and len({(r[0], r[1]) for r in rows}) == 3000
