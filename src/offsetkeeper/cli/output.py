@@ -19,7 +19,6 @@ import csv
 import json
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -28,6 +27,8 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+from offsetkeeper.times import iso_ms
 
 
 class OutputFormat(StrEnum):
@@ -65,17 +66,6 @@ def say(message: str, *, style: str | None = None, prefix: str = "") -> None:
         line.append(" ")
     line.append(printable(message))
     stderr_console().print(line, soft_wrap=True)
-
-
-def iso_ms(ms: int | None) -> str | None:
-    """Epoch milliseconds as ISO-8601 UTC with milliseconds: 2026-11-20T09:40:00.250Z."""
-    if ms is None or isinstance(ms, bool) or not isinstance(ms, int):
-        return None
-    try:
-        when = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
-    except OverflowError:
-        return None
-    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
 def _cell(v: Any) -> str:

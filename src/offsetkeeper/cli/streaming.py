@@ -3,7 +3,6 @@ Streaming checkpoints with Kafka offsets, managed like a consumer group's offset
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -26,7 +25,12 @@ from offsetkeeper.cli.common import (
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
 from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.reset.parse import parse_datetime, parse_duration, parse_offset, parse_topic_spec
+from offsetkeeper.reset.parse import (
+    duration_start_ms,
+    parse_datetime,
+    parse_offset,
+    parse_topic_spec,
+)
 from offsetkeeper.reset.plan import TopicSpec
 from offsetkeeper.reset.targets import (
     ShiftBy,
@@ -126,8 +130,7 @@ def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datet
     if to_datetime is not None:
         return ToDatetime(parse_datetime(to_datetime), to_datetime), f"--to-datetime {to_datetime}"
     if by_duration is not None:
-        ts = int((datetime.now(UTC) - parse_duration(by_duration)).timestamp() * 1000)
-        return ToDatetime(ts, by_duration), f"--by-duration {by_duration}"
+        return ToDatetime(duration_start_ms(by_duration), by_duration), f"--by-duration {by_duration}"
     if from_file is not None:
         from offsetkeeper.ops.targets import TargetKind, TargetSpec, resolve_target
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 
 from offsetkeeper.errors import UsageError
@@ -25,6 +24,7 @@ from offsetkeeper.reset.targets import (
     ToLatest,
     ToOffset,
 )
+from offsetkeeper.times import iso_now
 
 NOTE_UNCHANGED = "unchanged"
 NOTE_NO_COMMIT = "no committed offset"
@@ -190,7 +190,7 @@ class ResetPlan:
 
     target: str
     groups: tuple[GroupPlan, ...]
-    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=iso_now)
     kind: PlanKind = PlanKind.RESET
     # Whether --export writes `group,topic,partition,offset` (None: when the plan has several
     # groups). A reset follows kafka-consumer-groups: the one-group form only for exactly one
