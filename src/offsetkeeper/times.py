@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from offsetkeeper.errors import UsageError
@@ -138,6 +138,14 @@ def human_duration_ms(ms: float | None) -> str | None:
     return f"{sign}{text}{unit}"
 
 
-def ms_since_epoch(when: datetime) -> int:
-    """Epoch milliseconds of an aware datetime (floored)."""
-    return (when - _EPOCH) // datetime.resolution // 1000
+def ms_of_iso(text: object) -> int | None:
+    """Epoch milliseconds of an ISO-8601 time this library wrote (`...Z` or an offset; UTC when
+    no zone); None for anything else. For reading stored times back, not for user input."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        return None
+    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when
+    return (when - _EPOCH) // timedelta(milliseconds=1)

@@ -150,7 +150,7 @@ def generations(
         return
     # a group that migrated between protocols has both: merged by time
     rows = sorted(generation_rows(history, group) + membership_rows(history, group),
-                  key=lambda r: r["time"] or "")
+                  key=lambda r: r["time"] or 0)
     if not rows:
         raise UnknownGroupError(f"group '{group}' has no group metadata in the history in {history}",
                                 group=group)

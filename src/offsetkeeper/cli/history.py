@@ -17,6 +17,7 @@ from offsetkeeper.cli.common import (
     ConfigOpt,
     OutputOpt,
     connection,
+    duration_option,
 )
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say, stderr_console
 from offsetkeeper.errors import UsageError
@@ -33,14 +34,6 @@ SinceOpt = Annotated[str | None, typer.Option("--since", help="Start: ISO-8601 t
                                               "ago (6h, 30m).", show_default=False)]
 UntilOpt = Annotated[str | None, typer.Option("--until", help="End: ISO-8601 time or a duration "
                                               "ago [default: now].", show_default=False)]
-
-
-def render(rows: list[dict], columns: list[str], output: OutputFormat, **kw) -> None:
-    """render_rows, with names escaped for Rich in tables (names are data: `[/]` is a valid
-    group name); JSON and CSV get the raw values."""
-    if output is OutputFormat.table:
-        rows = [{k: escape(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
-    render_rows(rows, columns, output, **kw)
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -107,13 +100,14 @@ def record(
     group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Group to sample (repeatable).",
                                                     show_default=False)] = None,
     all_groups: Annotated[bool, typer.Option("--all-groups", help="Every group of the cluster.")] = False,
-    interval: Annotated[str, typer.Option("--interval", help="Time between cycles (30s, 1m, 500ms).")] = "30s",
+    interval: Annotated[str, duration_option("--interval", help="Time between cycles.")] = "30s",
     store: StoreOpt = None,
     once: Annotated[bool, typer.Option("--once", help="One cycle, then exit (for cron); exit 1 "
                                        "when the cluster or the store fails.")] = False,
-    retain: Annotated[str, typer.Option("--retain", help="Delete samples older than this; "
-                                        "older than 1 day are thinned to one per 5 minutes "
-                                        "('forever': keep every sample).")] = "30d",
+    retain: Annotated[str, duration_option("--retain", help="Delete samples older than this; "
+                                           "older than 1 day are thinned to one per 5 minutes "
+                                           "('forever': keep every sample).",
+                                           words=("forever",))] = "30d",
     time_lag: Annotated[bool, typer.Option("--time-lag/--no-time-lag", help="Fetch the next record's "
                                            "timestamp of each lagging partition (exact time lag).")] = True,
     exporter: Annotated[str | None, typer.Option("--exporter", metavar="HOST:PORT", show_default=False,
@@ -170,7 +164,7 @@ def show(
     lo, hi = _range(since, until)
     with open_store(store) as st:
         rows = show_rows(st, group, topic=topic, since=lo, until=hi)
-    render(rows, SHOW_COLUMNS, output)
+    render_rows(rows, SHOW_COLUMNS, output)
 
 
 @app.command("at")
@@ -192,7 +186,7 @@ def at(
     ts = parse_when(when, what="--time")
     with open_store(store) as st:
         res = read.at(st, group, ts)
-    render(res.rows(), read.AT_COLUMNS, output)
+    render_rows(res.rows(), read.AT_COLUMNS, output)
 
 
 @app.command("plot")
@@ -242,7 +236,7 @@ def export(
     if output is OutputFormat.json:
         render_json({"days": list(res.days), "rows": res.rows, "files": list(res.files)})
     else:
-        render([{"day": d} for d in res.days], ["day"], output)
+        render_rows([{"day": d} for d in res.days], ["day"], output)
         stderr_console().print(escape(f"exported {res.rows} samples to {to}"), highlight=False)
 
 
@@ -265,4 +259,4 @@ def report(
     rows = daily_report(spark, source)
     if not rows:
         raise UsageError(f"history report: {source} holds no samples")
-    render(rows, REPORT_COLUMNS, output)
+    render_rows(rows, REPORT_COLUMNS, output)

@@ -130,15 +130,10 @@ DRY_COLUMNS = ["source_topic", "source_partition", "target_topic", "target_parti
 
 
 def _render_restore(res, output: OutputFormat) -> None:
-    from offsetkeeper.backup.manifest import iso_ms
-
     if output is OutputFormat.json:
-        render_json(res.to_dict())
+        render_json(res.to_dict(), time_keys=["first_timestamp", "last_timestamp"])
         return
     rows = res.partitions
-    if res.dry_run and output is OutputFormat.table:
-        rows = [{**r, "first_timestamp": iso_ms(r["first_timestamp"]),
-                 "last_timestamp": iso_ms(r["last_timestamp"])} for r in rows]
     cols = DRY_COLUMNS if res.dry_run else RUN_COLUMNS
     title = (f"dry run: restore {res.restore_id} of {res.backup_id} would write {res.records} records"
              if res.dry_run else f"restore {res.restore_id} of {res.backup_id}: {res.records} records "
@@ -202,17 +197,12 @@ def list_cmd(backup: BackupArg, output: OutputOpt = OutputFormat.table) -> None:
 
     Example: offsetkeeper restore list /backups/nightly
     """
-    from offsetkeeper.backup.manifest import iso_ms
     from offsetkeeper.ops.restore import list_restores
 
     rows = [{"restore_id": s.restore_id, "status": str(s.status), "target": s.target_cluster,
              "partitions": len(s.routes), "runs": s.runs,
-             "started_at": iso_ms(s.started_at_ms), "finished_at": iso_ms(s.finished_at_ms),
-             "started_at_ms": s.started_at_ms, "finished_at_ms": s.finished_at_ms, "error": s.error}
+             "started_at": s.started_at_ms, "finished_at": s.finished_at_ms, "error": s.error}
             for s in list_restores(backup)]
-    if output is OutputFormat.json:
-        render_json(rows)
-        return
     render_rows(rows, ["restore_id", "status", "target", "partitions", "runs", "started_at",
                        "finished_at", "error"], output)
 

@@ -21,8 +21,15 @@ from offsetkeeper.cli.common import (
     ToLatestOpt,
     ToOffsetOpt,
     connection,
+    duration_option,
 )
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import (
+    OutputFormat,
+    render_json,
+    render_rows,
+    stderr_console,
+    table_cell,
+)
 from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.reset.parse import (
@@ -50,9 +57,9 @@ CheckpointArg = Annotated[str, typer.Argument(metavar="CHECKPOINT",
                                               help="Checkpoint location: a path or an fsspec URL.")]
 SourceOpt = Annotated[int | None, typer.Option("--source", min=0, help="Index of the query's Kafka "
                                                "source (needed only when it has several).")]
-AliveOpt = Annotated[float, typer.Option("--alive-window", min=0, metavar="SECONDS",
-                                         help="Treat the query as running when a batch file was "
-                                         "written this recently.")]
+AliveOpt = Annotated[float, duration_option("--alive-window", help="Treat the query as running "
+                                            "when a batch file was written this recently (a bare "
+                                            "number: seconds).", seconds=True, minimum_s=0)]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Change the checkpoint even though the "
                                         "query looks alive or is stateful.")]
 
@@ -81,8 +88,9 @@ def show(checkpoint: CheckpointArg, source: SourceOpt = None,
     if output is OutputFormat.table:
         info = stderr_console()
         for k, v in summary.items():
-            info.print(f"{k.replace('_', ' ')}: {escape(str(v if v is not None else '-'))}",
-                       highlight=False)
+            if not k.endswith("_iso"):
+                info.print(f"{k.replace('_', ' ')}: {escape(table_cell(k, v, ['last_change']))}",
+                           highlight=False)
     render_rows(view.rows(), POSITION_COLUMNS, output)
 
 

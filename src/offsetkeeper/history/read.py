@@ -47,10 +47,10 @@ def show_rows(store: HistoryStore, group: str, *, topic: str | None = None,
         if p is not None and s.ts > p.ts:
             rate = round((s.committed - p.committed) / ((s.ts - p.ts) / 1000), 3)
         prev[(s.topic, s.partition)] = s
-        rows.append({"time": iso_ms(s.ts), "ts": s.ts, "topic": s.topic, "partition": s.partition,
+        rows.append({"time": s.ts, "topic": s.topic, "partition": s.partition,
                      "committed": s.committed, "log_start": s.log_start, "log_end": s.log_end,
                      "lag": s.lag, "lag_raw": s.lag_raw, "lso": s.lso,
-                     "open_txn_since": iso_ms(s.open_txn_since),
+                     "open_txn_since": s.open_txn_since,
                      "time_lag_s": 0.0 if s.lag == 0 else _s(s.time_lag_ms),
                      "time_lag_interp_s": 0.0 if s.lag == 0 else _s(s.time_lag_interp_ms),
                      "rate": rate, "state": s.state, "members": s.members})
@@ -73,7 +73,7 @@ class AtResult:
     def rows(self) -> list[dict]:
         return [{"group": s.group, "topic": s.topic, "partition": s.partition,
                  "committed": s.committed, "metadata": s.metadata, "log_start": s.log_start,
-                 "log_end": s.log_end, "lag": s.lag, "sample_time": iso_ms(s.ts),
+                 "log_end": s.log_end, "lag": s.lag, "sample_time": s.ts,
                  "sample_age_s": self.age_s} for s in self.samples]
 
 
@@ -128,11 +128,12 @@ def _flag_stale(store: HistoryStore, st: GroupStatus, now: int) -> GroupStatus:
 
 def status_rows(statuses: Sequence[GroupStatus], *, partitions: bool = False) -> list[dict]:
     if not partitions:
-        return [{k: v for k, v in st.as_dict().items() if k != "partitions"} for st in statuses]
+        return [{k: v for k, v in st.as_dict().items() if k not in ("partitions", "last_sample_iso")}
+                for st in statuses]
     return [{"group": st.group, "topic": p.topic, "partition": p.partition,
              "status": str(p.status), "lag": p.lag, "lag_raw": p.lag_raw,
              "time_lag_s": round(p.time_lag_s, 3), "committed": p.committed,
-             "log_end": p.log_end, "lso": p.lso, "open_txn_since": iso_ms(p.open_txn_since),
+             "log_end": p.log_end, "lso": p.lso, "open_txn_since": p.open_txn_since,
              "reason": p.reason}
             for st in statuses for p in st.partitions]
 

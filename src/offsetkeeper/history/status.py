@@ -102,9 +102,10 @@ class GroupStatus:
             "group": self.group, "status": str(self.status), "reason": self.reason,
             "total_lag": self.total_lag, "max_lag": self.max_lag,
             "max_time_lag_s": round(self.max_time_lag_s, 3), "complete": round(self.complete, 2),
-            "last_sample": iso_ms(self.last_sample), "state": self.state, "members": self.members,
+            "last_sample": self.last_sample, "last_sample_iso": iso_ms(self.last_sample), "state": self.state, "members": self.members,
             "partitions": [{**p.__dict__, "status": str(p.status),
-                            "time_lag_s": round(p.time_lag_s, 3)} for p in self.partitions],
+                            "time_lag_s": round(p.time_lag_s, 3),
+                            "open_txn_since_iso": iso_ms(p.open_txn_since)} for p in self.partitions],
         }
 
 

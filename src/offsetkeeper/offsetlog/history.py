@@ -120,7 +120,7 @@ def show_rows(events: list[CommitEvent]) -> list[dict]:
             else:
                 change = f"+{e.offset - prev}"  # type: ignore[operator]
             last[e.tp] = e.offset  # type: ignore[assignment]
-        rows.append({"time": iso_ms(e.time_ms), "topic": e.topic, "partition": e.partition,
+        rows.append({"time": e.time_ms, "topic": e.topic, "partition": e.partition,
                      "offset": e.offset, "change": change, "metadata": e.metadata,
                      "leader_epoch": e.leader_epoch, "source_offset": e.source_offset})
     return rows
@@ -129,10 +129,10 @@ def show_rows(events: list[CommitEvent]) -> list[dict]:
 def at_rows(result: OffsetsAt) -> list[dict]:
     """`commits at` rows: one per partition live at T (deleted ones marked)."""
     rows = [{"group": result.group, "topic": tp.topic, "partition": tp.partition, "offset": e.offset,
-             "committed_at": iso_ms(e.time_ms), "metadata": e.metadata, "leader_epoch": e.leader_epoch,
+             "committed_at": e.time_ms, "metadata": e.metadata, "leader_epoch": e.leader_epoch,
              "status": "committed"} for tp, e in result.offsets.items()]
     rows += [{"group": result.group, "topic": tp.topic, "partition": tp.partition, "offset": None,
-              "committed_at": iso_ms(e.time_ms), "metadata": None, "leader_epoch": None,
+              "committed_at": e.time_ms, "metadata": None, "leader_epoch": None,
               "status": "deleted"} for tp, e in result.deleted.items()]
     return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
@@ -145,7 +145,7 @@ def generation_rows(out: str, group: str) -> list[dict]:
     rows.sort(key=lambda r: (r["source_partition"], r["source_offset"]))
     result = []
     for r in rows:
-        t = iso_ms(r["current_state_timestamp"] or r["record_timestamp"])
+        t = r["current_state_timestamp"] or r["record_timestamp"]
         if r["tombstone"]:
             result.append({"time": t, "generation": None, "state": "deleted", "member": None,
                            "client": None, "host": None, "subscribed": None, "assigned": None})

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from offsetkeeper.errors import StoreError
 from offsetkeeper.offsetlog.scan import COORDINATOR_COLUMNS, load_summary
 from offsetkeeper.storage import join
-from offsetkeeper.times import iso_ms
 
 GROUP_METADATA = {3: "consumer", 11: "share", 17: "streams"}
 MEMBER_METADATA = {5, 10, 19}
@@ -127,7 +126,7 @@ def membership_rows(out: str, group: str) -> list[dict]:
     result = []
 
     def row(r: dict, state: str, **kw) -> dict:
-        base = {"time": iso_ms(r["record_timestamp"]), "generation": epoch, "state": state,
+        base = {"time": r["record_timestamp"], "generation": epoch, "state": state,
                 "member": r["member_id"], "client": None, "host": None, "subscribed": None,
                 "assigned": None}
         m = known.get(r["member_id"] or "")
@@ -212,8 +211,8 @@ def member_rows(out: str, group: str) -> list[dict]:
             m.last_epoch = value["member_epoch"]
             m.assigned = _assigned(t, value, summary.topic_names)
             m.rebalances += 1
-    return [{"member": m.member_id, "client": m.client, "host": m.host, "joined": iso_ms(m.joined),
-             "left": iso_ms(m.left), "first_epoch": m.first_epoch, "last_epoch": m.last_epoch,
+    return [{"member": m.member_id, "client": m.client, "host": m.host, "joined": m.joined,
+             "left": m.left, "first_epoch": m.first_epoch, "last_epoch": m.last_epoch,
              "assignments": m.rebalances, "subscribed": m.subscribed, "assigned": m.assigned}
             for m in sorted(members.values(), key=lambda m: (m.joined or 0, m.member_id))]
 
