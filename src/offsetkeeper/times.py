@@ -129,6 +129,8 @@ def human_duration_ms(ms: float | None) -> str | None:
     """A rounded length for tables: `850ms`, `42s`, `12.5m`, `5.2h`, `3.1d` (JSON keeps ms)."""
     if ms is None or isinstance(ms, bool) or not isinstance(ms, int | float) or not math.isfinite(ms):
         return None
+    if ms == 0:
+        return "0s"
     sign, ms = ("-" if ms < 0 else ""), abs(ms)
     unit, size = next((u, s) for u, s, limit in (("ms", 1, 1000), ("s", 1000, 60_000),
                                                  ("m", 60_000, 3_600_000), ("h", 3_600_000, 86_400_000),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from typing import Annotated
 
 import typer
@@ -21,6 +20,7 @@ from offsetkeeper.cli.common import (
 )
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say, stderr_console
 from offsetkeeper.errors import UsageError
+from offsetkeeper.times import iso_ms
 
 app = typer.Typer(help="Offset history: record samples of committed offsets and lag, read them "
                   "back, plot and report.", no_args_is_help=True)
@@ -48,14 +48,19 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+class _IsoFormatter(logging.Formatter):
+    """Log times written like every other time: ISO-8601 UTC, milliseconds, Z."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return iso_ms(record.created * 1000) or ""
+
+
 def setup_logging() -> None:
     """One line per event on stderr, UTC timestamps (the sampler's log)."""
     logger = logging.getLogger("offsetkeeper.history")
     if not any(getattr(h, "_offsetkeeper", False) for h in logger.handlers):
         h = _StderrHandler()
-        fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%SZ")
-        fmt.converter = time.gmtime
-        h.setFormatter(fmt)
+        h.setFormatter(_IsoFormatter("%(asctime)s %(levelname)s %(message)s"))
         h._offsetkeeper = True  # type: ignore[attr-defined]
         logger.addHandler(h)
     logger.setLevel(logging.INFO)

@@ -10,6 +10,7 @@ import typer
 
 from offsetkeeper.cli.output import (
     OutputFormat,
+    plural,
     render_json,
     render_rows,
     safe,
@@ -76,19 +77,27 @@ def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
              f"{r.error}: " + "; ".join(f"{k} {v}" for k, v in sorted(r.partition_errors.items()))}
             for r in report.results]
     render_rows(rows, REPORT_COLUMNS, fmt, title="Execution report")
-    s = report.summary()
-    if fmt is OutputFormat.table:
-        out = stderr_console()
-        out.print(
-            f"{s['status']}: {s['groups_succeeded']}/{s['groups_total']} groups, "
-            f"{s['partitions_changed']} partitions changed in {s['elapsed_s']}s "
-            f"({s['offsets_per_s']} offsets/s; latency p50 {s['latency_p50_ms']} ms, "
-            f"p99 {s['latency_p99_ms']} ms, max {s['latency_max_ms']} ms)", highlight=False)
+
+
+def verdict(plan: ResetPlan, report: ApplyReport | None) -> str:
+    """The one line that says what happened, printed last (after tables and problems)."""
+    if report is not None:
+        s = report.summary()
+        return (f"{s['status']}: {s['groups_succeeded']}/{s['groups_total']} groups, "
+                f"{plural(s['partitions_changed'], 'partition')} changed in {s['elapsed_s']}s "
+                f"({s['offsets_per_s']} offsets/s; latency p50 {s['latency_p50_ms']} ms, "
+                f"p99 {s['latency_p99_ms']} ms, max {s['latency_max_ms']} ms)")
+    changing = sum(1 for p in plan.partitions() if p.changes and not p.error)
+    refused = len(plan.refused)
+    return (f"dry run: {plural(changing, 'partition')} would change"
+            + (f", {plural(refused, 'group')} refused" if refused else "")
+            + "; nothing changed (add --execute to apply)")
 
 
 def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
-                 notes: tuple[str, ...] = ()) -> None:
-    """Print notes, the plan (and the execution report when executed) and any problems.
+                 notes: tuple[str, ...] = (), files: tuple[str, ...] = ()) -> None:
+    """Print notes, the plan (and the execution report when executed), any problems, and in
+    tables the verdict last, where it is not scrolled away.
 
     The undo snapshot id is printed first: it must reach the user even if rendering a table
     fails later.
@@ -108,13 +117,15 @@ def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
         if report is not None:
             show_report(report, fmt)
     print_problems(plan, report)
+    for path in files:  # on stderr, so it never mixes with JSON/CSV on stdout
+        say(f"plan written to {path}")
+    if fmt is OutputFormat.table:
+        say(verdict(plan, report))
 
 
 def render_outcome(outcome, fmt: OutputFormat) -> None:
     """Print an `ops.Outcome` (plan, report, notes, files written) and exit 1 unless it is ok."""
-    show_outcome(outcome.plan, outcome.report, fmt, outcome.notes)
-    for path in outcome.files:  # on stderr, so it never mixes with JSON/CSV on stdout
-        say(f"plan written to {path}")
+    show_outcome(outcome.plan, outcome.report, fmt, outcome.notes, tuple(outcome.files))
     if getattr(outcome, "error", None) is not None:
         raise outcome.error
     if not outcome.ok:

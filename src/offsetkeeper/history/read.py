@@ -10,7 +10,7 @@ from offsetkeeper.history.model import Sample
 from offsetkeeper.history.status import DEFAULT_WINDOW, GroupStatus, evaluate_status
 from offsetkeeper.history.store.base import HistoryStore
 from offsetkeeper.history.timeparse import now_ms
-from offsetkeeper.times import iso_ms
+from offsetkeeper.times import human_duration_ms, iso_ms
 
 SHOW_COLUMNS = ["time", "topic", "partition", "committed", "log_end", "lag", "lag_raw",
                 "time_lag_s", "time_lag_interp_s", "rate", "open_txn_since"]
@@ -121,8 +121,7 @@ def _flag_stale(store: HistoryStore, st: GroupStatus, now: int) -> GroupStatus:
     limit = 3 * cyc[0].interval_ms if cyc else 600_000
     if now - last <= limit:
         return st
-    age = (now - last) / 1000
-    text = f"{age / 3600:.1f}h" if age >= 3600 else f"{age / 60:.0f}m" if age >= 60 else f"{age:.0f}s"
+    text = human_duration_ms(now - last)
     return replace(st, reason=f"{st.reason} (latest sample {text} old: is the sampler running?)")
 
 
