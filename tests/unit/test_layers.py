@@ -15,7 +15,7 @@ import offsetkeeper
 ROOT = Path(offsetkeeper.__file__).parent
 
 LAYERS = {
-    0: {"errors", "models", "redact", "storage", "progress", "config", "arrowbuf", "times"},
+    0: {"errors", "models", "redact", "storage", "progress", "config", "arrowbuf", "times", "netaddr"},
     1: {"kafka", "spark", "devbroker"},
     # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/
     # (its streaming source commits to groups through the reset executor).

@@ -263,3 +263,16 @@ def test_version(capsys):
     """Rule: `offsetkeeper --version` prints the version and exits 0."""
     r = run_cli(capsys, "--version")
     assert r.code == 0 and r.out == f"offsetkeeper {offsetkeeper.__version__}\n"
+
+
+def test_one_listen_address_parser(capsys):
+    """Rule: every --listen/--exporter address is read by offsetkeeper.netaddr.parse_listen
+    (the dashboard and the exporter had one each, disagreeing on `:PORT`)."""
+    from offsetkeeper.history import exporter
+    from offsetkeeper.netaddr import parse_listen
+    from offsetkeeper.web import security
+
+    assert security.parse_listen is parse_listen and exporter.parse_listen is parse_listen
+    for args in (["exporter", "--listen", ":9308"], ["history", "record", "-g", "g", "--exporter", ":9308"]):
+        r = run_cli(capsys, *args)
+        assert r.code == 2 and "':9308' is not HOST:PORT" in r.err, r.err

@@ -41,10 +41,10 @@ def run(
     Example: offsetkeeper exporter --listen 0.0.0.0:9308 -b kafka:9092 --interval 30s
     """
     from offsetkeeper.cli.history import sampler_config, setup_logging
-    from offsetkeeper.history.exporter import parse_listen
     from offsetkeeper.history.service import record
+    from offsetkeeper.netaddr import parse_listen
 
-    parse_listen(listen)
+    parse_listen(listen, example="127.0.0.1:9308")
     cfg = sampler_config(group, all_groups and not group, interval, retain, time_lag, window)
     conn = connection(bootstrap, command_config, cluster, config)
     setup_logging()

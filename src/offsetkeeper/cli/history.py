@@ -130,9 +130,9 @@ def record(
 
     cfg = sampler_config(group, all_groups, interval, retain, time_lag, window)
     if exporter:
-        from offsetkeeper.history.exporter import parse_listen
+        from offsetkeeper.netaddr import parse_listen
 
-        parse_listen(exporter)
+        parse_listen(exporter, option="--exporter", example="127.0.0.1:9308")
     conn = connection(bootstrap, command_config, cluster, config)
     setup_logging()
     summary = run_record(conn, store, cfg, once=once, listen=exporter)

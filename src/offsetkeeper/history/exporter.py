@@ -42,9 +42,9 @@ from collections.abc import Callable, Mapping, Sequence
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from offsetkeeper.errors import UsageError
 from offsetkeeper.history.model import Sample
 from offsetkeeper.history.status import DEFAULT_WINDOW, evaluate_status
+from offsetkeeper.netaddr import parse_listen
 
 PARTITION_LABELS = ["cluster_name", "group", "topic", "partition", "member_host", "consumer_id",
                     "client_id"]
@@ -176,15 +176,6 @@ class LagCollector(Collector):
                                   "Age of the newest sample at scrape time", labels=["cluster_name"])
             g.add_metric([c], max(0.0, (now_ms - last) / 1000))
             yield g
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `:PORT` or `[IPv6]:PORT` -> (host, port)."""
-    host, sep, port = (text or "").strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise UsageError(f"--listen '{text}' is not HOST:PORT (expected e.g. 127.0.0.1:9308)")
-    host = host.strip("[]") or "0.0.0.0"
-    return host, int(port)
 
 
 class MetricsServer:
