@@ -182,8 +182,12 @@ def render_rows(
     title: str | None = None,
     json_payload: Any = None,
     time_columns: Sequence[str] | None = None,
+    always: Sequence[str] = (),
 ) -> None:
     """Print rows as a table, a JSON array (or `json_payload`), or header-led CSV.
+
+    A table leaves out columns empty in every row, except those in `always` (a layout people
+    know from another tool, such as kafka-consumer-groups.sh --describe).
 
     Time columns (`time_columns`, and columns named like times) hold epoch milliseconds:
     ISO-8601 UTC in tables, the number plus `<column>_iso` in JSON and CSV.
@@ -212,7 +216,8 @@ def render_rows(
                     out.append((iso_ms(v) if not isinstance(v, str) else v) or "")
             w.writerow(out)
     else:
-        shown = [c for c in columns if not rows or not all(_blank(r.get(c)) for r in rows)]
+        shown = [c for c in columns
+                 if c in always or not rows or not all(_blank(r.get(c)) for r in rows)]
         table = Table(title=Text(printable(title)) if title else None, header_style="bold",
                       box=None, pad_edge=False)
         for c in shown:
