@@ -24,7 +24,7 @@ from offsetkeeper.reset.targets import (
     ToLatest,
     ToOffset,
 )
-from offsetkeeper.times import iso_now
+from offsetkeeper.times import iso_now, ms_of_iso
 
 NOTE_UNCHANGED = "unchanged"
 NOTE_NO_COMMIT = "no committed offset"
@@ -220,7 +220,9 @@ class ResetPlan:
         return any(p.changes for p in self.partitions())
 
     def to_dict(self) -> dict:
-        return {"kind": str(self.kind), "target": self.target, "created_at": self.created_at,
+        """The plan as JSON output: `created_at` in epoch ms with `created_at_iso` beside it."""
+        return {"kind": str(self.kind), "target": self.target,
+                "created_at": ms_of_iso(self.created_at), "created_at_iso": self.created_at,
                 "groups": [asdict(g) for g in self.groups]}
 
 
