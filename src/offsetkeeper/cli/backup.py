@@ -175,8 +175,8 @@ def validate(
         if output is OutputFormat.table and report.ok:
             stderr_console().print(
                 f"backup {backup_id} is valid ({'deep' if deep else 'quick'}: "
-                f"{report.files_checked} files, {report.partitions_checked} partitions"
-                + (f", {report.records_checked} records re-read" if deep else "") + ")")
+                f"{plural(report.files_checked, 'file')}, {plural(report.partitions_checked, 'partition')}"
+                + (f", {plural(report.records_checked, 'record')} re-read" if deep else "") + ")")
     if not report.ok:
         first = report.problems[0]
         raise StoreError(f"backup {backup_id} failed validation: {len(report.problems)} "

@@ -7,7 +7,6 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from offsetkeeper.cli.common import (
     BootstrapOpt,
@@ -18,7 +17,13 @@ from offsetkeeper.cli.common import (
     connection,
     duration_option,
 )
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say, stderr_console
+from offsetkeeper.cli.output import (
+    OutputFormat,
+    plural,
+    render_json,
+    render_rows,
+    say,
+)
 from offsetkeeper.errors import UsageError
 from offsetkeeper.times import iso_ms
 
@@ -137,9 +142,8 @@ def record(
     setup_logging()
     summary = run_record(conn, store, cfg, once=once, listen=exporter)
     if once and summary.last is not None:
-        stderr_console().print(escape(f"stored {summary.last.samples} samples of "
-                                      f"{summary.last.groups} groups in {summary.store}"),
-                               highlight=False)
+        say(f"stored {plural(summary.last.samples, 'sample')} of "
+            f"{plural(summary.last.groups, 'group')} in {summary.store}")
         # groups the principal may not read (ACLs): one line each, and a partial failure
         from offsetkeeper.kafka.errors import is_denied
 
@@ -216,7 +220,7 @@ def plot(
     lo, hi = _range(since, until)
     with open_store(store) as st:
         n = plot_history(st, group, out, since=lo, until=hi, topic=topic)
-    stderr_console().print(escape(f"plotted {n} samples to {out}"), highlight=False)
+    say(f"plotted {plural(n, 'sample')} to {out}")
 
 
 @app.command("export")
@@ -242,7 +246,7 @@ def export(
         render_json({"days": list(res.days), "rows": res.rows, "files": list(res.files)})
     else:
         render_rows([{"day": d} for d in res.days], ["day"], output)
-        stderr_console().print(escape(f"exported {res.rows} samples to {to}"), highlight=False)
+        say(f"exported {plural(res.rows, 'sample')} to {to}")
 
 
 @app.command("report")

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, stderr_console
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
 
@@ -135,15 +135,15 @@ def _render_restore(res, output: OutputFormat) -> None:
         return
     rows = res.partitions
     cols = DRY_COLUMNS if res.dry_run else RUN_COLUMNS
-    title = (f"dry run: restore {res.restore_id} of {res.backup_id} would write {res.records} records"
-             if res.dry_run else f"restore {res.restore_id} of {res.backup_id}: {res.records} records "
+    title = (f"dry run: restore {res.restore_id} of {res.backup_id} would write {plural(res.records, 'record')}"
+             if res.dry_run else f"restore {res.restore_id} of {res.backup_id}: {plural(res.records, 'record')} "
              f"written in {res.seconds:.1f} s" + (" (resumed)" if res.resumed else ""))
     render_rows(rows, cols, output, title=title if output is OutputFormat.table else None)
     if output is OutputFormat.table:
         for t in res.created_topics:
             verb = "would create" if res.dry_run else "created"
-            stderr_console().print(f"{verb} topic {t['topic']} ({t['partitions']} partitions, "
-                                   f"{len(t['configs'])} configs)", highlight=False, markup=False)
+            stderr_console().print(f"{verb} topic {t['topic']} ({plural(t['partitions'], 'partition')}, "
+                                   f"{plural(len(t['configs']), 'config')})", highlight=False, markup=False)
 
 
 @restore_app.command("run")
