@@ -100,7 +100,7 @@ def parse_duration_ms(text: object, *, what: str = "duration", allow_zero: bool 
                 Decimal(0))
     ms = int(total.to_integral_value(rounding="ROUND_CEILING"))
     if ms <= 0 and not allow_zero:
-        raise UsageError(f"{what} {_quoted(text)} must be longer than zero")
+        raise UsageError(f"{what} {_quoted(text)} must be greater than zero")
     return ms
 
 

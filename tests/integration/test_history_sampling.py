@@ -186,7 +186,7 @@ def test_bad_input_exits_2(bootstrap, capsys, tmp_path):
         (["history", "record", "--once", "-b", bootstrap, "--store", db], "no group given"),
         (["history", "record", "-g", "x", "--interval", "0s", "-b", bootstrap], "greater than zero"),
         (["history", "record", "-g", "x", "--store", "nope://", "-b", bootstrap], "unknown scheme"),
-        (["history", "record", "-g", "x", "--exporter", "localhost", "-b", bootstrap], "--listen"),
+        (["history", "record", "-g", "x", "--exporter", "localhost", "-b", bootstrap], "--exporter 'localhost' is not HOST:PORT"),
         (["history", "show", "g", "--since", "yesterday-ish", "--store", db], "--since"),
         (["history", "at", "g", "--time", "soon", "--store", db], "--time"),
         (["history", "plot", "g", "--out", str(tmp_path / "x.jpg"), "--store", db], ".png"),

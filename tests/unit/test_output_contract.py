@@ -276,3 +276,13 @@ def test_one_listen_address_parser(capsys):
     for args in (["exporter", "--listen", ":9308"], ["history", "record", "-g", "g", "--exporter", ":9308"]):
         r = run_cli(capsys, *args)
         assert r.code == 2 and "':9308' is not HOST:PORT" in r.err, r.err
+
+
+def test_only_times_are_time_columns():
+    """Regression: `offset_at_time` is an offset; it got an `_iso` companion when every
+    `*_time` column was taken for epoch milliseconds."""
+    from offsetkeeper.cli.output import time_columns_of
+
+    assert time_columns_of(["offset_at_time", "time_lag_s", "sample_time", "created_at", "time",
+                            "open_txn_since", "first_timestamp"]) == [
+        "sample_time", "created_at", "time", "open_txn_since", "first_timestamp"]

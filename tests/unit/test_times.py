@@ -101,7 +101,7 @@ def test_refused(text):
 
 
 def test_zero_only_where_allowed():
-    with pytest.raises(UsageError, match="longer than zero"):
+    with pytest.raises(UsageError, match="greater than zero"):
         parse_duration_ms("0s", what="--interval")
     assert parse_duration_ms("PT0S", allow_zero=True) == 0
 

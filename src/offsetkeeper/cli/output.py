@@ -81,7 +81,7 @@ def say(message: str, *, style: str | None = None, prefix: str = "") -> None:
 # table, and long free text (reasons, notes, errors) is shortened there (JSON keeps it whole).
 
 TIME_NAME = re.compile(r"^(time|hour|joined|left|last_commit|first_commit|last_record|"
-                       r"last_sample|last_change|.*_at|.*_time|.*_since|.*_timestamp)$")
+                       r"last_sample|last_change|sample_time|.*_at|.*_since|.*_timestamp)$")
 _SECONDS = re.compile(r".*_s$")
 _MILLIS = re.compile(r".*_ms$")
 LONG_TEXT = {"reason", "note", "notes", "detail", "problem", "error", "message", "refused"}
