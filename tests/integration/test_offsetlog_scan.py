@@ -111,7 +111,7 @@ def test_kip848_membership_history_of_the_built_log(log, scanned, capsys, spark)
            if not x["state"].startswith("target")]
     assert got == [
         (None, "joined", "m-a", None),
-        (1, "group epoch 1 (consumer group, 1 members)", None, None),
+        (1, "group epoch 1 (consumer group, 1 member)", None, None),
         (1, "member epoch 0 -> 1, stable", "m-a", f"{data}:0/1"),
         (1, "joined", "m-b", None),
         (2, "group epoch 2 (consumer group, 2 members)", None, None),
@@ -119,7 +119,7 @@ def test_kip848_membership_history_of_the_built_log(log, scanned, capsys, spark)
         (2, "member epoch 2 -> 2, stable", "m-a", f"{data}:0"),
         (2, "member epoch 0 -> 2, stable", "m-b", f"{data}:1"),
         (2, "left", "m-a", None),
-        (3, "group epoch 3 (consumer group, 1 members)", None, None),
+        (3, "group epoch 3 (consumer group, 1 member)", None, None),
         (3, "member epoch 2 -> 3, stable", "m-b", f"{data}:0/1"),
     ]
     r = run_cli(capsys, "commits", "generations", g4, "-H", out, "--members", "-o", "json")
@@ -418,7 +418,7 @@ def test_generations_of_real_groups(real_log, real_scan, capsys, spark):
     # Kafka writes the member before the group epoch it bumps: joined, then the new epoch
     joined = events[0]
     assert joined["state"] == "joined"
-    assert any(x.startswith("group epoch") and x.endswith("(consumer group, 1 members)")
+    assert any(x.startswith("group epoch") and x.endswith("(consumer group, 1 member)")
                for x in states), states
     assert joined["subscribed"] == topic and joined["member"] and joined["client"]
     assert any(x["assigned"] == f"{topic}:0" and x["state"].startswith("member epoch")
@@ -434,7 +434,7 @@ def test_generations_of_real_groups(real_log, real_scan, capsys, spark):
     assert r.code == 0, r.err
     states = [x["state"] for x in r.json()]
     assert "joined" in states and "left" in states and \
-        any(x.endswith("(share group, 1 members)") for x in states), states
+        any(x.endswith("(share group, 1 member)") for x in states), states
     assert any(x["assigned"] == f"{topic}:0" for x in r.json()), r.out
     # a regex subscription shows as /regex/
     r = run_cli(capsys, "commits", "generations", g["regex"], "-H", out, "-o", "json")

@@ -255,16 +255,16 @@ def test_membership_history_events(membership):
     got = [(r["generation"], r["state"], r["member"], r["subscribed"], r["assigned"]) for r in rows]
     assert got == [
         (None, "joined", "m1", "orders", None),
-        (1, "group epoch 1 (consumer group, 1 members)", None, None, None),
+        (1, "group epoch 1 (consumer group, 1 member)", None, None, None),
         (1, "member epoch 0 -> 1, stable", "m1", None, "orders:0/1"),
         (1, "joined", "m2", "orders", None),
         (2, "group epoch 2 (consumer group, 2 members)", None, None, None),
         (2, "member epoch 1 -> 2, revoking, revoking orders:1", "m1", None, "orders:0"),
         (2, "member epoch 0 -> 2, stable", "m2", None, "orders:1"),
         (2, "left", "m1", None, None),
-        (3, "group epoch 3 (consumer group, 1 members)", None, None, None),
+        (3, "group epoch 3 (consumer group, 1 member)", None, None, None),
         (3, "subscription changed", "m2", "orders,refunds", None),
-        (4, "group epoch 4 (consumer group, 1 members)", None, None, None),
+        (4, "group epoch 4 (consumer group, 1 member)", None, None, None),
     ]
     assert rows[0]["time"] == 1000 and rows[3]["client"] == "app-2"
 

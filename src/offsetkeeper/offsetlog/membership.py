@@ -144,8 +144,9 @@ def membership_rows(out: str, group: str) -> list[dict]:
                 known.clear()
                 continue
             epoch = value["epoch"]
+            n = len(known)
             result.append(row(r, f"group epoch {epoch} ({GROUP_METADATA[t]} group, "
-                                 f"{len(known)} members)"))
+                                 f"{n} member{'' if n == 1 else 's'})"))
         elif t in MEMBER_METADATA:
             mid = r["member_id"]
             if value is None:
