@@ -310,3 +310,23 @@ def test_only_times_are_time_columns():
     assert time_columns_of(["offset_at_time", "time_lag_s", "sample_time", "created_at", "time",
                             "open_txn_since", "first_timestamp"]) == [
         "sample_time", "created_at", "time", "open_txn_since", "first_timestamp"]
+
+
+def test_one_rendering_path_for_names():
+    """Rule: names reach the terminal through cli/output.py only (`render_rows` for tables,
+    `say` for lines), which shows them literally: no command escapes Rich markup itself or prints
+    an f-string as markup — the two ways a name ended up escaped twice (`\\[a/b]`) or parsed."""
+    problems = []
+    for path in sorted((SRC / "cli").glob("*.py")):
+        if path.name in ("output.py", "progress.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in ("escape", "safe"):
+                problems.append(f"cli/{path.name}:{node.lineno} {name}()")
+            if name == "print" and node.args and isinstance(node.args[0], ast.JoinedStr):
+                problems.append(f"cli/{path.name}:{node.lineno} print(f-string) parses markup")
+    assert problems == []

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
-from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
 from offsetkeeper.times import ms_of_iso
@@ -83,9 +83,8 @@ def run(
     rows = [{"field": k, "value": v} for k, v in s.items()]
     render_rows(rows, ["field", "value"], output, title=f"backup {result.backup_id} run {result.run}")
     for t, p, g in result.gaps:
-        stderr_console().print(f"warning: {t}:{p}: offsets [{g.start}, {g.end}) were removed by "
-                               f"retention before they could be read (recorded as a gap)",
-                               highlight=False, markup=False)
+        say(f"{t}:{p}: offsets [{g.start}, {g.end}) were removed by retention before they could "
+            "be read (recorded as a gap)", style="bold yellow", prefix="warning:")
 
 
 @backups_app.command("list")
@@ -173,7 +172,7 @@ def validate(
         render_rows([{"where": p.where, "problem": p.message} for p in report.problems],
                     ["where", "problem"], output) if report.problems else None
         if output is OutputFormat.table and report.ok:
-            stderr_console().print(
+            say(
                 f"backup {backup_id} is valid ({'deep' if deep else 'quick'}: "
                 f"{plural(report.files_checked, 'file')}, {plural(report.partitions_checked, 'partition')}"
                 + (f", {plural(report.records_checked, 'record')} re-read" if deep else "") + ")")

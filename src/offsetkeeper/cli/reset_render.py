@@ -13,9 +13,7 @@ from offsetkeeper.cli.output import (
     plural,
     render_json,
     render_rows,
-    safe,
     say,
-    stderr_console,
 )
 from offsetkeeper.reset.apply import ApplyReport, GroupStatus, ReportStatus
 from offsetkeeper.reset.plan import PlanKind, ResetPlan
@@ -50,21 +48,19 @@ def show_plan(plan: ResetPlan, fmt: OutputFormat, *, executed: bool = False) -> 
 
 def print_problems(plan: ResetPlan, report: ApplyReport | None = None) -> None:
     """One line on stderr per refused group, failed group or failed partition (any format)."""
-    err = stderr_console()
     reported = set()
     for g in plan.refused:
-        err.print(f"[bold red]refused:[/] {safe(str(g.refused))}", highlight=False)
+        say(str(g.refused), style="bold red", prefix="refused:")
         reported.add(g.group)
     for p in plan.partitions():
         if p.error:
-            err.print(f"[bold red]error:[/] group {safe(p.group)} {safe(str(p.tp))}: {safe(p.error)}",
-                      highlight=False)
+            say(f"group {p.group} {p.tp}: {p.error}", style="bold red", prefix="error:")
             reported.add(p.group)
     for r in report.results if report else ():
         if r.status in (GroupStatus.FAILED, GroupStatus.REFUSED) and r.group not in reported:
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(r.partition_errors.items()))
-            err.print(f"[bold red]{r.status}:[/] group {safe(r.group)}: {safe(r.error or '')}"
-                      + (f" ({safe(detail)})" if detail else ""), highlight=False)
+            say(f"group {r.group}: {r.error or ''}" + (f" ({detail})" if detail else ""),
+                style="bold red", prefix=f"{r.status}:")
 
 
 def show_report(report: ApplyReport, fmt: OutputFormat) -> None:

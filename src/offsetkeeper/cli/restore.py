@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
-from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
 
@@ -142,8 +142,8 @@ def _render_restore(res, output: OutputFormat) -> None:
     if output is OutputFormat.table:
         for t in res.created_topics:
             verb = "would create" if res.dry_run else "created"
-            stderr_console().print(f"{verb} topic {t['topic']} ({plural(t['partitions'], 'partition')}, "
-                                   f"{plural(len(t['configs']), 'config')})", highlight=False, markup=False)
+            say(f"{verb} topic {t['topic']} ({plural(t['partitions'], 'partition')}, "
+                f"{plural(len(t['configs']), 'config')})")
 
 
 @restore_app.command("run")
@@ -221,8 +221,7 @@ def _render_validation(v: dict, output: OutputFormat) -> None:
                 title=f"validate restore {v['restore_id']} of {v['backup_id']} against the manifest")
     for p in v["partitions"]:
         if p.get("problem") and output is OutputFormat.table:
-            stderr_console().print(f"{p['topic']}:{p['partition']}: {p['problem']}", highlight=False,
-                                   markup=False)
+            say(f"{p['topic']}:{p['partition']}: {p['problem']}")
     if v["groups"]:
         render_rows(v["groups"], GROUP_COLUMNS, output,
                     title=f"group offsets ({v.get('offsets_source', 'backup')} offsets translated)")
@@ -271,8 +270,8 @@ def validate_cmd(
         v = validate(req)
     _render_validation(v.to_dict(), output)
     if not v.ok:
-        stderr_console().print(f"[bold red]error:[/] {v.mismatches} mismatch(es) between the target "
-                               "and the backup", highlight=False)
+        say(f"{plural(v.mismatches, 'mismatch', 'mismatches')} between the target and the backup",
+            style="bold red", prefix="error:")
         raise typer.Exit(1)
 
 
@@ -336,8 +335,7 @@ def three_phase_cmd(
         rep = three_phase(req, progress=on_progress)
     _render_three_phase(rep.to_dict(), output)
     if not rep.ok:
-        stderr_console().print("[bold red]error:[/] three-phase restore found problems (see the report)",
-                               highlight=False)
+        say("three-phase restore found problems (see the report)", style="bold red", prefix="error:")
         raise typer.Exit(1)
 
 

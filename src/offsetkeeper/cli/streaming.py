@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from offsetkeeper.cli.common import (
     BootstrapOpt,
@@ -27,7 +26,7 @@ from offsetkeeper.cli.output import (
     OutputFormat,
     render_json,
     render_rows,
-    stderr_console,
+    say,
     table_cell,
 )
 from offsetkeeper.errors import UsageError
@@ -69,7 +68,7 @@ PLAN_COLUMNS = ["topic", "partition", "current", "target", "log_start", "log_end
 
 
 def _warn(text: str, label: str = "warning") -> None:
-    stderr_console().print(f"[bold yellow]{label}:[/] {escape(text)}", highlight=False)
+    say(text, style="bold yellow", prefix=f"{label}:")
 
 
 @app.command("show")
@@ -86,11 +85,9 @@ def show(checkpoint: CheckpointArg, source: SourceOpt = None,
         render_json({**summary, "partitions": view.rows()})
         return
     if output is OutputFormat.table:
-        info = stderr_console()
         for k, v in summary.items():
             if not k.endswith("_iso"):
-                info.print(f"{k.replace('_', ' ')}: {escape(table_cell(k, v, ['last_change']))}",
-                           highlight=False)
+                say(f"{k.replace('_', ' ')}: {table_cell(k, v, ['last_change'])}")
     render_rows(view.rows(), POSITION_COLUMNS, output)
 
 
@@ -201,15 +198,14 @@ def reset(
         if plan.refusals:
             _warn("forced: " + "; ".join(plan.refusals))
         if output is OutputFormat.table:
-            stderr_console().print(
+            say(
                 f"rewrote {', '.join(f'offsets/{b}' for b in plan.batches)}; copies kept as reset "
                 f"{record.reset_id} (undo: offsetkeeper streaming rollback {checkpoint} "
-                f"{record.reset_id} --execute)", highlight=False)
+                f"{record.reset_id} --execute)")
     if plan.has_errors:
         for p in plan.partitions:
             if p.error:
-                stderr_console().print(f"[bold red]error:[/] {escape(f'{p.topic}:{p.partition}')}: "
-                                       f"{escape(p.error)}", highlight=False)
+                say(f"{p.topic}:{p.partition}: {p.error}", style="bold red", prefix="error:")
         raise typer.Exit(1)
 
 
