@@ -47,9 +47,9 @@ class OffsetRow:
 
 def open_transaction_note(lso: int, log_end: int, since_ms: int | None) -> str:
     """One sentence for a partition whose LSO an open transaction holds back."""
-    from offsetkeeper.history.model import iso
+    from offsetkeeper.times import iso_ms
 
-    since = f" since {iso(since_ms)}" if since_ms is not None else ""
+    since = f" since {iso_ms(since_ms)}" if since_ms is not None else ""
     return (f"open transaction{since}: read_committed consumers cannot read past the last "
             f"stable offset {lso} (log end {log_end}) until its producer commits or aborts it; "
             "waiting there is not the consumer's fault")

@@ -120,8 +120,8 @@ def test_record_show_at_and_reset_to_history(bootstrap, unique, capsys, tmp_path
         [(0, 10, 40), (1, 20, 30), (0, 40, 10), (1, 45, 5)]
     assert rows[2]["rate"] > 0 and rows[0]["rate"] is None
     r = run_cli(capsys, "history", "show", group, "--topic", topic, "--store", db, "-o", "csv")
-    assert r.out.splitlines()[0] == ("time,topic,partition,committed,log_end,lag,lag_raw,"
-                                     "time_lag_s,time_lag_interp_s,rate,open_txn_since")
+    assert r.out.splitlines()[0] == ("time,time_iso,topic,partition,committed,log_end,lag,lag_raw,"
+                                     "time_lag_s,time_lag_interp_s,rate,open_txn_since,open_txn_since_iso")
 
     t_iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t_mid / 1000)) + f".{t_mid % 1000:03d}Z"
     r = run_cli(capsys, "history", "at", group, "--time", t_iso, "--store", db, "-o", "json")
@@ -186,7 +186,7 @@ def test_bad_input_exits_2(bootstrap, capsys, tmp_path):
         (["history", "record", "--once", "-b", bootstrap, "--store", db], "no group given"),
         (["history", "record", "-g", "x", "--interval", "0s", "-b", bootstrap], "greater than zero"),
         (["history", "record", "-g", "x", "--store", "nope://", "-b", bootstrap], "unknown scheme"),
-        (["history", "record", "-g", "x", "--exporter", "localhost", "-b", bootstrap], "--listen"),
+        (["history", "record", "-g", "x", "--exporter", "localhost", "-b", bootstrap], "--exporter 'localhost' is not HOST:PORT"),
         (["history", "show", "g", "--since", "yesterday-ish", "--store", db], "--since"),
         (["history", "at", "g", "--time", "soon", "--store", db], "--time"),
         (["history", "plot", "g", "--out", str(tmp_path / "x.jpg"), "--store", db], ".png"),

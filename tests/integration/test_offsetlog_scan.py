@@ -18,13 +18,14 @@ from confluent_kafka import TopicPartition as CkTP
 
 from cli import run_cli
 from kafkatools import commit, committed, create_topic, produce, produce_n
-from offsetkeeper.offsetlog.history import iso
 from offsetkeeper.offsetlog.records import OffsetCommitKey
 from offsetkeeper.offsetlog.sample import MINUTE, sample_log
+from offsetkeeper.times import iso_ms as iso
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 T0 = 1_795_165_200_000  # 2026-11-20T09:00:00Z
+HOUR_0900 = T0  # the rebalances report buckets by hour, in epoch ms
 ODD = 'odd "name"\n<script>[/]'
 
 
@@ -110,7 +111,7 @@ def test_kip848_membership_history_of_the_built_log(log, scanned, capsys, spark)
            if not x["state"].startswith("target")]
     assert got == [
         (None, "joined", "m-a", None),
-        (1, "group epoch 1 (consumer group, 1 members)", None, None),
+        (1, "group epoch 1 (consumer group, 1 member)", None, None),
         (1, "member epoch 0 -> 1, stable", "m-a", f"{data}:0/1"),
         (1, "joined", "m-b", None),
         (2, "group epoch 2 (consumer group, 2 members)", None, None),
@@ -118,17 +119,17 @@ def test_kip848_membership_history_of_the_built_log(log, scanned, capsys, spark)
         (2, "member epoch 2 -> 2, stable", "m-a", f"{data}:0"),
         (2, "member epoch 0 -> 2, stable", "m-b", f"{data}:1"),
         (2, "left", "m-a", None),
-        (3, "group epoch 3 (consumer group, 1 members)", None, None),
+        (3, "group epoch 3 (consumer group, 1 member)", None, None),
         (3, "member epoch 2 -> 3, stable", "m-b", f"{data}:0/1"),
     ]
     r = run_cli(capsys, "commits", "generations", g4, "-H", out, "--members", "-o", "json")
     assert [(x["member"], x["joined"], x["left"], x["first_epoch"], x["last_epoch"], x["assigned"])
             for x in r.json()] == [
-        ("m-a", iso(T0 + MINUTE), iso(T0 + 6 * MINUTE), 1, 2, f"{data}:0"),
-        ("m-b", iso(T0 + 2 * MINUTE), None, 2, 3, f"{data}:0/1")]
+        ("m-a", T0 + MINUTE, T0 + 6 * MINUTE, 1, 2, f"{data}:0"),
+        ("m-b", T0 + 2 * MINUTE, None, 2, 3, f"{data}:0/1")]
     rb = run_report(Report.rebalances, out, group=g4, spark=spark)
     assert [(x["hour"], x["rebalances"], x["generations"], x["max_members"]) for x in rb] == [
-        ("2026-11-20T09:00Z", 3, "1,2,3", 2)]
+        (HOUR_0900, 3, "1,2,3", 2)]
 
 
 def test_group_table_has_members_and_assignments(log, scanned):
@@ -193,7 +194,7 @@ def test_analytics(log, scanned, spark):
     assert [(x["topic"], x["groups"], x["live_groups"]) for x in topics] == [(log["data"], 3, 2)]
     rb = run_report(Report.rebalances, out, group=g1, spark=spark)
     assert [(x["hour"], x["rebalances"], x["generations"], x["max_members"]) for x in rb] == [
-        ("2026-11-20T09:00Z", 2, "1,2", 2)]
+        (HOUR_0900, 2, "1,2", 2)]
     rate = {x["group"]: x for x in run_report(Report.rate, out, spark=spark)}
     assert rate[g1]["commits"] == 6 and rate[g1]["partitions"] == 2
     assert rate[g2]["commits"] == 1 and rate[g2]["commits_per_minute"] is None
@@ -417,7 +418,7 @@ def test_generations_of_real_groups(real_log, real_scan, capsys, spark):
     # Kafka writes the member before the group epoch it bumps: joined, then the new epoch
     joined = events[0]
     assert joined["state"] == "joined"
-    assert any(x.startswith("group epoch") and x.endswith("(consumer group, 1 members)")
+    assert any(x.startswith("group epoch") and x.endswith("(consumer group, 1 member)")
                for x in states), states
     assert joined["subscribed"] == topic and joined["member"] and joined["client"]
     assert any(x["assigned"] == f"{topic}:0" and x["state"].startswith("member epoch")
@@ -433,7 +434,7 @@ def test_generations_of_real_groups(real_log, real_scan, capsys, spark):
     assert r.code == 0, r.err
     states = [x["state"] for x in r.json()]
     assert "joined" in states and "left" in states and \
-        any(x.endswith("(share group, 1 members)") for x in states), states
+        any(x.endswith("(share group, 1 member)") for x in states), states
     assert any(x["assigned"] == f"{topic}:0" for x in r.json()), r.out
     # a regex subscription shows as /regex/
     r = run_cli(capsys, "commits", "generations", g["regex"], "-H", out, "-o", "json")

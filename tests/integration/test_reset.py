@@ -186,7 +186,7 @@ def test_script(capsys, bootstrap, topic, group, tmp_path):
     (["-t", "{topic}", "--to-offset", "-3"], "not a non-negative integer"),
     (["-t", "{topic}", "--to-offset", "x"], "not a non-negative integer"),
     (["-t", "{topic}", "--to-datetime", "noon"], "--to-datetime 'noon' is not a time"),
-    (["-t", "{topic}", "--by-duration", "1 hour"], "not an ISO-8601 duration"),
+    (["-t", "{topic}", "--by-duration", "1 hour"], "is not a duration"),
     (["-t", "no-such-topic-xyz", "--to-earliest"], "unknown topic 'no-such-topic-xyz'"),
     (["-t", "{topic}:7", "--to-earliest"], "has no partition 7"),
     (["--to-earliest"], "no topic given"),

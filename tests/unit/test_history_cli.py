@@ -34,10 +34,10 @@ def test_names_with_markup_and_newlines_render(capsys, db):
                  ["lag", "status", "--all-groups", "--window", "2", "--partitions"]):
         r = run_cli(capsys, *args, "--store", db)
         assert r.code in (0, 1) and "Traceback" not in r.err, (args, r.err)
-        assert "[/]" in r.out
+        assert "[/]" in r.out and "\\[/]" not in r.out  # shown literally, escaped exactly once
     r = run_cli(capsys, "history", "show", NAME, "--since", "1000d", "--store", db, "-o", "csv")
     rows = list(csv.reader(io.StringIO(r.out)))
-    assert rows[1][1] == "t[/]" and len(rows) == 4
+    assert rows[0][:3] == ["time", "time_iso", "topic"] and rows[1][2] == "t[/]" and len(rows) == 4
     r = run_cli(capsys, "lag", "status", NAME, "--window", "2", "--store", db, "-o", "json")
     assert r.json()[0]["group"] == NAME
 

@@ -32,7 +32,7 @@ ROOT = Path(offsetkeeper.__file__).parent
 PKG = "offsetkeeper"
 
 LAYERS = {
-    0: {"errors", "models", "redact", "storage", "progress", "config", "arrowbuf"},
+    0: {"errors", "models", "redact", "storage", "progress", "config", "arrowbuf", "times", "netaddr"},
     1: {"kafka", "spark", "devbroker"},
     # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/
     # (its streaming source commits to groups through the reset executor).
@@ -51,7 +51,7 @@ DOMAIN_IMPORTS: dict[str, set[str]] = {
     "groups": set(),
     "zk": {"reset"},                                    # ZooKeeper offsets as a reset target
     "history": {"reset"},                               # history as a reset target
-    "inspect": {"history"},
+    "inspect": set(),
     "snapshots": {"reset"},
     "streaming": {"reset"},
     "spark.kafka": {"reset", "streaming"},              # commits go through the executor

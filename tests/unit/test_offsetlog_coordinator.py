@@ -255,18 +255,18 @@ def test_membership_history_events(membership):
     got = [(r["generation"], r["state"], r["member"], r["subscribed"], r["assigned"]) for r in rows]
     assert got == [
         (None, "joined", "m1", "orders", None),
-        (1, "group epoch 1 (consumer group, 1 members)", None, None, None),
+        (1, "group epoch 1 (consumer group, 1 member)", None, None, None),
         (1, "member epoch 0 -> 1, stable", "m1", None, "orders:0/1"),
         (1, "joined", "m2", "orders", None),
         (2, "group epoch 2 (consumer group, 2 members)", None, None, None),
         (2, "member epoch 1 -> 2, revoking, revoking orders:1", "m1", None, "orders:0"),
         (2, "member epoch 0 -> 2, stable", "m2", None, "orders:1"),
         (2, "left", "m1", None, None),
-        (3, "group epoch 3 (consumer group, 1 members)", None, None, None),
+        (3, "group epoch 3 (consumer group, 1 member)", None, None, None),
         (3, "subscription changed", "m2", "orders,refunds", None),
-        (4, "group epoch 4 (consumer group, 1 members)", None, None, None),
+        (4, "group epoch 4 (consumer group, 1 member)", None, None, None),
     ]
-    assert rows[0]["time"] == "1970-01-01T00:00:01.000Z" and rows[3]["client"] == "app-2"
+    assert rows[0]["time"] == 1000 and rows[3]["client"] == "app-2"
 
 
 def test_member_summary(membership):
@@ -275,8 +275,8 @@ def test_member_summary(membership):
     got = [(r["member"], r["joined"], r["left"], r["first_epoch"], r["last_epoch"],
             r["assignments"], r["subscribed"], r["assigned"]) for r in member_rows(membership, "payments")]
     assert got == [
-        ("m1", "1970-01-01T00:00:01.000Z", "1970-01-01T00:00:03.000Z", 1, 2, 2, "orders", "orders:0"),
-        ("m2", "1970-01-01T00:00:02.000Z", None, 2, 2, 1, "orders,refunds", "orders:1"),
+        ("m1", 1000, 3000, 1, 2, 2, "orders", "orders:0"),
+        ("m2", 2000, None, 2, 2, 1, "orders,refunds", "orders:1"),
     ]
 
 
@@ -285,7 +285,7 @@ def test_rebalances_are_new_group_epochs_with_their_members(membership):
 
     assert sorted((r["hour"], r["rebalances"], r["generations"], r["max_members"])
                   for r in _epoch_rebalances(membership, "payments")) == [
-        ("1970-01-01T00:00Z", 3, "1,2,3", 2), ("1970-01-01T05:00Z", 1, "4", 1)]
+        (0, 3, "1,2,3", 2), (5 * 3_600_000, 1, "4", 1)]
 
 
 def test_a_scan_without_the_coordinator_table_has_no_membership(tmp_path):

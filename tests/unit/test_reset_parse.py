@@ -70,9 +70,9 @@ def test_duration(text, delta):
     assert parse_duration(text) == delta
 
 
-@pytest.mark.parametrize("text", ["P", "PT", "1H", "PT1X", "P1DT", "", "PT-1H", "-PT10M", "+PT1H"])
+@pytest.mark.parametrize("text", ["P", "PT", "1X", "PT1X", "P1DT", "", "PT-1H", "-PT10M", "+PT1H"])
 def test_duration_rejects(text):
-    with pytest.raises(UsageError, match="not an ISO-8601 duration"):
+    with pytest.raises(UsageError, match="is not a duration"):
         parse_duration(text)
 
 

@@ -218,12 +218,12 @@ def test_restore_list_and_backups_describe_show_iso_utc(capsys, restored):
     assert str(T0) not in r.out
     r = run_cli(capsys, "restore", "list", f"{restored}/b", "-o", "json")
     row = r.json()[0]
-    assert (row["started_at_ms"], row["started_at"]) == (T0, "2023-11-14T22:13:20.000Z")
+    assert (row["started_at"], row["started_at_iso"]) == (T0, "2023-11-14T22:13:20.000Z")
     r = run_cli(capsys, "backups", "describe", "b", "--dest", restored)
     assert r.code == 0 and "2023-11-14T22:13:20.000Z" in r.out and str(T0) not in r.out
     r = run_cli(capsys, "backups", "describe", "b", "--dest", restored, "-o", "json")
     p = r.json()["topics"][0]["partitions"][0]
-    assert (p["first_timestamp"], p["first_time"]) == (T0, "2023-11-14T22:13:20.000Z")
+    assert (p["first_timestamp"], p["first_timestamp_iso"]) == (T0, "2023-11-14T22:13:20.000Z")
 
 
 def test_help_says_what_the_options_do(capsys):

@@ -3,6 +3,8 @@ checkpoint directories in the format of Spark's JVM Kafka source (no broker need
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 
 import pytest
@@ -195,14 +197,24 @@ def test_cli_bad_input_exits_2(args, msg, capsys):
 
 
 def test_cli_rollback_dry_run_then_refused_while_alive(tmp_path, capsys):
+    """Invariant: right after a reset, its own rewrite is not taken for a live query (the
+    rollback works at once); a checkpoint the query wrote to since is refused as alive."""
+    import shutil
+
     from cli import run_cli
 
     ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0])
     assert run_cli(capsys, "streaming", "rollback", ck).code == 2  # nothing to roll back
     ops.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
     r = run_cli(capsys, "streaming", "rollback", ck)
-    assert r.code == 0 and "dry run" in r.out and "looks alive" in r.err  # just written
+    assert r.code == 0 and "dry run" in r.out and "looks alive" not in r.err
     assert CheckpointStore(ck).offset_entry(0).kafka_offsets(0) == {TopicPartition("t", 0): 1}
+    r = run_cli(capsys, "streaming", "rollback", ck, "--execute")
+    assert r.code == 0, r.err
+    assert CheckpointStore(ck).offset_entry(0).kafka_offsets(0) == {TopicPartition("t", 0): 5}
+
+    ops.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
+    shutil.copy(Path(ck) / "offsets" / "0", Path(ck) / "offsets" / "1")  # the query ran a batch
     r = run_cli(capsys, "streaming", "rollback", ck, "--execute")
     assert r.code == 1 and "looks alive" in r.err
     r = run_cli(capsys, "streaming", "rollback", ck, "--execute", "--force")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import posixpath
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from offsetkeeper.backup import checksum as ck
 from offsetkeeper.errors import NotFoundError, StoreError, UsageError
 from offsetkeeper.storage import write_bytes_atomic
+from offsetkeeper.times import iso_now
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -215,18 +215,7 @@ class Manifest(_Model):
         return {g.group: {(o.topic, o.partition): o.offset for o in g.offsets} for g in self.groups}
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def iso_ms(ms: int | None) -> str | None:
-    """Epoch milliseconds as ISO-8601 UTC (`2024-05-01T09:40:00.250Z`); None stays None."""
-    if ms is None:
-        return None
-    try:
-        return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return str(ms)  # outside what datetime can show: the number itself
+now_iso = iso_now
 
 
 # -- locations ---------------------------------------------------------------------------------

@@ -11,10 +11,8 @@ intact (its files are ignored and overwritten next time).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import posixpath
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -45,7 +43,7 @@ from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
-from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
+from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_progress
 from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
 from offsetkeeper.spark.kafka.planning import split_ranges
 
@@ -166,42 +164,19 @@ def _task_config(config: BackupConfig, run_dir: str, report_path: str) -> Backup
     return BackupTaskConfig(source=parse_options(opts), run_dir=run_dir, report_path=report_path)
 
 
-class _ProgressWatcher:
-    """Polls the task reports and tells the progress callback how far the read is."""
+def _read_progress(backup_id: str, plan: RunPlan, report_path: str) -> ProgressEvent:
+    """How far the read is, from the task reports: partitions fully read, records read."""
+    from offsetkeeper.spark.kafka.reports import read_reports
 
-    def __init__(self, fn: ProgressFn, backup_id: str, plan: RunPlan, report_path: str) -> None:
-        self.fn, self.backup_id, self.plan, self.path = fn, backup_id, plan, report_path
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self.sizes = {(p.topic, p.partition): p.size for p in plan.to_read}
-
-    def snapshot(self, phase: str) -> ProgressEvent:
-        from offsetkeeper.spark.kafka.reports import read_reports
-
-        covered: dict[tuple[str, int], int] = {}
-        records = 0
-        for r in read_reports(self.path):
-            key = (r["topic"], r["partition"])
-            covered[key] = covered.get(key, 0) + (r["end"] - r["start"])
-            records += r["records"]
-        done = sum(1 for k, n in self.sizes.items() if covered.get(k, 0) >= n)
-        return _event(self.backup_id, phase, done, len(self.sizes), records)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.5):
-            with contextlib.suppress(Exception):  # progress must never break the run
-                self.fn(self.snapshot("reading"))
-
-    def __enter__(self) -> _ProgressWatcher:
-        if self.fn is not no_progress:
-            self.fn(_event(self.backup_id, "reading", 0, len(self.sizes), 0))
-            self._t.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._t.is_alive():
-            self._t.join(5)
+    sizes = {(p.topic, p.partition): p.size for p in plan.to_read}
+    covered: dict[tuple[str, int], int] = {}
+    records = 0
+    for r in read_reports(report_path):
+        key = (r["topic"], r["partition"])
+        covered[key] = covered.get(key, 0) + (r["end"] - r["start"])
+        records += r["records"]
+    done = sum(1 for k, n in sizes.items() if covered.get(k, 0) >= n)
+    return _event(backup_id, "reading", done, len(sizes), records)
 
 
 def _task_stats(rows: list[dict]) -> dict[tuple[str, int], dict]:
@@ -331,7 +306,8 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         ranges = _task_ranges(config, plan)
         cfg = _task_config(config, run_dir, report_path)
         specs = _balanced_specs(ranges, spark.sparkContext.defaultParallelism)
-        with _ProgressWatcher(notify, config.backup_id, plan, report_path):
+        with ProgressPoller(notify, lambda: _read_progress(config.backup_id, plan, report_path),
+                            first=_event(config.backup_id, "reading", 0, len(plan.to_read), 0)):
             try:
                 rows = (spark.sparkContext.parallelize(specs, len(specs))
                         .mapPartitions(partial(guarded, backup_task, cfg, context=_spec_context)).collect())

@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
+from offsetkeeper.times import ms_of_iso
 
 backup_app = typer.Typer(help="Back topics up to Parquet with a manifest (Spark).", no_args_is_help=True)
 backups_app = typer.Typer(help="List, describe and validate backups.", no_args_is_help=True)
@@ -82,9 +83,8 @@ def run(
     rows = [{"field": k, "value": v} for k, v in s.items()]
     render_rows(rows, ["field", "value"], output, title=f"backup {result.backup_id} run {result.run}")
     for t, p, g in result.gaps:
-        stderr_console().print(f"warning: {t}:{p}: offsets [{g.start}, {g.end}) were removed by "
-                               f"retention before they could be read (recorded as a gap)",
-                               highlight=False, markup=False)
+        say(f"{t}:{p}: offsets [{g.start}, {g.end}) were removed by retention before they could "
+            "be read (recorded as a gap)", style="bold yellow", prefix="warning:")
 
 
 @backups_app.command("list")
@@ -103,16 +103,15 @@ def list_(dest: DestOpt = None, output: OutputOpt = OutputFormat.table) -> None:
         rows.append({"backup_id": e.backup_id, "runs": len(m.runs), "topics": len(m.topics),
                      "partitions": sum(len(t.partitions) for t in m.topics),
                      "records": m.record_count, "groups": len(m.groups),
-                     "updated_at": m.updated_at, "error": None} if m is not None else
+                     "updated_at": ms_of_iso(m.updated_at), "error": None} if m is not None else
                     {"backup_id": e.backup_id, "runs": None, "topics": None, "partitions": None,
                      "records": None, "groups": None, "updated_at": None, "error": e.error})
     render_rows(rows, ["backup_id", "runs", "topics", "partitions", "records", "groups",
                        "updated_at", "error"], output)
     bad = [e for e in entries if e.manifest is None]
     if bad:
-        stderr_console().print(f"warning: {len(bad)} backup(s) with an unreadable manifest "
-                               f"(first: {bad[0].backup_id}); see the error column",
-                               highlight=False, markup=False)
+        say(f"{len(bad)} backup(s) with an unreadable manifest (first: {bad[0].backup_id}); "
+            "see the error column", style="bold yellow", prefix="warning:")
 
 
 @backups_app.command("describe")
@@ -124,31 +123,26 @@ def describe(
     """Show a backup: per partition the offset range, records, timestamps, checksum and gaps.
 
     Timestamps are shown as ISO-8601 UTC. With --output json the whole manifest is printed
-    (timestamps as epoch ms, each partition with first_time / last_time ISO strings added).
+    (timestamps as epoch ms, each with its ISO-8601 string beside it in a key ending `_iso`).
 
     Example: offsetkeeper backups describe nightly --dest /backups
     """
-    from offsetkeeper.backup.manifest import iso_ms
     from offsetkeeper.ops.backup import describe_backup
 
     m = describe_backup(dest, backup_id)
     if output is OutputFormat.json:
-        d = m.model_dump(mode="json")
-        for t in d["topics"]:
-            for p in t["partitions"]:
-                p["first_time"], p["last_time"] = iso_ms(p["first_timestamp"]), iso_ms(p["last_timestamp"])
-        render_json(d)
+        render_json(_manifest_json(m.model_dump(mode="json")))
         return
     rows = [{"topic": t.name, "partition": p.partition, "start_offset": p.start_offset,
              "end_offset": p.end_offset, "records": p.record_count,
-             "first_timestamp": iso_ms(p.first_timestamp) if output is OutputFormat.table else p.first_timestamp,
-             "last_timestamp": iso_ms(p.last_timestamp) if output is OutputFormat.table else p.last_timestamp,
+             "first_timestamp": p.first_timestamp, "last_timestamp": p.last_timestamp,
              "checksum": p.checksum, "runs": len(p.segments),
              "gaps": [f"{g.start}-{g.end - 1}" for g in p.gaps]}
             for t in m.topics for p in t.partitions]
     render_rows(rows, ["topic", "partition", "start_offset", "end_offset", "records",
                        "first_timestamp", "last_timestamp", "checksum", "runs", "gaps"], output,
-                title=f"backup {m.backup_id}: {m.record_count} records, {len(m.runs)} runs, "
+                title=f"backup {m.backup_id}: {plural(m.record_count, 'record')}, "
+                      f"{plural(len(m.runs), 'run')}, "
                       f"updated {m.updated_at}")
     if output is OutputFormat.table:
         grows = [{"group": g.group, "topic": o.topic, "partition": o.partition, "offset": o.offset}
@@ -189,11 +183,30 @@ def validate(
         render_rows([{"where": p.where, "problem": p.message} for p in report.problems],
                     ["where", "problem"], output) if report.problems else None
         if output is OutputFormat.table and report.ok:
-            stderr_console().print(
+            say(
                 f"backup {backup_id} is valid ({'deep' if deep else 'quick'}: "
-                f"{report.files_checked} files, {report.partitions_checked} partitions"
-                + (f", {report.records_checked} records re-read" if deep else "") + ")")
+                f"{plural(report.files_checked, 'file')}, {plural(report.partitions_checked, 'partition')}"
+                + (f", {plural(report.records_checked, 'record')} re-read" if deep else "") + ")")
     if not report.ok:
         first = report.problems[0]
         raise StoreError(f"backup {backup_id} failed validation: {len(report.problems)} "
                          f"problem(s), first: {first}")
+
+
+def _manifest_json(d: dict) -> dict:
+    """The manifest as JSON output: its ISO times as epoch ms with `<name>_iso` beside them."""
+    from offsetkeeper.cli.output import with_iso
+
+    def walk(v):
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if not isinstance(v, dict):
+            return v
+        out = {}
+        for k, x in v.items():
+            ms = ms_of_iso(x) if k.endswith("_at") else None
+            out[k] = ms if ms is not None else walk(x)
+        return out
+
+    return with_iso(walk(d), ["first_timestamp", "last_timestamp", "created_at", "updated_at",
+                              "captured_at", "started_at", "finished_at"])

@@ -15,7 +15,7 @@ from offsetkeeper.cli.common import (
     OutputOpt,
     connection,
 )
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 
 app = typer.Typer(help="Decode __consumer_offsets into a commit history (Spark) and query it.",
@@ -75,7 +75,7 @@ def scan(
         ("malformed", s.errors), ("seconds", s.seconds), ("history", out)]]
     render_rows(rows, ["field", "value"], output, title="commit history scan")
     for sample in s.error_samples:
-        stderr_console().print(f"malformed record: {sample}", highlight=False, markup=False)
+        say(f"malformed record: {sample}")
 
 
 @app.command("show")
@@ -150,7 +150,7 @@ def generations(
         return
     # a group that migrated between protocols has both: merged by time
     rows = sorted(generation_rows(history, group) + membership_rows(history, group),
-                  key=lambda r: r["time"] or "")
+                  key=lambda r: r["time"] or 0)
     if not rows:
         raise UnknownGroupError(f"group '{group}' has no group metadata in the history in {history}",
                                 group=group)
@@ -167,7 +167,7 @@ def _report(name: str, help_text: str, example: str) -> None:
         rows = run_report(report, history, group=group, master=master)
         render_rows(rows, COLUMNS[report], output)
         if not rows and output is OutputFormat.table:
-            stderr_console().print(f"no {name} found", highlight=False)
+            say(f"no {name} found")
 
     command.__doc__ = f"{help_text} (Spark).\n\nExample: {example}"
     app.command(name)(command)

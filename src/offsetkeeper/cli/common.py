@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -34,14 +34,64 @@ ConfigOpt = Annotated[
                  help="YAML config file [default: ~/.config/offsetkeeper/config.yaml].",
                  show_default=False),
 ]
+
+
+class Duration:
+    """A duration option (`2h`, `30s`, `1d2h`, `500ms`, `PT2H`, `P1DT2H`): checked while the
+    command line is parsed, so a bad value is one line and exit 2 before anything connects.
+
+    The value stays the text the user typed (the library parses it again with the same
+    `offsetkeeper.times.parse_duration_ms`); `words` are extra values the option allows
+    (`forever` for --retain). With `seconds=True` the value becomes float seconds, and a bare
+    number still means seconds (`--deadline 300` as before).
+    """
+
+    def __init__(self, option: str, *, words: tuple[str, ...] = (), seconds: bool = False,
+                 minimum_s: float | None = None, maximum_s: float | None = None,
+                 allow_zero: bool = False) -> None:
+        self.option, self.words, self.seconds = option, words, seconds
+        self.minimum_s, self.maximum_s, self.allow_zero = minimum_s, maximum_s, allow_zero
+
+    def __call__(self, value: Any) -> Any:
+        from offsetkeeper.errors import UsageError
+        from offsetkeeper.times import format_duration_ms, parse_duration_ms
+
+        if not isinstance(value, str):
+            return value  # a default
+        name = self.option
+        if value.strip().lower() in self.words:
+            return value.strip().lower()
+        text = value.strip()
+        if self.seconds and text.replace(".", "", 1).isascii() and text.replace(".", "", 1).isdigit():
+            text = f"{text}s"
+        try:
+            ms = parse_duration_ms(text if self.seconds else value, what=name,
+                                   allow_zero=self.allow_zero or self.minimum_s == 0)
+        except UsageError as exc:
+            if not self.words:
+                raise
+            raise UsageError(f"{exc.message} (or {' or '.join(self.words)})") from None
+        if self.minimum_s is not None and ms < self.minimum_s * 1000:
+            raise UsageError(f"{name} {value!r} is shorter than {format_duration_ms(int(self.minimum_s * 1000))}")
+        if self.maximum_s is not None and ms > self.maximum_s * 1000:
+            raise UsageError(f"{name} {value!r} is longer than {format_duration_ms(int(self.maximum_s * 1000))}")
+        return ms / 1000 if self.seconds else value
+
+
+def duration_option(*names: str, help: str, **kw: Any) -> Any:
+    """A `typer.Option` taking a duration (see `Duration`), shown as DURATION in help."""
+    return typer.Option(*names, parser=Duration(names[0], **kw), metavar="DURATION",
+                        help=help + " Durations: 2h, 30s, 1d2h, 500ms, PT2H, P1DT2H.")
+
+
 # Reset targets that mean the same for a consumer group and a streaming checkpoint.
 ToEarliestOpt = Annotated[bool, typer.Option("--to-earliest", help="Log start.")]
 ToLatestOpt = Annotated[bool, typer.Option("--to-latest", help="Log end.")]
 ToOffsetOpt = Annotated[str | None, typer.Option("--to-offset", help="Absolute offset N.")]
 ToDatetimeOpt = Annotated[str | None, typer.Option(
     "--to-datetime", help="ISO-8601 time, UTC when no zone: first record at/after it.")]
-ByDurationOpt = Annotated[str | None, typer.Option(
-    "--by-duration", help="ISO-8601 duration back from now, e.g. PT1H30M.")]
+ByDurationOpt = Annotated[str | None, duration_option(
+    "--by-duration", help="Back from now: first record at/after now minus this.", allow_zero=True)]
 OutputOpt = Annotated[
     OutputFormat,
     typer.Option("--output", "-o", case_sensitive=False, help="Output format."),

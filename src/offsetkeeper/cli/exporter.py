@@ -12,6 +12,7 @@ from offsetkeeper.cli.common import (
     CommandConfigOpt,
     ConfigOpt,
     connection,
+    duration_option,
 )
 from offsetkeeper.cli.history import GroupAllowOpt, GroupDenyOpt, TopicAllowOpt, TopicDenyOpt
 
@@ -22,11 +23,12 @@ def run(
                                                     show_default=False)] = None,
     all_groups: Annotated[bool, typer.Option("--all-groups/--named-groups",
                                              help="Every group of the cluster (the default).")] = True,
-    interval: Annotated[str, typer.Option("--interval", help="Time between samples.")] = "30s",
+    interval: Annotated[str, duration_option("--interval", help="Time between samples.")] = "30s",
     store: Annotated[str | None, typer.Option("--store", show_default=False,
                                               help="Also record the samples in this history store "
                                                    "(default: keep them in memory only).")] = None,
-    retain: Annotated[str, typer.Option("--retain", help="Retention when --store is given.")] = "30d",
+    retain: Annotated[str, duration_option("--retain", help="Retention when --store is given "
+                                           "('forever': keep every sample).", words=("forever",))] = "30d",
     window: Annotated[int, typer.Option("--window", help="Samples per status window.")] = 10,
     allowed_lag: Annotated[int, typer.Option("--allowed-lag", help="Lag that never counts as a problem.")] = 0,
     time_lag: Annotated[bool, typer.Option("--time-lag/--no-time-lag",
@@ -44,10 +46,10 @@ def run(
     Example: offsetkeeper exporter --listen 0.0.0.0:9308 -b kafka:9092 --group-deny 'console-consumer-.*'
     """
     from offsetkeeper.cli.history import metric_filter, sampler_config, setup_logging
-    from offsetkeeper.history.exporter import parse_listen
     from offsetkeeper.history.service import record
+    from offsetkeeper.netaddr import parse_listen
 
-    parse_listen(listen)
+    parse_listen(listen, example="127.0.0.1:9308")
     cfg = sampler_config(group, all_groups and not group, interval, retain, time_lag, window)
     filt = metric_filter(group_allow, group_deny, topic_allow, topic_deny)
     conn = connection(bootstrap, command_config, cluster, config)

@@ -34,6 +34,9 @@ STATES = ["stable", "empty", "dead", "preparingrebalance", "completingrebalance"
 OFFSET_COLUMNS = ["group", "topic", "partition", "current_offset", "log_start_offset",
                   "log_end_offset", "lag", "lag_raw", "consumer_id", "host", "client_id"]
 TXN_COLUMNS = ["last_stable_offset", "open_transaction_since"]  # JSON and CSV only
+# kafka-consumer-groups.sh --describe prints these even when empty: so does the table here.
+KAFKA_TOOL_COLUMNS = ["group", "topic", "partition", "current_offset", "log_end_offset", "lag",
+                      "consumer_id", "host", "client_id"]
 
 
 @app.command("list")
@@ -131,7 +134,7 @@ def describe(
     else:
         render_rows(rows_as_dicts(offset_rows), OFFSET_COLUMNS + (
             TXN_COLUMNS if output is not OutputFormat.table else []), output,
-            time_columns=["open_transaction_since"])
+            time_columns=["open_transaction_since"], always=KAFKA_TOOL_COLUMNS)
         for r in offset_rows:
             if r.note:
                 say(f"group {r.group} {r.topic}:{r.partition}: {r.note}", style="yellow",

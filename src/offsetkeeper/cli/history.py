@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from offsetkeeper.cli.common import (
     BootstrapOpt,
@@ -17,9 +15,17 @@ from offsetkeeper.cli.common import (
     ConfigOpt,
     OutputOpt,
     connection,
+    duration_option,
 )
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say, stderr_console
+from offsetkeeper.cli.output import (
+    OutputFormat,
+    plural,
+    render_json,
+    render_rows,
+    say,
+)
 from offsetkeeper.errors import UsageError
+from offsetkeeper.times import iso_ms
 
 app = typer.Typer(help="Offset history: record samples of committed offsets and lag, read them "
                   "back, plot and report.", no_args_is_help=True)
@@ -35,14 +41,6 @@ UntilOpt = Annotated[str | None, typer.Option("--until", help="End: ISO-8601 tim
                                               "ago [default: now].", show_default=False)]
 
 
-def render(rows: list[dict], columns: list[str], output: OutputFormat, **kw) -> None:
-    """render_rows, with names escaped for Rich in tables (names are data: `[/]` is a valid
-    group name); JSON and CSV get the raw values."""
-    if output is OutputFormat.table:
-        rows = [{k: escape(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
-    render_rows(rows, columns, output, **kw)
-
-
 class _StderrHandler(logging.StreamHandler):
     """Writes to whatever sys.stderr is now (not the one at set-up time)."""
 
@@ -55,14 +53,19 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+class _IsoFormatter(logging.Formatter):
+    """Log times written like every other time: ISO-8601 UTC, milliseconds, Z."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return iso_ms(record.created * 1000) or ""
+
+
 def setup_logging() -> None:
     """One line per event on stderr, UTC timestamps (the sampler's log)."""
     logger = logging.getLogger("offsetkeeper.history")
     if not any(getattr(h, "_offsetkeeper", False) for h in logger.handlers):
         h = _StderrHandler()
-        fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%SZ")
-        fmt.converter = time.gmtime
-        h.setFormatter(fmt)
+        h.setFormatter(_IsoFormatter("%(asctime)s %(levelname)s %(message)s"))
         h._offsetkeeper = True  # type: ignore[attr-defined]
         logger.addHandler(h)
     logger.setLevel(logging.INFO)
@@ -129,13 +132,14 @@ def record(
     group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Group to sample (repeatable).",
                                                     show_default=False)] = None,
     all_groups: Annotated[bool, typer.Option("--all-groups", help="Every group of the cluster.")] = False,
-    interval: Annotated[str, typer.Option("--interval", help="Time between cycles (30s, 1m, 500ms).")] = "30s",
+    interval: Annotated[str, duration_option("--interval", help="Time between cycles.")] = "30s",
     store: StoreOpt = None,
     once: Annotated[bool, typer.Option("--once", help="One cycle, then exit (for cron); exit 1 "
                                        "when the cluster or the store fails.")] = False,
-    retain: Annotated[str, typer.Option("--retain", help="Delete samples older than this; "
-                                        "older than 1 day are thinned to one per 5 minutes "
-                                        "('forever': keep every sample).")] = "30d",
+    retain: Annotated[str, duration_option("--retain", help="Delete samples older than this; "
+                                           "older than 1 day are thinned to one per 5 minutes "
+                                           "('forever': keep every sample).",
+                                           words=("forever",))] = "30d",
     time_lag: Annotated[bool, typer.Option("--time-lag/--no-time-lag", help="Fetch the next record's "
                                            "timestamp of each lagging partition (exact time lag).")] = True,
     exporter: Annotated[str | None, typer.Option("--exporter", metavar="HOST:PORT", show_default=False,
@@ -156,16 +160,15 @@ def record(
     cfg = sampler_config(group, all_groups, interval, retain, time_lag, window)
     filt = metric_filter(group_allow, group_deny, topic_allow, topic_deny)
     if exporter:
-        from offsetkeeper.history.exporter import parse_listen
+        from offsetkeeper.netaddr import parse_listen
 
-        parse_listen(exporter)
+        parse_listen(exporter, option="--exporter", example="127.0.0.1:9308")
     conn = connection(bootstrap, command_config, cluster, config)
     setup_logging()
     summary = run_record(conn, store, cfg, once=once, listen=exporter, metric_filter=filt)
     if once and summary.last is not None:
-        stderr_console().print(escape(f"stored {summary.last.samples} samples of "
-                                      f"{summary.last.groups} groups in {summary.store}"),
-                               highlight=False)
+        say(f"stored {plural(summary.last.samples, 'sample')} of "
+            f"{plural(summary.last.groups, 'group')} in {summary.store}")
         # groups the principal may not read (ACLs): one line each, and a partial failure
         from offsetkeeper.kafka.errors import is_denied
 
@@ -195,7 +198,7 @@ def show(
     lo, hi = _range(since, until)
     with open_store(store) as st:
         rows = show_rows(st, group, topic=topic, since=lo, until=hi)
-    render(rows, SHOW_COLUMNS, output)
+    render_rows(rows, SHOW_COLUMNS, output)
 
 
 @app.command("at")
@@ -217,7 +220,7 @@ def at(
     ts = parse_when(when, what="--time")
     with open_store(store) as st:
         res = read.at(st, group, ts)
-    render(res.rows(), read.AT_COLUMNS, output)
+    render_rows(res.rows(), read.AT_COLUMNS, output)
 
 
 @app.command("plot")
@@ -242,7 +245,7 @@ def plot(
     lo, hi = _range(since, until)
     with open_store(store) as st:
         n = plot_history(st, group, out, since=lo, until=hi, topic=topic)
-    stderr_console().print(escape(f"plotted {n} samples to {out}"), highlight=False)
+    say(f"plotted {plural(n, 'sample')} to {out}")
 
 
 @app.command("export")
@@ -267,8 +270,8 @@ def export(
     if output is OutputFormat.json:
         render_json({"days": list(res.days), "rows": res.rows, "files": list(res.files)})
     else:
-        render([{"day": d} for d in res.days], ["day"], output)
-        stderr_console().print(escape(f"exported {res.rows} samples to {to}"), highlight=False)
+        render_rows([{"day": d} for d in res.days], ["day"], output)
+        say(f"exported {plural(res.rows, 'sample')} to {to}")
 
 
 @app.command("report")
@@ -290,4 +293,4 @@ def report(
     rows = daily_report(spark, source)
     if not rows:
         raise UsageError(f"history report: {source} holds no samples")
-    render(rows, REPORT_COLUMNS, output)
+    render_rows(rows, REPORT_COLUMNS, output)

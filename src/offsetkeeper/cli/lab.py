@@ -14,7 +14,7 @@ from offsetkeeper.cli.common import (
     OutputOpt,
     connection,
 )
-from offsetkeeper.cli.output import OutputFormat, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.consumer.lab import LabConfig, run_delivery_lab
 from offsetkeeper.consumer.lab_child import LAB_POLICIES
@@ -55,6 +55,6 @@ def delivery(
         result = run_delivery_lab(conn.bootstrap_servers, cfg, progress=progress)
     render_rows([result.to_dict()], COLUMNS, output)
     if not result.holds:
-        stderr_console().print(f"[bold red]violated:[/] {result.policy} promises {result.guarantee} "
-                               f"but lost {result.lost} and duplicated {result.duplicated}", highlight=False)
+        say(f"{result.policy} promises {result.guarantee} but lost {result.lost} and duplicated "
+            f"{result.duplicated}", style="bold red", prefix="violated:")
         raise typer.Exit(1)

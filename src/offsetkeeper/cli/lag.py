@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from enum import StrEnum
 from typing import Annotated
 
 import typer
 
 from offsetkeeper.cli.common import OutputOpt
-from offsetkeeper.cli.history import StoreOpt, render
-from offsetkeeper.cli.output import OutputFormat, render_json
+from offsetkeeper.cli.history import StoreOpt
+from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 
 app = typer.Typer(help="Consumer lag and status (OK/WARN/ERR, STOP/STALL/REWIND per partition).",
                   no_args_is_help=True)
@@ -50,9 +51,14 @@ def status(
     if output is OutputFormat.json:
         render_json([g.as_dict() for g in result])
     elif partitions:
-        render(read.status_rows(result, partitions=True), read.PARTITION_STATUS_COLUMNS, output)
+        render_rows(read.status_rows(result, partitions=True), read.PARTITION_STATUS_COLUMNS, output)
     else:
-        render(read.status_rows(result), read.STATUS_COLUMNS, output)
+        render_rows(read.status_rows(result), read.STATUS_COLUMNS, output)
     bad = {Status.ERR} | ({Status.WARN} if fail_on is not FailOn.err else set())
-    if any(g.status in bad or (g.undecided and fail_on is FailOn.incomplete) for g in result):
+    failing = [g for g in result if g.status in bad or (g.undecided and fail_on is FailOn.incomplete)]
+    if output is OutputFormat.table:
+        counts = Counter(str(g.status) for g in result)
+        say(f"{plural(len(result), 'group')}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+            + (f"; exit 1 (--fail-on {fail_on})" if failing else ""))
+    if failing:
         raise typer.Exit(1)

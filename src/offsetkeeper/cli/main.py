@@ -34,10 +34,20 @@ VERBOSE_ENV = "OFFSETKEEPER_VERBOSE"
 _state = {"verbose": False}
 
 
+def _version(value: bool) -> None:
+    if value:
+        from offsetkeeper import __version__
+
+        sys.stdout.write(f"offsetkeeper {__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option(
         "--verbose", help="Show debug logs (including librdkafka's) and a traceback on errors.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_version, help="Print the version and exit.")] = False,
 ) -> None:
     """See, move, back up and restore Kafka consumer offsets — safely.
 

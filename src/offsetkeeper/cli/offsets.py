@@ -19,6 +19,7 @@ from offsetkeeper.cli.common import (
     ToLatestOpt,
     ToOffsetOpt,
     connection,
+    duration_option,
     group_ids,
 )
 from offsetkeeper.cli.output import OutputFormat, render_rows
@@ -50,8 +51,9 @@ CreateGroupsOpt = Annotated[bool, typer.Option(
 UnknownStateOpt = Annotated[bool, typer.Option(
     "--allow-unknown-state", help="Treat member-less groups in state 'unknown' as inactive "
     "(for brokers that never report group states).")]
-DeadlineOpt = Annotated[float, typer.Option(
-    "--deadline", min=1, metavar="SECONDS", help="Give up on groups not done after this long.")]
+DeadlineOpt = Annotated[float, duration_option(
+    "--deadline", help="Give up on groups not done after this long (a bare number: seconds).",
+    seconds=True, minimum_s=1)]
 
 
 @app.command("show")
@@ -137,9 +139,10 @@ def reset(
                                           "of per partition (JSON keeps every partition).")] = False,
     live: Annotated[bool, typer.Option("--live", help="Reset a RUNNING group whose consumers use "
                                        "offsetkeeper.consumer: they apply it at their next poll.")] = False,
-    live_timeout: Annotated[float, typer.Option("--live-timeout", min=1, max=3600,
-                                                help="Seconds to wait for every partition's "
-                                                "acknowledgement (--live).")] = 60.0,
+    live_timeout: Annotated[float, duration_option("--live-timeout", help="How long to wait for "
+                                                   "every partition's acknowledgement (--live; a "
+                                                   "bare number: seconds).", seconds=True,
+                                                   minimum_s=1, maximum_s=3600)] = 60.0,
     signing_key: Annotated[Path | None, typer.Option(
         "--signing-key", envvar="OFFSETKEEPER_LIVE_SIGNING_KEY", metavar="FILE",
         help="The operator's live reset key (`live-key generate`); --live --execute signs with "

@@ -9,17 +9,20 @@ itself; CSV keeps values exact (RFC 4180 quoting) when piped and escapes them on
 Tables never wrap inside a cell: one line per row, as kafka-consumer-groups.sh prints them.
 A row wider than the terminal is printed whole and the terminal folds the line.
 
-Times (epoch milliseconds) in listings are shown as ISO-8601 UTC in tables; JSON keeps the
-number and adds `<column>_iso` beside it; CSV keeps the number and adds the ISO column.
+The output contract (one rule each, tested over every command in tests/unit/test_output_contract.py):
+times are epoch milliseconds in JSON and CSV with `<column>_iso` beside them, ISO-8601 UTC in
+tables; lengths of time read as `5.2h` in tables and stay exact numbers in JSON; yes/no, not
+True/False; rates with their unit; empty columns left out of tables; long reasons shortened in
+tables, whole in JSON; names printed literally, exactly once escaped (here, nowhere else).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -28,6 +31,8 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+from offsetkeeper.times import human_duration_ms, iso_ms
 
 
 class OutputFormat(StrEnum):
@@ -67,27 +72,95 @@ def say(message: str, *, style: str | None = None, prefix: str = "") -> None:
     stderr_console().print(line, soft_wrap=True)
 
 
-def iso_ms(ms: int | None) -> str | None:
-    """Epoch milliseconds as ISO-8601 UTC with milliseconds: 2026-11-20T09:40:00.250Z."""
-    if ms is None or isinstance(ms, bool) or not isinstance(ms, int):
-        return None
-    try:
-        when = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
-    except OverflowError:
-        return None
-    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+# -- the output contract -----------------------------------------------------------------------
+# Times are epoch milliseconds in the data. A column is a time column when the caller says so
+# (`time_columns`) or when its name says so (TIME_NAME): tables show ISO-8601 UTC, JSON and CSV
+# keep the number and add `<column>_iso`. Columns of seconds or milliseconds (`*_s`, `*_ms`)
+# read as rounded lengths in tables (`5.2h`), exact numbers in JSON and CSV. Rates carry their
+# unit in tables. Yes/no instead of True/False. A column empty in every row is left out of a
+# table, and long free text (reasons, notes, errors) is shortened there (JSON keeps it whole).
+
+TIME_NAME = re.compile(r"^(time|hour|joined|left|last_commit|first_commit|last_record|"
+                       r"last_sample|last_change|sample_time|.*_at|.*_since|.*_timestamp)$")
+_SECONDS = re.compile(r".*_s$")
+_MILLIS = re.compile(r".*_ms$")
+LONG_TEXT = {"reason", "note", "notes", "detail", "problem", "error", "message", "refused"}
+LONG_TEXT_WIDTH = 60
+
+
+def time_columns_of(columns: Sequence[str], given: Sequence[str] | None = None) -> list[str]:
+    """The time columns among `columns`: those given, and those named like times."""
+    return [c for c in columns if (given is not None and c in given) or TIME_NAME.match(c)]
+
+
+def with_iso(payload: Any, keys: Sequence[str]) -> Any:
+    """`payload` (dicts and lists, any depth) with `<key>_iso` beside every epoch-ms `key`."""
+    if isinstance(payload, list):
+        return [with_iso(v, keys) for v in payload]
+    if not isinstance(payload, dict):
+        return payload
+    out: dict[str, Any] = {}
+    for k, v in payload.items():
+        out[k] = with_iso(v, keys)
+        if k in keys and not k.endswith("_iso") and (v is None or isinstance(v, int | float)) \
+                and not isinstance(v, bool) and f"{k}_iso" not in payload:
+            out[f"{k}_iso"] = iso_ms(v)
+    return out
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 run`, `2 runs`, `0 runs`."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def shorten(text: str, width: int = LONG_TEXT_WIDTH) -> str:
+    """One line of at most `width` characters, ending in … when cut."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
 def _cell(v: Any) -> str:
     if v is None:
         return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, (list, tuple)):
-        return ",".join(str(x) for x in v) or "-"
+        return ",".join(_cell(x) for x in v) or "-"
     return str(v)
 
 
+def table_cell(column: str, v: Any, time_columns: Sequence[str] = ()) -> str:
+    """How one value reads in a table (see the output contract above)."""
+    if v is None or v == "" or v == [] or v == ():
+        return "-"
+    if column in time_columns and isinstance(v, int | float) and not isinstance(v, bool):
+        return iso_ms(v) or str(v)
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        if _rate_unit(column):
+            return f"{v:g}{_rate_unit(column)}"
+        if _SECONDS.fullmatch(column):
+            return human_duration_ms(v * 1000) or str(v)
+        if _MILLIS.fullmatch(column):
+            return human_duration_ms(v) or str(v)
+    if column in LONG_TEXT and isinstance(v, str):
+        return shorten(v)
+    return _cell(v)
+
+
+def _rate_unit(column: str) -> str | None:
+    if column == "rate" or column.endswith("_per_s"):
+        return "/s"
+    return "/min" if column.endswith("_per_minute") else None
+
+
 def _header(column: str) -> str:
+    if _rate_unit(column) is None and (_SECONDS.fullmatch(column) or _MILLIS.fullmatch(column)):
+        column = column.rsplit("_", 1)[0]
     return column.upper().replace("_", "-")
+
+
+def _blank(v: Any) -> bool:
+    return v is None or v == "" or v == [] or v == ()
 
 
 def print_table(table: Table, console: Console | None = None) -> None:
@@ -108,53 +181,55 @@ def render_rows(
     *,
     title: str | None = None,
     json_payload: Any = None,
-    time_columns: Sequence[str] = (),
+    time_columns: Sequence[str] | None = None,
+    always: Sequence[str] = (),
 ) -> None:
     """Print rows as a table, a JSON array (or `json_payload`), or header-led CSV.
 
-    `time_columns` hold epoch milliseconds: ISO-8601 UTC in tables, number plus
-    `<column>_iso` in JSON and CSV.
+    A table leaves out columns empty in every row, except those in `always` (a layout people
+    know from another tool, such as kafka-consumer-groups.sh --describe).
+
+    Time columns (`time_columns`, and columns named like times) hold epoch milliseconds:
+    ISO-8601 UTC in tables, the number plus `<column>_iso` in JSON and CSV.
     """
+    times = time_columns_of(columns, time_columns)
     if fmt is OutputFormat.json:
         if json_payload is not None:
-            payload = json_payload
+            payload = with_iso(json_payload, times)
         else:
-            payload = []
-            for r in rows:
-                item = {}
-                for c in columns:
-                    item[c] = r.get(c)
-                    if c in time_columns:
-                        item[f"{c}_iso"] = iso_ms(r.get(c))
-                payload.append(item)
+            payload = [with_iso({c: r.get(c) for c in columns}, times) for r in rows]
         render_json(payload)
     elif fmt is OutputFormat.csv:
         exact = not sys.stdout.isatty()
         w = csv.writer(sys.stdout, lineterminator="\n")
         header: list[str] = []
         for c in columns:
-            header += [c, f"{c}_iso"] if c in time_columns else [c]
+            header += [c, f"{c}_iso"] if c in times else [c]
         w.writerow(header)
         for r in rows:
             out = []
             for c in columns:
                 v = r.get(c)
-                text = "" if v is None else _cell(v)
+                text = "" if v is None else _cell(v) if not isinstance(v, bool) else str(v).lower()
                 out.append(text if exact else printable(text))
-                if c in time_columns:
-                    out.append(iso_ms(v) or "")
+                if c in times:
+                    out.append((iso_ms(v) if not isinstance(v, str) else v) or "")
             w.writerow(out)
     else:
+        shown = [c for c in columns
+                 if c in always or not rows or not all(_blank(r.get(c)) for r in rows)]
         table = Table(title=Text(printable(title)) if title else None, header_style="bold",
                       box=None, pad_edge=False)
-        for c in columns:
+        for c in shown:
             table.add_column(_header(c), no_wrap=True, overflow="ignore")
         for r in rows:
-            table.add_row(*(Text(printable(iso_ms(r.get(c)) or "-" if c in time_columns
-                                           else _cell(r.get(c)))) for c in columns))
+            table.add_row(*(Text(printable(table_cell(c, r.get(c), times))) for c in shown))
         print_table(table)
 
 
-def render_json(payload: Any) -> None:
-    """JSON on stdout (non-ASCII and control characters escaped by json itself)."""
+def render_json(payload: Any, *, time_keys: Sequence[str] = ()) -> None:
+    """JSON on stdout (non-ASCII and control characters escaped by json itself); epoch-ms
+    `time_keys` get their `<key>_iso` companion at any depth."""
+    if time_keys:
+        payload = with_iso(payload, time_keys)
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")

@@ -10,11 +10,10 @@ import typer
 
 from offsetkeeper.cli.output import (
     OutputFormat,
+    plural,
     render_json,
     render_rows,
-    safe,
     say,
-    stderr_console,
 )
 from offsetkeeper.reset.apply import ApplyReport, GroupStatus, ReportStatus
 from offsetkeeper.reset.plan import PlanKind, ResetPlan
@@ -87,21 +86,19 @@ def show_plan(plan: ResetPlan, fmt: OutputFormat, *, executed: bool = False,
 
 def print_problems(plan: ResetPlan, report: ApplyReport | None = None) -> None:
     """One line on stderr per refused group, failed group or failed partition (any format)."""
-    err = stderr_console()
     reported = set()
     for g in plan.refused:
-        err.print(f"[bold red]refused:[/] {safe(str(g.refused))}", highlight=False)
+        say(str(g.refused), style="bold red", prefix="refused:")
         reported.add(g.group)
     for p in plan.partitions():
         if p.error:
-            err.print(f"[bold red]error:[/] group {safe(p.group)} {safe(str(p.tp))}: {safe(p.error)}",
-                      highlight=False)
+            say(f"group {p.group} {p.tp}: {p.error}", style="bold red", prefix="error:")
             reported.add(p.group)
     for r in report.results if report else ():
         if r.status in (GroupStatus.FAILED, GroupStatus.REFUSED) and r.group not in reported:
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(r.partition_errors.items()))
-            err.print(f"[bold red]{r.status}:[/] group {safe(r.group)}: {safe(r.error or '')}"
-                      + (f" ({safe(detail)})" if detail else ""), highlight=False)
+            say(f"group {r.group}: {r.error or ''}" + (f" ({detail})" if detail else ""),
+                style="bold red", prefix=f"{r.status}:")
 
 
 def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
@@ -114,19 +111,28 @@ def show_report(report: ApplyReport, fmt: OutputFormat) -> None:
              f"{r.error}: " + "; ".join(f"{k} {v}" for k, v in sorted(r.partition_errors.items()))}
             for r in report.results]
     render_rows(rows, REPORT_COLUMNS, fmt, title="Execution report")
-    s = report.summary()
-    if fmt is OutputFormat.table:
-        out = stderr_console()
-        out.print(
-            f"{s['status']}: {s['groups_succeeded']}/{s['groups_total']} groups, "
-            f"{s['partitions_changed']} partitions changed in {s['elapsed_s']}s "
-            f"({s['offsets_per_s']} offsets/s; latency p50 {s['latency_p50_ms']} ms, "
-            f"p99 {s['latency_p99_ms']} ms, max {s['latency_max_ms']} ms)", highlight=False)
+
+
+def verdict(plan: ResetPlan, report: ApplyReport | None) -> str:
+    """The one line that says what happened, printed last (after tables and problems)."""
+    if report is not None:
+        s = report.summary()
+        return (f"{s['status']}: {s['groups_succeeded']}/{s['groups_total']} groups, "
+                f"{plural(s['partitions_changed'], 'partition')} changed in {s['elapsed_s']}s "
+                f"({s['offsets_per_s']} offsets/s; latency p50 {s['latency_p50_ms']} ms, "
+                f"p99 {s['latency_p99_ms']} ms, max {s['latency_max_ms']} ms)")
+    changing = sum(1 for p in plan.partitions() if p.changes and not p.error)
+    refused = len(plan.refused)
+    return (f"dry run: {plural(changing, 'partition')} would change"
+            + (f", {plural(refused, 'group')} refused" if refused else "")
+            + "; nothing changed (add --execute to apply)")
 
 
 def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
-                 notes: tuple[str, ...] = (), *, summary: bool = False) -> None:
-    """Print notes, the plan (and the execution report when executed) and any problems.
+                 notes: tuple[str, ...] = (), files: tuple[str, ...] = (), *,
+                 summary: bool = False) -> None:
+    """Print notes, the plan (and the execution report when executed), any problems, and in
+    tables the verdict last, where it is not scrolled away.
 
     The undo snapshot id is printed first: it must reach the user even if rendering a table
     fails later.
@@ -146,13 +152,16 @@ def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
         if report is not None:
             show_report(report, fmt)
     print_problems(plan, report)
+    for path in files:  # on stderr, so it never mixes with JSON/CSV on stdout
+        say(f"plan written to {path}")
+    if fmt is OutputFormat.table:
+        say(verdict(plan, report))
 
 
 def render_outcome(outcome, fmt: OutputFormat, *, summary: bool = False) -> None:
     """Print an `ops.Outcome` (plan, report, notes, files written) and exit 1 unless it is ok."""
-    show_outcome(outcome.plan, outcome.report, fmt, outcome.notes, summary=summary)
-    for path in outcome.files:  # on stderr, so it never mixes with JSON/CSV on stdout
-        say(f"plan written to {path}")
+    show_outcome(outcome.plan, outcome.report, fmt, outcome.notes, tuple(outcome.files),
+                 summary=summary)
     if getattr(outcome, "error", None) is not None:
         raise outcome.error
     if not outcome.ok:

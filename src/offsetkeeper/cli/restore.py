@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
 
@@ -130,25 +130,20 @@ DRY_COLUMNS = ["source_topic", "source_partition", "target_topic", "target_parti
 
 
 def _render_restore(res, output: OutputFormat) -> None:
-    from offsetkeeper.backup.manifest import iso_ms
-
     if output is OutputFormat.json:
-        render_json(res.to_dict())
+        render_json(res.to_dict(), time_keys=["first_timestamp", "last_timestamp"])
         return
     rows = res.partitions
-    if res.dry_run and output is OutputFormat.table:
-        rows = [{**r, "first_timestamp": iso_ms(r["first_timestamp"]),
-                 "last_timestamp": iso_ms(r["last_timestamp"])} for r in rows]
     cols = DRY_COLUMNS if res.dry_run else RUN_COLUMNS
-    title = (f"dry run: restore {res.restore_id} of {res.backup_id} would write {res.records} records"
-             if res.dry_run else f"restore {res.restore_id} of {res.backup_id}: {res.records} records "
+    title = (f"dry run: restore {res.restore_id} of {res.backup_id} would write {plural(res.records, 'record')}"
+             if res.dry_run else f"restore {res.restore_id} of {res.backup_id}: {plural(res.records, 'record')} "
              f"written in {res.seconds:.1f} s" + (" (resumed)" if res.resumed else ""))
     render_rows(rows, cols, output, title=title if output is OutputFormat.table else None)
     if output is OutputFormat.table:
         for t in res.created_topics:
             verb = "would create" if res.dry_run else "created"
-            stderr_console().print(f"{verb} topic {t['topic']} ({t['partitions']} partitions, "
-                                   f"{len(t['configs'])} configs)", highlight=False, markup=False)
+            say(f"{verb} topic {t['topic']} ({plural(t['partitions'], 'partition')}, "
+                f"{plural(len(t['configs']), 'config')})")
 
 
 @restore_app.command("run")
@@ -202,17 +197,12 @@ def list_cmd(backup: BackupArg, output: OutputOpt = OutputFormat.table) -> None:
 
     Example: offsetkeeper restore list /backups/nightly
     """
-    from offsetkeeper.backup.manifest import iso_ms
     from offsetkeeper.ops.restore import list_restores
 
     rows = [{"restore_id": s.restore_id, "status": str(s.status), "target": s.target_cluster,
              "partitions": len(s.routes), "runs": s.runs,
-             "started_at": iso_ms(s.started_at_ms), "finished_at": iso_ms(s.finished_at_ms),
-             "started_at_ms": s.started_at_ms, "finished_at_ms": s.finished_at_ms, "error": s.error}
+             "started_at": s.started_at_ms, "finished_at": s.finished_at_ms, "error": s.error}
             for s in list_restores(backup)]
-    if output is OutputFormat.json:
-        render_json(rows)
-        return
     render_rows(rows, ["restore_id", "status", "target", "partitions", "runs", "started_at",
                        "finished_at", "error"], output)
 
@@ -231,8 +221,7 @@ def _render_validation(v: dict, output: OutputFormat) -> None:
                 title=f"validate restore {v['restore_id']} of {v['backup_id']} against the manifest")
     for p in v["partitions"]:
         if p.get("problem") and output is OutputFormat.table:
-            stderr_console().print(f"{p['topic']}:{p['partition']}: {p['problem']}", highlight=False,
-                                   markup=False)
+            say(f"{p['topic']}:{p['partition']}: {p['problem']}")
     if v["groups"]:
         render_rows(v["groups"], GROUP_COLUMNS, output,
                     title=f"group offsets ({v.get('offsets_source', 'backup')} offsets translated)")
@@ -281,8 +270,8 @@ def validate_cmd(
         v = validate(req)
     _render_validation(v.to_dict(), output)
     if not v.ok:
-        stderr_console().print(f"[bold red]error:[/] {v.mismatches} mismatch(es) between the target "
-                               "and the backup", highlight=False)
+        say(f"{plural(v.mismatches, 'mismatch', 'mismatches')} between the target and the backup",
+            style="bold red", prefix="error:")
         raise typer.Exit(1)
 
 
@@ -346,8 +335,7 @@ def three_phase_cmd(
         rep = three_phase(req, progress=on_progress)
     _render_three_phase(rep.to_dict(), output)
     if not rep.ok:
-        stderr_console().print("[bold red]error:[/] three-phase restore found problems (see the report)",
-                               highlight=False)
+        say("three-phase restore found problems (see the report)", style="bold red", prefix="error:")
         raise typer.Exit(1)
 
 

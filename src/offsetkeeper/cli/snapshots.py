@@ -24,12 +24,14 @@ from offsetkeeper.cli.output import (
     render_rows,
     say,
     stdout_console,
+    with_iso,
 )
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
 from offsetkeeper.snapshots.compare import DIFF_COLUMNS, OffsetDiff
 from offsetkeeper.snapshots.model import Snapshot, same_cluster
 from offsetkeeper.snapshots.store import SnapshotStore, resolve_store_url
+from offsetkeeper.times import ms_of_iso
 
 app = typer.Typer(help="Offset snapshots: create, list, show, diff, verify, rollback, delete.",
                   no_args_is_help=True)
@@ -106,14 +108,19 @@ def create(
     for g, gs in sorted(snap.groups.items()):
         if not gs.offsets:
             _note(f"group {g} has no committed offsets (state {gs.state}); recorded as empty")
-    row = {**snap.summary().as_row(), "path": st.display(st.path(snap.id))}
+    row = _row(snap.summary().as_row()) | {"path": st.display(st.path(snap.id))}
     row.pop("error")
     if output is OutputFormat.table:
         _say(f"snapshot {snap.id} saved: {_n(row['groups'], 'group')}, "
              f"{_n(row['partitions'], 'partition')} -> {row['path']}", output)
     else:
-        render_rows([row], [*LIST_COLUMNS, "path"], output, json_payload=row)
+        render_rows([row], [*LIST_COLUMNS, "path"], output, json_payload=with_iso(row, ["created_at"]))
 
+
+
+def _row(d: dict) -> dict:
+    """A snapshot's listing or document as output: created_at in epoch ms (JSON adds the ISO)."""
+    return d | {"created_at": ms_of_iso(d.get("created_at")) or d.get("created_at")}
 
 @app.command("list")
 def list_(store: StoreOpt = None, config: ConfigOpt = None,
@@ -123,7 +130,7 @@ def list_(store: StoreOpt = None, config: ConfigOpt = None,
     Example: offsetkeeper snapshots list --store s3://ops-bucket/offset-snapshots
     """
     st = _store(store, config)
-    rows = [s.as_row() for s in st.list()]
+    rows = [_row(s.as_row()) for s in st.list()]
     columns = LIST_COLUMNS + (["error"] if any(r["error"] for r in rows) else [])
     if not rows:
         _say(f"no snapshots in {st.display_url}", output)
@@ -141,7 +148,7 @@ def show(snapshot_id: IdArg, store: StoreOpt = None, config: ConfigOpt = None,
     """
     snap = _store(store, config).load(snapshot_id)
     if output is OutputFormat.json:
-        render_json(snap.to_dict())
+        render_json(_row(snap.to_dict()), time_keys=["created_at"])
         return
     title = (f"{snap.id}  created {snap.created_at}  cluster {snap.cluster_id or '?'} "
              f"({snap.bootstrap_servers})" + (f"  — {snap.description}" if snap.description

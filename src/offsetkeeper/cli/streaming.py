@@ -4,12 +4,10 @@ Streaming checkpoints with Kafka offsets, managed like a consumer group's offset
 from __future__ import annotations
 
 import shlex
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from offsetkeeper.cli.common import (
     BootstrapOpt,
@@ -23,11 +21,23 @@ from offsetkeeper.cli.common import (
     ToLatestOpt,
     ToOffsetOpt,
     connection,
+    duration_option,
 )
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, stderr_console
+from offsetkeeper.cli.output import (
+    OutputFormat,
+    render_json,
+    render_rows,
+    say,
+    table_cell,
+)
 from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.reset.parse import parse_datetime, parse_duration, parse_offset, parse_topic_spec
+from offsetkeeper.reset.parse import (
+    duration_start_ms,
+    parse_datetime,
+    parse_offset,
+    parse_topic_spec,
+)
 from offsetkeeper.reset.plan import TopicSpec
 from offsetkeeper.reset.targets import (
     ShiftBy,
@@ -47,9 +57,9 @@ CheckpointArg = Annotated[str, typer.Argument(metavar="CHECKPOINT",
                                               help="Checkpoint location: a path or an fsspec URL.")]
 SourceOpt = Annotated[int | None, typer.Option("--source", min=0, help="Index of the query's Kafka "
                                                "source (needed only when it has several).")]
-AliveOpt = Annotated[float, typer.Option("--alive-window", min=0, metavar="SECONDS",
-                                         help="Treat the query as running when a batch file was "
-                                         "written this recently.")]
+AliveOpt = Annotated[float, duration_option("--alive-window", help="Treat the query as running "
+                                            "when a batch file was written this recently (a bare "
+                                            "number: seconds).", seconds=True, minimum_s=0)]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Change the checkpoint even though the "
                                         "query looks alive or is stateful.")]
 
@@ -59,7 +69,7 @@ PLAN_COLUMNS = ["topic", "partition", "current", "target", "log_start", "log_end
 
 
 def _warn(text: str, label: str = "warning") -> None:
-    stderr_console().print(f"[bold yellow]{label}:[/] {escape(text)}", highlight=False)
+    say(text, style="bold yellow", prefix=f"{label}:")
 
 
 @app.command("show")
@@ -76,10 +86,9 @@ def show(checkpoint: CheckpointArg, source: SourceOpt = None,
         render_json({**summary, "partitions": view.rows()})
         return
     if output is OutputFormat.table:
-        info = stderr_console()
         for k, v in summary.items():
-            info.print(f"{k.replace('_', ' ')}: {escape(str(v if v is not None else '-'))}",
-                       highlight=False)
+            if not k.endswith("_iso"):
+                say(f"{k.replace('_', ' ')}: {table_cell(k, v, ['last_change'])}")
     render_rows(view.rows(), POSITION_COLUMNS, output)
 
 
@@ -127,8 +136,7 @@ def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datet
     if to_datetime is not None:
         return ToDatetime(parse_datetime(to_datetime), to_datetime), f"--to-datetime {to_datetime}"
     if by_duration is not None:
-        ts = int((datetime.now(UTC) - parse_duration(by_duration)).timestamp() * 1000)
-        return ToDatetime(ts, by_duration), f"--by-duration {by_duration}"
+        return ToDatetime(duration_start_ms(by_duration), by_duration), f"--by-duration {by_duration}"
     if from_file is not None:
         from offsetkeeper.ops.targets import TargetKind, TargetSpec, resolve_target
 
@@ -191,19 +199,17 @@ def reset(
         if plan.refusals:
             _warn("forced: " + "; ".join(plan.refusals))
         if output is OutputFormat.table:
-            ck = escape(shlex.quote(checkpoint))
-            stderr_console().print(
+            say(
                 f"rewrote {', '.join(f'offsets/{b}' for b in plan.batches)}; copies kept as reset "
-                f"{record.reset_id} (undo: offsetkeeper streaming rollback {ck} "
-                f"{record.reset_id} --execute)", highlight=False)
-        _warn("a consumer group the query commits to (commitToGroup, or the listener) keeps its "
-              "old offsets until the query's next batch; to move it now: offsetkeeper streaming "
-              f"commit-to-group {shlex.quote(checkpoint)} --group GROUP --execute", "note")
+                f"{record.reset_id} (undo: offsetkeeper streaming rollback "
+                f"{shlex.quote(checkpoint)} {record.reset_id} --execute)")
+        say("a consumer group the query commits to (commitToGroup, or the listener) keeps its "
+            "old offsets until the query's next batch; to move it now: offsetkeeper streaming "
+            f"commit-to-group {shlex.quote(checkpoint)} --group GROUP --execute", prefix="note:")
     if plan.has_errors:
         for p in plan.partitions:
             if p.error:
-                stderr_console().print(f"[bold red]error:[/] {escape(f'{p.topic}:{p.partition}')}: "
-                                       f"{escape(p.error)}", highlight=False)
+                say(f"{p.topic}:{p.partition}: {p.error}", style="bold red", prefix="error:")
         raise typer.Exit(1)
 
 

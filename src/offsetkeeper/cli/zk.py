@@ -6,9 +6,8 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
-from offsetkeeper.cli.output import OutputFormat, render_rows, stderr_console
+from offsetkeeper.cli.output import OutputFormat, plural, render_rows, say
 
 app = typer.Typer(help="ZooKeeper-era consumer offsets: export them (migrate with "
                   "'offsets reset --from-zookeeper').", no_args_is_help=True)
@@ -49,12 +48,11 @@ def export(
                                        str(r["offset"])]) + "\n")
     else:
         render_rows(rows, ["group", "topic", "partition", "offset"], output)
-    err = stderr_console()
     for g, ids in sorted(result.live.items()):
         if ids:
-            err.print(f"warning: group {escape(g)} has {len(ids)} live consumer(s) in ZooKeeper; "
-                      "its offsets may still move", highlight=False)
+            say(f"group {g} has {plural(len(ids), 'live consumer')} in ZooKeeper; its offsets may "
+                "still move", style="bold yellow", prefix="warning:")
     for p in result.problems:
-        err.print(f"[bold red]error:[/] {escape(p.path)}: {escape(p.reason)}", highlight=False)
+        say(f"{p.path}: {p.reason}", style="bold red", prefix="error:")
     if result.problems:
         raise typer.Exit(1)

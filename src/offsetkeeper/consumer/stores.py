@@ -22,13 +22,13 @@ import sqlite3
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from offsetkeeper.errors import ConsumerConfigError, FencedError, StoreError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.redact import looks_like_dsn, mask_url, raw_at_in_password
+from offsetkeeper.times import iso_now
 
 TABLE = "offsetkeeper_offsets"
 
@@ -111,7 +111,7 @@ class OffsetStore(ABC):
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    return iso_now()
 
 
 # -- SQLite -----------------------------------------------------------------------------------

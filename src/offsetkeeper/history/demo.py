@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from offsetkeeper.history.model import iso
+from offsetkeeper.times import iso_ms
 
 
 def _tick(bootstrap: str, topic: str, partitions: int, *, caught_up_group: str,
@@ -49,7 +49,7 @@ def part(ctx) -> None:
         run(f"Sample both groups (cycle {i + 1} of 4; a cron job or `--interval 30s` as a service)",
             ["history", "record", "-g", "payments", "-g", "analytics", "--once", *s, *b])
         if first is None:  # a moment after the first sample, before the second
-            first = iso(int(time.time() * 1000) + 200)
+            first = iso_ms(int(time.time() * 1000) + 200)
             time.sleep(0.5)
     run("Lag and time lag of payments over time", ["history", "show", "payments", *s])
     run("Status, Burrow's rules: payments has lag and nobody consumes it (STOP, exit 1)",

@@ -65,6 +65,7 @@ from prometheus_client.utils import floatToGoString
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 from offsetkeeper.history.model import Sample
 from offsetkeeper.history.status import DEFAULT_WINDOW, evaluate_status
+from offsetkeeper.netaddr import parse_listen
 
 PARTITION_LABELS = ["cluster_name", "group", "topic", "partition", "member_host", "consumer_id",
                     "client_id"]
@@ -429,15 +430,6 @@ class _Families:
 
     def collect(self):
         return self.families
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `:PORT` or `[IPv6]:PORT` -> (host, port)."""
-    host, sep, port = (text or "").strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise UsageError(f"--listen '{text}' is not HOST:PORT (expected e.g. 127.0.0.1:9308)")
-    host = host.strip("[]") or "0.0.0.0"
-    return host, int(port)
 
 
 class _Server(ThreadingHTTPServer):

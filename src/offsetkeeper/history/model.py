@@ -10,7 +10,6 @@ is negative (committed offsets are read before log ends in a cycle).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 
 from offsetkeeper.kafka.stable import readable_lag
 from offsetkeeper.models import TopicPartition
@@ -103,8 +102,3 @@ class Gap:
 SAMPLE_FIELDS = tuple(Sample.__dataclass_fields__)
 
 
-def iso(ms: int | None) -> str | None:
-    """Epoch milliseconds as an ISO-8601 UTC string (millisecond precision, as stored)."""
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from offsetkeeper.errors import UnknownGroupError, UsageError
-from offsetkeeper.history.model import Sample, iso
+from offsetkeeper.history.model import Sample
 from offsetkeeper.history.status import DEFAULT_WINDOW, GroupStatus, evaluate_status
 from offsetkeeper.history.store.base import HistoryStore
 from offsetkeeper.history.timeparse import now_ms
+from offsetkeeper.times import human_duration_ms, iso_ms
 
 SHOW_COLUMNS = ["time", "topic", "partition", "committed", "log_end", "lag", "lag_raw",
                 "time_lag_s", "time_lag_interp_s", "rate", "open_txn_since"]
@@ -36,8 +37,8 @@ def show_rows(store: HistoryStore, group: str, *, topic: str | None = None,
     if not samples:
         _known(store, group)
         what = f" on topic '{topic}'" if topic else ""
-        raise UsageError(f"no samples of group '{group}'{what} between {iso(since) or 'the start'} "
-                         f"and {iso(until) or 'now'}")
+        raise UsageError(f"no samples of group '{group}'{what} between {iso_ms(since) or 'the start'} "
+                         f"and {iso_ms(until) or 'now'}")
     prev: dict[tuple[str, int], Sample] = {}
     rows = []
     for s in samples:
@@ -46,10 +47,10 @@ def show_rows(store: HistoryStore, group: str, *, topic: str | None = None,
         if p is not None and s.ts > p.ts:
             rate = round((s.committed - p.committed) / ((s.ts - p.ts) / 1000), 3)
         prev[(s.topic, s.partition)] = s
-        rows.append({"time": iso(s.ts), "ts": s.ts, "topic": s.topic, "partition": s.partition,
+        rows.append({"time": s.ts, "topic": s.topic, "partition": s.partition,
                      "committed": s.committed, "log_start": s.log_start, "log_end": s.log_end,
                      "lag": s.lag, "lag_raw": s.lag_raw, "lso": s.lso,
-                     "open_txn_since": iso(s.open_txn_since),
+                     "open_txn_since": s.open_txn_since,
                      "time_lag_s": 0.0 if s.lag == 0 else _s(s.time_lag_ms),
                      "time_lag_interp_s": 0.0 if s.lag == 0 else _s(s.time_lag_interp_ms),
                      "rate": rate, "state": s.state, "members": s.members})
@@ -72,7 +73,7 @@ class AtResult:
     def rows(self) -> list[dict]:
         return [{"group": s.group, "topic": s.topic, "partition": s.partition,
                  "committed": s.committed, "metadata": s.metadata, "log_start": s.log_start,
-                 "log_end": s.log_end, "lag": s.lag, "sample_time": iso(s.ts),
+                 "log_end": s.log_end, "lag": s.lag, "sample_time": s.ts,
                  "sample_age_s": self.age_s} for s in self.samples]
 
 
@@ -82,8 +83,8 @@ def at(store: HistoryStore, group: str, ts: int) -> AtResult:
     if not samples:
         _known(store, group)
         first = store.series(group)[0].ts
-        raise UsageError(f"no sample of group '{group}' at or before {iso(ts)}; its history "
-                         f"starts at {iso(first)}")
+        raise UsageError(f"no sample of group '{group}' at or before {iso_ms(ts)}; its history "
+                         f"starts at {iso_ms(first)}")
     return AtResult(group, ts, samples[0].ts, tuple(samples))
 
 
@@ -122,18 +123,18 @@ def _flag_stale(store: HistoryStore, st: GroupStatus, now: int) -> GroupStatus:
     limit = 3 * max(cyc[0].interval_ms, cyc[0].duration_ms) if cyc else 600_000
     if now - last <= limit:
         return st
-    age = (now - last) / 1000
-    text = f"{age / 3600:.1f}h" if age >= 3600 else f"{age / 60:.0f}m" if age >= 60 else f"{age:.0f}s"
+    text = human_duration_ms(now - last)
     return replace(st, reason=f"{st.reason} (latest sample {text} old: is the sampler running?)")
 
 
 def status_rows(statuses: Sequence[GroupStatus], *, partitions: bool = False) -> list[dict]:
     if not partitions:
-        return [{k: v for k, v in st.as_dict().items() if k != "partitions"} for st in statuses]
+        return [{k: v for k, v in st.as_dict().items() if k not in ("partitions", "last_sample_iso")}
+                for st in statuses]
     return [{"group": st.group, "topic": p.topic, "partition": p.partition,
              "status": str(p.status), "lag": p.lag, "lag_raw": p.lag_raw,
              "time_lag_s": round(p.time_lag_s, 3), "committed": p.committed,
-             "log_end": p.log_end, "lso": p.lso, "open_txn_since": iso(p.open_txn_since),
+             "log_end": p.log_end, "lso": p.lso, "open_txn_since": p.open_txn_since,
              "reason": p.reason}
             for st in statuses for p in st.partitions]
 

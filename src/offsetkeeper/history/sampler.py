@@ -29,12 +29,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
-from offsetkeeper.history.model import Cycle, Gap, Sample, iso
+from offsetkeeper.history.model import Cycle, Gap, Sample
 from offsetkeeper.history.sample import CycleResult, CycleSampler, SampleScope
 from offsetkeeper.history.status import DEFAULT_WINDOW
 from offsetkeeper.history.store.base import HistoryStore, RetentionPolicy, StoreUnavailable
 from offsetkeeper.history.timelag import DEFAULT_POINTS
 from offsetkeeper.kafka.port import AdminPort
+from offsetkeeper.times import iso_ms
 
 log = logging.getLogger("offsetkeeper.history")
 
@@ -203,7 +204,7 @@ class Sampler:
             self.admin.reconnect()
             self.cycler.close()
         stored, _ = self._flush()  # earlier cycles may still be waiting for the store
-        msg = (f"cycle {self.cycles} failed: {exc}; no samples since {iso(self._gap_start)}, "
+        msg = (f"cycle {self.cycles} failed: {exc}; no samples since {iso_ms(self._gap_start)}, "
                f"retrying in {self.config.interval_ms / 1000:g}s")
         log.warning(msg)
         return CycleOutcome(started, False, 0, 0, 0, int(time.time() * 1000) - started, stored,

@@ -35,7 +35,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from offsetkeeper.history.model import Sample, iso
+from offsetkeeper.history.model import Sample
+from offsetkeeper.times import iso_ms
 
 DEFAULT_WINDOW = 10
 
@@ -101,9 +102,10 @@ class GroupStatus:
             "group": self.group, "status": str(self.status), "reason": self.reason,
             "total_lag": self.total_lag, "max_lag": self.max_lag,
             "max_time_lag_s": round(self.max_time_lag_s, 3), "complete": round(self.complete, 2),
-            "last_sample": iso(self.last_sample), "state": self.state, "members": self.members,
+            "last_sample": self.last_sample, "last_sample_iso": iso_ms(self.last_sample), "state": self.state, "members": self.members,
             "partitions": [{**p.__dict__, "status": str(p.status),
-                            "time_lag_s": round(p.time_lag_s, 3)} for p in self.partitions],
+                            "time_lag_s": round(p.time_lag_s, 3),
+                            "open_txn_since_iso": iso_ms(p.open_txn_since)} for p in self.partitions],
         }
 
 
@@ -128,14 +130,14 @@ def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDO
     for a, b in itertools.pairwise(w):
         if b.committed < a.committed:
             return result(Status.REWIND, f"committed offset went back from {a.committed} to "
-                                         f"{b.committed} at {iso(b.ts)}")
+                                         f"{b.committed} at {iso_ms(b.ts)}")
     lags = [s.lag for s in w]
     never_ok = all(x > allowed_lag for x in lags)
     unchanged = len({s.committed for s in w}) == 1
     if full and unchanged:
         if not cur.consumer_id:
             return result(Status.STOP, f"no consumer: offset {cur.committed} unchanged since "
-                                       f"{iso(w[0].ts)} or earlier, lag {cur.lag}")
+                                       f"{iso_ms(w[0].ts)} or earlier, lag {cur.lag}")
         if never_ok:
             return result(Status.STALL, f"consumer {cur.consumer_id} owns it but offset "
                                         f"{cur.committed} has not moved in {len(w)} samples, "
@@ -150,7 +152,7 @@ def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDO
 
 def waiting_reason(s: Sample) -> str:
     """Why a partition's log end is out of reach: an open transaction holds the LSO back."""
-    since = f" since {iso(s.open_txn_since)}" if s.open_txn_since is not None else ""
+    since = f" since {iso_ms(s.open_txn_since)}" if s.open_txn_since is not None else ""
     return (f"an open transaction{since} holds the last stable offset at {s.lso} (log end "
             f"{s.log_end}): read_committed consumers wait there until its producer commits or "
             "aborts it, not the consumer's fault")
@@ -197,7 +199,7 @@ def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
                    (p.lso is not None and p.lso < p.log_end)]
         if waiting:
             w0 = waiting[0]
-            since = f" since {iso(w0.open_txn_since)}" if w0.open_txn_since is not None else ""
+            since = f" since {iso_ms(w0.open_txn_since)}" if w0.open_txn_since is not None else ""
             more = f" (+{len(waiting) - 1} more)" if len(waiting) > 1 else ""
             reason += (f"; {w0.topic}:{w0.partition}{more} held at the last stable offset by an "
                        f"open transaction{since}: not the consumer's fault")

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from offsetkeeper.errors import UsageError
-from offsetkeeper.history.model import iso
 from offsetkeeper.history.store import open_store
 from offsetkeeper.history.timeparse import parse_when
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.reset.targets import FromOffsets
+from offsetkeeper.times import iso_ms
 
 
 def history_target(when: str, *, store_url: str | None = None, groups: Sequence[str] = (),
@@ -36,10 +36,10 @@ def history_target(when: str, *, store_url: str | None = None, groups: Sequence[
                 hist = store.series(g)
                 raise UsageError(
                     f"history store {store.display_url} has no sample of group '{g}' at or before "
-                    f"{iso(ts)}" + (f"; its history starts at {iso(hist[0].ts)}" if hist else ""))
+                    f"{iso_ms(ts)}" + (f"; its history starts at {iso_ms(hist[0].ts)}" if hist else ""))
             sample_ts = then[0].ts
             age_s = (ts - sample_ts) / 1000
-            base = f"history sample of {iso(sample_ts)} ({age_s:.1f}s before the time)"
+            base = f"history sample of {iso_ms(sample_ts)} ({age_s:.1f}s before the time)"
             cyc = store.cycles(since=sample_ts, until=sample_ts)
             if cyc and ts - sample_ts > 2 * cyc[0].interval_ms:
                 base += f"; older than two sampling intervals ({cyc[0].interval_ms / 1000:g}s)"
@@ -51,8 +51,8 @@ def history_target(when: str, *, store_url: str | None = None, groups: Sequence[
             for s in store.latest(g):
                 if s.tp not in offsets[g]:
                     offsets[g][s.tp] = s.committed
-                    notes[g][s.tp] = (f"no commit at {iso(ts)}; kept at the latest sampled "
-                                      f"offset ({iso(s.ts)})")
+                    notes[g][s.tp] = (f"no commit at {iso_ms(ts)}; kept at the latest sampled "
+                                      f"offset ({iso_ms(s.ts)})")
     if not offsets:
-        raise UsageError(f"history store has no samples of any group at or before {iso(ts)}")
-    return FromOffsets(offsets=offsets, source=f"history at {iso(ts)}", notes=notes)
+        raise UsageError(f"history store has no samples of any group at or before {iso_ms(ts)}")
+    return FromOffsets(offsets=offsets, source=f"history at {iso_ms(ts)}", notes=notes)

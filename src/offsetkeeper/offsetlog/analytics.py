@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from offsetkeeper.offsetlog.history import iso
 from offsetkeeper.offsetlog.scan import load_summary
 from offsetkeeper.storage import join
 
@@ -64,7 +63,7 @@ def commit_rate(spark, out: str, group: str | None = None) -> list[dict]:
     for r in rows:
         minutes = (r["last"] - r["first"]) / 60_000
         out_rows.append({"group": r["group"], "commits": r["commits"], "partitions": r["partitions"],
-                         "first_commit": iso(r["first"]), "last_commit": iso(r["last"]),
+                         "first_commit": r["first"], "last_commit": r["last"],
                          "commits_per_minute": round(r["commits"] / minutes, 3) if minutes > 0 else None})
     return out_rows
 
@@ -81,7 +80,7 @@ def rewinds(spark, out: str, group: str | None = None) -> list[dict]:
             .where(~F.col("tombstone") & (F.col("offset") < F.col("prev")))
             .orderBy("group", "commit_timestamp", "topic", "partition").collect())
     return [{"group": r["group"], "topic": r["topic"], "partition": r["partition"],
-             "time": iso(r["commit_timestamp"]), "from_offset": r["prev"], "to_offset": r["offset"],
+             "time": r["commit_timestamp"], "from_offset": r["prev"], "to_offset": r["offset"],
              "delta": r["offset"] - r["prev"]} for r in rows]
 
 
@@ -118,15 +117,15 @@ def expired_groups(spark, out: str, group: str | None = None) -> list[dict]:
         F.max("record_timestamp").alias("last_record"))
         .where(F.col("live") == 0))
     rows = {r["group"]: {"group": r["group"], "reason": "offsets expired or deleted",
-                         "partitions": r["partitions"], "last_commit": iso(r["last_commit"]),
-                         "last_record": iso(r["last_record"])} for r in offsets.collect()}
+                         "partitions": r["partitions"], "last_commit": r["last_commit"],
+                         "last_record": r["last_record"]} for r in offsets.collect()}
     w = Window.partitionBy("group").orderBy(F.desc("source_partition"), F.desc("source_offset"))
     deleted = (_groups(spark, out, group).withColumn("rn", F.row_number().over(w))
                .where((F.col("rn") == 1) & F.col("tombstone")).collect())
     deleted += _deleted_epoch_groups(spark, out, group)
     for r in deleted:
         entry = rows.setdefault(r["group"], {"group": r["group"], "partitions": 0,
-                                             "last_commit": None, "last_record": iso(r["record_timestamp"])})
+                                             "last_commit": None, "last_record": r["record_timestamp"]})
         entry["reason"] = "group deleted" if "reason" not in entry else entry["reason"] + "; group deleted"
     return sorted(rows.values(), key=lambda r: r["group"])
 
@@ -156,14 +155,14 @@ def rebalances_per_hour(spark, out: str, group: str | None = None) -> list[dict]
     t = F.coalesce(F.col("current_state_timestamp"), F.col("record_timestamp"))
     firsts = g.groupBy("group", "generation").agg(
         F.min(t).alias("t"), F.max(F.size(F.coalesce("members", F.array()))).alias("members"))
-    # Hours as epoch-millisecond buckets, formatted here: no dependence on the session time zone.
+    # Hours as epoch-millisecond buckets: no dependence on the session time zone.
     rows = (firsts.withColumn("hour", F.floor(F.col("t") / 3_600_000) * 3_600_000)
             .groupBy("group", "hour").agg(
                 F.count("*").alias("rebalances"),
                 F.array_sort(F.collect_list("generation")).alias("generations"),
                 F.max("members").alias("max_members"))
             .orderBy("group", "hour").collect())
-    out_rows = [{"group": r["group"], "hour": iso(int(r["hour"]))[:13] + ":00Z",
+    out_rows = [{"group": r["group"], "hour": int(r["hour"]),
                  "rebalances": r["rebalances"],
                  "generations": ",".join(str(x) for x in r["generations"]),
                  "max_members": r["max_members"]} for r in rows]
@@ -177,7 +176,7 @@ def _epoch_rebalances(out: str, group: str | None) -> list[dict]:
     buckets: dict[tuple[str, int], list[dict]] = {}
     for e in rebalance_events(out, group):
         buckets.setdefault((e["group"], e["time"] // 3_600_000 * 3_600_000), []).append(e)
-    return [{"group": g, "hour": iso(hour)[:13] + ":00Z", "rebalances": len(es),
+    return [{"group": g, "hour": hour, "rebalances": len(es),
              "generations": ",".join(str(x) for x in sorted(e["generation"] for e in es)),
              "max_members": max(e["members"] for e in es)}
             for (g, hour), es in buckets.items()]

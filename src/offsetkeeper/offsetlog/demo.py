@@ -7,8 +7,8 @@ import logging
 import time
 from pathlib import Path
 
-from offsetkeeper.offsetlog.history import iso
 from offsetkeeper.offsetlog.sample import MINUTE, produce_sample, sample_log
+from offsetkeeper.times import iso_ms
 
 LOG_TOPIC = "offsets-log"
 GROUPS = ("billing", 'reporting "eu"', "legacy-etl")
@@ -43,7 +43,7 @@ def part(ctx) -> None:
     run("Decode the log on Spark into a commit history",
         ["commits", "scan", "-t", LOG_TOPIC, "--out", hist, *b])
     run("Every commit of billing, with the REWIND", ["commits", "show", "billing", "-H", hist])
-    at = iso(t0 + 4 * MINUTE + 30_000)
+    at = iso_ms(t0 + 4 * MINUTE + 30_000)
     run(f"Where billing stood at {at}, replayed exactly", ["commits", "at", "billing", "-H", hist, "--time", at])
     run("Members and assignments per generation", ["commits", "generations", "billing", "-H", hist])
     run("A KIP-848 consumer group's membership history (joined, epochs, assignments, left)",

@@ -11,12 +11,12 @@ what the coordinator held at T — exact, where sampled history is approximate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from offsetkeeper.errors import StoreError, UnknownGroupError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.offsetlog.scan import COMMIT_COLUMNS, GROUP_COLUMNS, ScanSummary, load_summary
 from offsetkeeper.storage import join
+from offsetkeeper.times import iso_ms
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,6 @@ class OffsetsAt:
     offsets: dict[TopicPartition, CommitEvent] = field(default_factory=dict)
     deleted: dict[TopicPartition, CommitEvent] = field(default_factory=dict)  # tombstoned by T
     summary: ScanSummary | None = None
-
-
-def iso(ms: int | None) -> str | None:
-    """Milliseconds since the epoch as ISO-8601 UTC (None stays None)."""
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _read_table(out: str, name: str, columns, group: str):
@@ -127,7 +120,7 @@ def show_rows(events: list[CommitEvent]) -> list[dict]:
             else:
                 change = f"+{e.offset - prev}"  # type: ignore[operator]
             last[e.tp] = e.offset  # type: ignore[assignment]
-        rows.append({"time": iso(e.time_ms), "topic": e.topic, "partition": e.partition,
+        rows.append({"time": e.time_ms, "topic": e.topic, "partition": e.partition,
                      "offset": e.offset, "change": change, "metadata": e.metadata,
                      "leader_epoch": e.leader_epoch, "source_offset": e.source_offset})
     return rows
@@ -136,10 +129,10 @@ def show_rows(events: list[CommitEvent]) -> list[dict]:
 def at_rows(result: OffsetsAt) -> list[dict]:
     """`commits at` rows: one per partition live at T (deleted ones marked)."""
     rows = [{"group": result.group, "topic": tp.topic, "partition": tp.partition, "offset": e.offset,
-             "committed_at": iso(e.time_ms), "metadata": e.metadata, "leader_epoch": e.leader_epoch,
+             "committed_at": e.time_ms, "metadata": e.metadata, "leader_epoch": e.leader_epoch,
              "status": "committed"} for tp, e in result.offsets.items()]
     rows += [{"group": result.group, "topic": tp.topic, "partition": tp.partition, "offset": None,
-              "committed_at": iso(e.time_ms), "metadata": None, "leader_epoch": None,
+              "committed_at": e.time_ms, "metadata": None, "leader_epoch": None,
               "status": "deleted"} for tp, e in result.deleted.items()]
     return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
@@ -152,7 +145,7 @@ def generation_rows(out: str, group: str) -> list[dict]:
     rows.sort(key=lambda r: (r["source_partition"], r["source_offset"]))
     result = []
     for r in rows:
-        t = iso(r["current_state_timestamp"] or r["record_timestamp"])
+        t = r["current_state_timestamp"] or r["record_timestamp"]
         if r["tombstone"]:
             result.append({"time": t, "generation": None, "state": "deleted", "member": None,
                            "client": None, "host": None, "subscribed": None, "assigned": None})
@@ -198,6 +191,6 @@ def show_group(out: str, group: str, *, since_ms: int | None = None, until_ms: i
     kept = [r for r, e in zip(rows, events, strict=True)
             if (since_ms is None or e.time_ms >= since_ms) and (until_ms is None or e.time_ms <= until_ms)]
     if not kept:
-        raise OffsetkeeperError(f"group '{group}' has no commits between {iso(since_ms) or 'the start'} "
-                                f"and {iso(until_ms) or 'the end'} in the history in {out}", group=group)
+        raise OffsetkeeperError(f"group '{group}' has no commits between {iso_ms(since_ms) or 'the start'} "
+                                f"and {iso_ms(until_ms) or 'the end'} in the history in {out}", group=group)
     return kept

@@ -26,7 +26,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import StoreError
-from offsetkeeper.offsetlog.history import iso
 from offsetkeeper.offsetlog.scan import COORDINATOR_COLUMNS, load_summary
 from offsetkeeper.storage import join
 
@@ -127,7 +126,7 @@ def membership_rows(out: str, group: str) -> list[dict]:
     result = []
 
     def row(r: dict, state: str, **kw) -> dict:
-        base = {"time": iso(r["record_timestamp"]), "generation": epoch, "state": state,
+        base = {"time": r["record_timestamp"], "generation": epoch, "state": state,
                 "member": r["member_id"], "client": None, "host": None, "subscribed": None,
                 "assigned": None}
         m = known.get(r["member_id"] or "")
@@ -145,8 +144,9 @@ def membership_rows(out: str, group: str) -> list[dict]:
                 known.clear()
                 continue
             epoch = value["epoch"]
+            n = len(known)
             result.append(row(r, f"group epoch {epoch} ({GROUP_METADATA[t]} group, "
-                                 f"{len(known)} members)"))
+                                 f"{n} member{'' if n == 1 else 's'})"))
         elif t in MEMBER_METADATA:
             mid = r["member_id"]
             if value is None:
@@ -212,8 +212,8 @@ def member_rows(out: str, group: str) -> list[dict]:
             m.last_epoch = value["member_epoch"]
             m.assigned = _assigned(t, value, summary.topic_names)
             m.rebalances += 1
-    return [{"member": m.member_id, "client": m.client, "host": m.host, "joined": iso(m.joined),
-             "left": iso(m.left), "first_epoch": m.first_epoch, "last_epoch": m.last_epoch,
+    return [{"member": m.member_id, "client": m.client, "host": m.host, "joined": m.joined,
+             "left": m.left, "first_epoch": m.first_epoch, "last_epoch": m.last_epoch,
              "assignments": m.rebalances, "subscribed": m.subscribed, "assigned": m.assigned}
             for m in sorted(members.values(), key=lambda m: (m.joined or 0, m.member_id))]
 

@@ -36,6 +36,7 @@ from offsetkeeper.errors import StoreError, UsageError
 from offsetkeeper.offsetlog.decode import partition_for_group
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.storage import join, open_fs, write_text_atomic
+from offsetkeeper.times import iso_datetime
 
 OFFSETS_TOPIC = "__consumer_offsets"
 SCAN_FORMAT = 1
@@ -364,7 +365,7 @@ def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress)
         tally.setdefault("coordinator_records", {})
         tally["topic_names"] = topic_names(cfg.source) if tally["coordinator_records"] else {}
         summary = ScanSummary(
-            source=cfg.source.describe(), scanned_at=now.isoformat(timespec="seconds"),
+            source=cfg.source.describe(), scanned_at=iso_datetime(now),
             scanned_at_ms=int(now.timestamp() * 1000), group=cfg.group, source_partitions=partitions,
             seconds=round(time.monotonic() - started, 2), **tally)  # type: ignore[arg-type]
         _publish(work, cfg.out, summary)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from offsetkeeper.errors import UnknownGroupError, UsageError
 from offsetkeeper.models import TopicPartition
-from offsetkeeper.offsetlog.history import iso, offsets_at
+from offsetkeeper.offsetlog.history import offsets_at
 from offsetkeeper.reset.targets import FromOffsets
+from offsetkeeper.times import iso_ms
 
 
 def from_commit_history(history: str | None, time_ms: int, groups: list[str] | tuple[str, ...]) -> FromOffsets:
@@ -25,11 +26,11 @@ def from_commit_history(history: str | None, time_ms: int, groups: list[str] | t
     for group in dict.fromkeys(groups):
         result = offsets_at(history, group, time_ms)
         if not result.offsets:
-            raise UnknownGroupError(f"group '{group}' had no committed offsets at {iso(time_ms)} in the "
+            raise UnknownGroupError(f"group '{group}' had no committed offsets at {iso_ms(time_ms)} in the "
                                     f"commit history {history}", group=group)
         late = result.summary is not None and time_ms > result.summary.scanned_at_ms
         offsets[group] = {tp: e.offset for tp, e in result.offsets.items()}  # type: ignore[misc]
-        notes[group] = {tp: f"commit of {iso(e.time_ms)}"
+        notes[group] = {tp: f"commit of {iso_ms(e.time_ms)}"
                         + (f" (history scanned {result.summary.scanned_at}; later commits unseen)"
                            if late and result.summary else "")
                         for tp, e in result.offsets.items()}

@@ -2,8 +2,9 @@
 
 Every function raises UsageError with a one-line message naming the option (or file and line)
 and the bad value. This is the one place times are parsed (`parse_time`): `--to-datetime`,
-`offsets show --at`, `--by-duration` and restore's `--from-time`/`--to-time` all accept the
-same things and resolve them the same way.
+`offsets show --at` and restore's `--from-time`/`--to-time` all accept the
+same things and resolve them the same way. Durations (`--by-duration`) follow the one grammar
+of `offsetkeeper.times.parse_duration_ms`.
 
 Decisions written down here because the issue left them open:
 - Integers are ASCII digits only: `1_000`, `١٠` (Arabic-Indic) and ` 5` are refused, although
@@ -20,7 +21,6 @@ Decisions written down here because the issue left them open:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -29,18 +29,11 @@ from offsetkeeper.errors import UsageError
 from offsetkeeper.models import OFFSET_LIMIT, TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.targets import FromOffsets
+from offsetkeeper.times import MAX_TIME_MS, parse_duration_ms
 
 _ASCII_INT = re.compile(r"[0-9]+")
 _SIGNED_ASCII_INT = re.compile(r"[-+]?[0-9]+")
-_NUM = r"[0-9]+(?:[.,][0-9]+)?"
-_DURATION = re.compile(
-    rf"P(?:(?P<days>{_NUM})D)?"
-    rf"(?:T(?:(?P<hours>{_NUM})H)?(?:(?P<minutes>{_NUM})M)?(?:(?P<seconds>{_NUM})S)?)?",
-    re.IGNORECASE,
-)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# 9999-12-31T23:59:59.999Z: the last instant ISO-8601 (and datetime) can name.
-MAX_TIME_MS = 253_402_300_799_999
 TIME_FORMS = "ISO-8601 like 2026-11-20T09:40:00Z, 2026-11-20T09:40:00.250+02:00, or epoch milliseconds"
 
 
@@ -129,36 +122,23 @@ def parse_datetime(text: str, *, what: str = "--to-datetime") -> int:
 
 
 def parse_duration(text: str, *, what: str = "--by-duration") -> timedelta:
-    """ISO-8601 duration `PnDTnHnMnS` (as kafka-consumer-groups.sh --by-duration takes it).
+    """A duration in the one grammar of `offsetkeeper.times` (`2h`, `1d2h`, `PT1H30M`, `P1DT2H`).
 
     A duration here always reaches back from now, so a sign (`-PT1H`) is refused rather than
     silently ignored.
     """
-    s = str(text).strip()
-    m = _DURATION.fullmatch(s)
-    bad = (not m or not any(m.group(k) for k in ("days", "hours", "minutes", "seconds"))
-           or s.upper().endswith("T"))
-    if bad:
-        hint = " (no sign: the duration always reaches back from now)" if s[:1] in "-+" and s else ""
-        raise UsageError(f"{what} {show(text)} is not an ISO-8601 duration "
-                         f"(expected e.g. PT1H30M, P1DT2H){hint}")
-
-    def num(key: str) -> float:
-        return float((m.group(key) or "0").replace(",", "."))
-
+    ms = parse_duration_ms(text, what=what, allow_zero=True)
     try:
-        delta = timedelta(days=num("days"), hours=num("hours"), minutes=num("minutes"),
-                          seconds=num("seconds"))
+        return timedelta(milliseconds=ms)
     except OverflowError:
         raise UsageError(f"{what} {show(text)} reaches back before 1970-01-01T00:00:00Z") from None
-    return delta
 
 
 def duration_start_ms(text: str, *, now: datetime | None = None, what: str = "--by-duration") -> int:
     """Epoch milliseconds of now minus the duration; refused when that is before 1970."""
-    delta = parse_duration(text, what=what)
+    back = parse_duration_ms(text, what=what, allow_zero=True)
     now = now or datetime.now(UTC)
-    ms = (now - EPOCH) // timedelta(milliseconds=1) - math.ceil(delta / timedelta(milliseconds=1))
+    ms = (now - EPOCH) // timedelta(milliseconds=1) - back
     if ms < 0:
         raise UsageError(f"{what} {show(text)} reaches back before 1970-01-01T00:00:00Z")
     return ms

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 
 from offsetkeeper.errors import UsageError
@@ -26,6 +25,7 @@ from offsetkeeper.reset.targets import (
     ToLatest,
     ToOffset,
 )
+from offsetkeeper.times import iso_now, ms_of_iso
 
 PROGRESS_EVERY = 1_000  # groups between progress events
 NOTE_UNCHANGED = "unchanged"
@@ -194,7 +194,7 @@ class ResetPlan:
 
     target: str
     groups: tuple[GroupPlan, ...]
-    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=iso_now)
     kind: PlanKind = PlanKind.RESET
     # Whether --export writes `group,topic,partition,offset` (None: when the plan has several
     # groups). A reset follows kafka-consumer-groups: the one-group form only for exactly one
@@ -224,7 +224,9 @@ class ResetPlan:
         return any(p.changes for p in self.partitions())
 
     def to_dict(self) -> dict:
-        return {"kind": str(self.kind), "target": self.target, "created_at": self.created_at,
+        """The plan as JSON output: `created_at` in epoch ms with `created_at_iso` beside it."""
+        return {"kind": str(self.kind), "target": self.target,
+                "created_at": ms_of_iso(self.created_at), "created_at_iso": self.created_at,
                 "groups": [asdict(g) for g in self.groups]}
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from datetime import UTC, datetime
 
 from offsetkeeper.reset.parse import csv_line
 from offsetkeeper.reset.plan import ResetPlan
+from offsetkeeper.times import iso_now
 
 
 def plan_csv(plan: ResetPlan) -> str:
@@ -60,7 +60,7 @@ def _delimiter(body: str) -> str:
 
 def plan_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str | None = None) -> str:
     """A reviewable shell script of kafka-consumer-groups.sh commands equivalent to the plan."""
-    now = datetime.now(UTC).isoformat(timespec="seconds")
+    now = iso_now()
     out = [
         "#!/usr/bin/env bash",
         f"# offsetkeeper reset plan ({comment_text(plan.target)}), generated {now}",

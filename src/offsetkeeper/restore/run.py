@@ -23,7 +23,6 @@ A dry run (`dry_run`) does steps 1–3 and counts what would be written with pya
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -36,7 +35,7 @@ from offsetkeeper.backup.task_failure import guarded, raise_failures
 from offsetkeeper.errors import ConfigError, OffsetkeeperError, RestoreWriteError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
-from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
+from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_progress
 from offsetkeeper.restore.backup_view import BackupView, load_backup_view
 from offsetkeeper.restore.config import RestoreOptions, validate_options
 from offsetkeeper.restore.mapping import check_route_rows, mapping_root_for, read_mapping
@@ -232,30 +231,6 @@ def _resume_points(o: RestoreOptions, root: str, routes: list[Route],
     return out
 
 
-class _ProgressWatcher:
-    """Polls the tasks' progress reports and reports records done to the progress callback."""
-
-    def __init__(self, fn: ProgressFn, task: str, total: int | None, path: str) -> None:
-        self.fn, self.task, self.total, self.path = fn, task, total, path
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.5):
-            with contextlib.suppress(Exception):  # progress must never break the restore
-                self.fn(ProgressEvent(self.task, read_progress(self.path), self.total, "records"))
-
-    def __enter__(self) -> _ProgressWatcher:
-        if self.fn is not no_progress:
-            self._t.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._t.is_alive():
-            self._t.join(5)
-
-
 def _clear(url: str) -> None:
     from offsetkeeper.storage import open_fs
 
@@ -391,7 +366,8 @@ def _run_tasks(o: RestoreOptions, view: BackupView, routes: list[Route],
                                       if tp in {r.source for r in routes})
     suffix = (f"; fix the cause and rerun with --restore-id {state.restore_id} to continue")
     try:
-        with _ProgressWatcher(notify, task, total, cfg.report_path):
+        with ProgressPoller(notify, lambda: ProgressEvent(task, read_progress(cfg.report_path), total,
+                                                          "records")):
             notify(ProgressEvent(task, 0, total, "records", "writing"))
             rows = (spark.sparkContext.parallelize([s for (s,) in specs], len(specs))
                     .mapPartitions(partial(guarded, restore_task, cfg)).collect())

@@ -31,6 +31,7 @@ from typing import Any
 
 from offsetkeeper.errors import SnapshotFormatError
 from offsetkeeper.models import CommittedOffset, TopicPartition, Watermarks, offset_problem
+from offsetkeeper.times import iso_datetime
 
 SCHEMA_VERSION = 1  # written when no group records uncommitted partitions
 UNCOMMITTED_VERSION = 2  # written when one does (a version 1 reader would ignore them)
@@ -63,10 +64,7 @@ ID_PATTERN = re.compile(r"^snap-\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{4}$")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
-def format_time(when: datetime) -> str:
-    """ISO-8601 UTC with milliseconds and a Z: ``2026-11-21T19:45:01.123Z``."""
-    when = when.astimezone(UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+format_time = iso_datetime  # ISO-8601 UTC with milliseconds and a Z: 2026-11-21T19:45:01.123Z
 
 
 def new_snapshot_id(when: datetime | None = None, *, suffix: str | None = None) -> str:

@@ -36,6 +36,7 @@ from offsetkeeper.streaming.checkpoint import (
     render_offset_log,
 )
 from offsetkeeper.streaming.store import CheckpointStore, FileChange, ResetRecord
+from offsetkeeper.times import iso_ms
 
 CHECKPOINT_GROUP = "(checkpoint)"  # the pseudo group the reset planner plans for
 DEFAULT_ALIVE_WINDOW_S = 120.0
@@ -66,18 +67,11 @@ class CheckpointView:
 
     def summary(self) -> dict:
         s = self.state
+        last_change = None if s.newest_change_s is None else int(s.newest_change_s * 1000)
         return {"checkpoint": s.location, "query_id": s.query_id, "source": self.source,
                 "last_committed_batch": s.last_committed, "pending_batch": s.pending,
                 "batches_in_log": len(s.offset_batches), "stateful": s.stateful,
-                "last_change": _iso(s.newest_change_s)}
-
-
-def _iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+                "last_change": last_change, "last_change_iso": iso_ms(last_change)}
 
 
 def load_view(location: str, *, source: int | None = None) -> CheckpointView:

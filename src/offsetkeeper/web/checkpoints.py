@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
 from offsetkeeper.redact import mask_url
+from offsetkeeper.times import iso_ms
 from offsetkeeper.web.backups import shown
 
 
@@ -106,9 +106,7 @@ class CheckpointDetail:
 
 
 def _iso_ms(ms) -> str | None:
-    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms <= 0:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
+    return iso_ms(ms) if isinstance(ms, int | float) and ms > 0 else None
 
 
 def _message(exc: BaseException, location: str) -> str:
@@ -130,7 +128,7 @@ def _line(index: int, e: CheckpointEntry, cluster: str, view, rows, error) -> Ch
     status = "ERROR" if error else "PENDING" if st.pending is not None else "OK"
     return CheckpointLine(index, e.name, shown(e.location), cluster, status, st.query_id,
                           st.last_planned, st.last_committed, st.pending,
-                          view.summary()["last_change"], total, per_topic, error)
+                          view.summary()["last_change_iso"], total, per_topic, error)
 
 
 def _read(admin_of, e: CheckpointEntry, *, time_lag: bool):

@@ -20,20 +20,13 @@ import threading
 import time
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.netaddr import parse_listen  # noqa: F401  (the one parser; web.server uses it here)
 
 SESSION_COOKIE = "offsetkeeper_session"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
 SESSION_TTL_S = 12 * 3600
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """`HOST:PORT` (IPv6 as `[::1]:8080`) -> (host, port); UsageError when malformed."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UsageError(f"--listen '{value}' is not HOST:PORT (e.g. 127.0.0.1:8080)")
-    return host.strip("[]"), int(port)
 
 
 def is_loopback(host: str) -> bool:
