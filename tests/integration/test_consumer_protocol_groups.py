@@ -179,3 +179,88 @@ def test_history_lag_status_and_exporter_read_a_consumer_type_group(
             text = col.render().decode()
             sampler.finish()
     assert f'kafka_consumergroup_group_lag{{cluster_name="c",group="{group}"' in text
+
+
+def test_commit_positions_to_a_consumer_type_group(capsys, bootstrap, group_on):
+    """Invariant: commitToGroup's commit (spark.kafka.group.commit_positions, through the one
+    executor) refuses a consumer-type group while its consumer-protocol member is active
+    (GroupActiveError, nothing written) and commits to it once empty, read back exactly."""
+    from offsetkeeper.config import Connection
+    from offsetkeeper.errors import GroupActiveError
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.spark.kafka.group import commit_positions
+
+    topic, group = group_on("consumer")
+    with KafkaAdmin(Connection(bootstrap)) as admin:
+        with members(capsys, bootstrap, group, topic, "consumer"):
+            with pytest.raises(GroupActiveError):
+                commit_positions(admin, group, {(topic, 0): 17, (topic, 1): 18})
+            assert committed(bootstrap, group, topic, 2) == {0: 5, 1: 12}
+        assert _state(capsys, bootstrap, group)["group_type"] == "consumer"
+        commit_positions(admin, group, {(topic, 0): 17, (topic, 1): 18})
+    assert committed(bootstrap, group, topic, 2) == {0: 17, 1: 18}
+
+
+def _available_now(spark, bootstrap: str, topic: str, ck: str, out: str, group: str) -> None:
+    from offsetkeeper.spark.kafka import SOURCE_NAME, register
+
+    register(spark)
+    q = (spark.readStream.format(SOURCE_NAME).option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", topic).option("startingOffsets", "earliest")
+         .option("commitToGroup", group).load().select("partition", "offset", "value")
+         .writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+         .trigger(availableNow=True).start())
+    q.awaitTermination(300)
+    assert not q.isActive and q.exception() is None
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_commit_to_group_with_a_consumer_type_group(capsys, bootstrap, spark, unique, tmp_path):
+    """Invariant: a streaming query with commitToGroup naming a consumer-type group is never
+    broken by it: while a consumer-protocol member is active the query completes and the
+    group's offsets are left alone; once the group is empty the query publishes its position."""
+    topic, group = unique("sk848"), unique("g-spark")
+    create_topic(bootstrap, topic, 2)
+    produce_n(bootstrap, topic, 2, 10)
+    ck, out = str(tmp_path / "ck"), str(tmp_path / "out")
+    with members(capsys, bootstrap, group, topic, "consumer"):
+        _available_now(spark, bootstrap, topic, ck, out, group)
+        assert committed(bootstrap, group, topic, 2) == {0: -1001, 1: -1001}
+    produce_n(bootstrap, topic, 2, 5)
+    _available_now(spark, bootstrap, topic, ck, out, group)
+    assert committed(bootstrap, group, topic, 2) == {0: 15, 1: 15}
+    assert spark.read.parquet(out).count() == 30
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_restore_mapping_resets_a_consumer_type_group(capsys, bootstrap, spark, unique, tmp_path):
+    """Invariant: `offsets reset --from-mapping` (restore translation) is refused for a
+    consumer-type group on the target while its consumer-protocol member is active, and once
+    the group is empty commits the translated offsets (source 4 and 7 -> the restored records)."""
+    from offsetkeeper.config import Connection
+    from offsetkeeper.restore.config import RestoreOptions
+    from offsetkeeper.restore.run import run_restore
+    from restore_support import rec, write_backup
+
+    t0 = 1_700_000_000_000
+    src, target, group = unique("src"), unique("dst"), unique("g-restore")
+    # the source had a gap: offsets 0..9 and 20..29 (compaction), so target offsets differ
+    records = [rec(o, t0 + o, f"k{o}".encode(), f"v{o}".encode()) for o in (*range(10), *range(20, 30))]
+    write_backup(str(tmp_path), "b", {src: {0: records, 1: records[:10]}},
+                 configs={src: {"retention.ms": "-1"}},
+                 groups={group: {(src, 0): 22, (src, 1): 7}})
+    run_restore(RestoreOptions(str(tmp_path), "b", Connection(bootstrap), restore_id="m1",
+                               rename={src: target}), spark=spark)
+    reset = ["offsets", "reset", "-b", bootstrap, "--from-mapping", f"{tmp_path}/b:m1",
+             "--group", group, "--execute", "--no-snapshot"]
+    with members(capsys, bootstrap, group, target, "consumer"):
+        assert _state(capsys, bootstrap, group)["group_type"] == "consumer"
+        r = run_cli(capsys, *reset)
+        assert r.code == 1 and "active member" in r.err, r.out + r.err
+        assert committed(bootstrap, group, target, 2) == {0: -1001, 1: -1001}
+    r = run_cli(capsys, *reset)
+    assert r.code == 0, r.out + r.err
+    # source 22 is the 13th restored record of partition 0 (target offset 12); 7 stays 7
+    assert committed(bootstrap, group, target, 2) == {0: 12, 1: 7}
