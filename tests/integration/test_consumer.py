@@ -336,3 +336,25 @@ def test_consumer_protocol_store_consumer_seeks_to_stored_offsets(bootstrap, uni
     with OffsetConsumer(_kip848(bootstrap, g), [topic1], store=url, auto_offset_reset="earliest",
                         live_reset=False) as c:
         assert next(c.records(0.2)).offset() == 12
+
+
+def test_consumer_protocol_static_member_still_in_the_group_is_one_sentence(bootstrap, unique, topic1):
+    """Invariant (group.protocol=consumer): a static member whose group.instance.id is still
+    held by a member that did not leave (here: alive; in production: killed, until its session
+    expires) is refused by the broker (UNRELEASED_INSTANCE_ID, a librdkafka fatal error):
+    poll raises it as one sentence naming the group, instead of polling a dead client forever."""
+    from offsetkeeper.errors import KafkaOperationError
+
+    g = unique("g")
+    conf = _kip848(bootstrap, g, **{"group.instance.id": "i1", "log_level": 0})
+    with OffsetConsumer(conf, [topic1], auto_offset_reset="earliest", live_reset=False) as a:
+        assert _poll_until(a, 1)
+        b = OffsetConsumer(conf, [topic1], auto_offset_reset="earliest", live_reset=False)
+        try:
+            with pytest.raises(KafkaOperationError) as exc:
+                _poll_until(b, 1, timeout=15)
+        finally:
+            b.close()
+    assert exc.value.code == "UNRELEASED_INSTANCE_ID"
+    assert exc.value.message.startswith(f"consume: group {g} still has a member with this "
+                                        "group.instance.id that did not leave")

@@ -487,6 +487,10 @@ class OffsetConsumer:
     def _on_error_cb(self, err: KafkaError) -> None:
         failure = connection_failure(err.name(), err.str(),
                                      bootstrap=str(self._base_conf.get("bootstrap.servers", "")))
+        if failure is None and (err.fatal() or err.code() == KafkaError._FATAL):
+            # The client is dead (e.g. UNRELEASED_INSTANCE_ID under group.protocol=consumer);
+            # librdkafka says so only here: raised from the next poll, never polled forever.
+            failure = translate(KafkaException(err), action="consume", group=self.group)
         if failure is not None and self._pending_error is None:
             self._pending_error = failure
         if self._user_error_cb is not None:
@@ -508,7 +512,7 @@ class OffsetConsumer:
                 f"group {self.group} has no committed offset for {tp} (or it is out of range) and "
                 "auto_offset_reset is 'none'; reset the group's offsets or choose earliest/latest",
                 group=self.group, topic=tp.topic, partition=tp.partition)
-        if err.fatal():
+        if err.fatal() or code == KafkaError._FATAL:  # a _FATAL event's fatal() says False
             raise translate(KafkaException(err), action="consume", group=self.group)
         log.warning("consumer of group %s: %s", self.group, err.str())
 
