@@ -82,12 +82,16 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
 class LiveConsumer:
     """A consumer that joins `group` and keeps polling in a thread until stopped."""
 
-    def __init__(self, bootstrap: str, group: str, topics: list[str]) -> None:
+    def __init__(self, bootstrap: str, group: str, topics: list[str], *,
+                 protocol: str = "classic") -> None:
         import threading
 
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                           "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                           "session.timeout.ms": 10000})
+        conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest"}
+        # KIP-848: the session timeout is the group's; librdkafka refuses it client-side
+        conf.update({"group.protocol": "consumer"} if protocol == "consumer" else
+                    {"session.timeout.ms": 10000})
+        self.c = Consumer(conf)
         self.c.subscribe(topics)
         self._stop = threading.Event()
         self._assigned = threading.Event()

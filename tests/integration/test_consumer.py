@@ -255,3 +255,106 @@ def test_store_transaction_commits_results_and_offsets_together(bootstrap, uniqu
             tx.ack(m)
         c.poll(0.5)  # serves the mirror commit
     assert committed(bootstrap, g, topic1, 1)[0] == 11
+
+
+def _kip848(bootstrap, group, **extra):
+    """A consumer-protocol (KIP-848) config: session and heartbeat times are the group's,
+    librdkafka refuses them (and partition.assignment.strategy) client-side."""
+    return {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer", **extra}
+
+
+def test_consumer_protocol_rebalances_incrementally_and_commits_on_revoke(bootstrap, unique):
+    """Invariant (group.protocol=consumer): members join and leave with incremental assignment —
+    a joining member takes partitions from the first without revoking the rest, a leaving
+    member commits what it acknowledged (policy TIME, 1 hour, never due) synchronously in its
+    revoke callback, the broker accepts that commit, and its partitions move to the other
+    member, which continues from there; on close everything processed is committed."""
+    t, g = unique("kip848"), unique("g")
+    create_topic(bootstrap, t, 4)
+    events: list[tuple[str, frozenset[int]]] = []
+    commits_b: list = []
+
+    def on(name):
+        return lambda tps: events.append((name, frozenset(tp.partition for tp in tps)))
+
+    a = OffsetConsumer(_kip848(bootstrap, g), [t], policy=CommitPolicy.time(3600),
+                       auto_offset_reset="earliest", live_reset=False,
+                       on_assign=on("a+"), on_revoke=on("a-"))
+    pa = _Polling(a)
+    b = pb = None
+    try:
+        assert _wait_for(lambda: len(a.assignment()) == 4)
+        b = OffsetConsumer(_kip848(bootstrap, g), [t], policy=CommitPolicy.time(3600),
+                           auto_offset_reset="earliest", live_reset=False, on_commit=commits_b.append,
+                           on_assign=on("b+"), on_revoke=on("b-"))
+        pb = _Polling(b)
+        assert _wait_for(lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2)
+        owned_a = {tp.partition for tp in a.assignment()}
+        owned_b = {tp.partition for tp in b.assignment()}
+        assert owned_a | owned_b == {0, 1, 2, 3}
+        # incremental: A gave up exactly B's partitions and kept its own without a revoke
+        assert [p for name, p in events if name == "a-"] == [frozenset(owned_b)]
+        produce_n(bootstrap, t, 4, 20)
+        assert _wait_for(lambda: a.metrics().processed + b.metrics().processed == 80)
+        assert b.metrics().processed == 40
+        assert all(o < 0 for o in committed(bootstrap, g, t, 4).values())  # TIME not due
+        pb.stop.set()
+        pb.t.join(10)
+        b.kafka.unsubscribe()  # B leaves: a revoke
+        assert _wait_for(lambda: (b.poll(0.1) or True) and not b.assignment())
+        assert [p for name, p in events if name == "b-"] == [frozenset(owned_b)]
+        at_revoke = [r for r in commits_b if r.reason == "revoke"]
+        assert len(at_revoke) == 1 and at_revoke[0].ok, at_revoke
+        assert {tp.partition: o for tp, o in at_revoke[0].offsets.items()} == dict.fromkeys(owned_b, 20)
+        after = committed(bootstrap, g, t, 4)
+        assert all(after[p] == 20 for p in owned_b) and all(after[p] < 0 for p in owned_a), after
+        assert _wait_for(lambda: len(a.assignment()) == 4)
+        assert [p for name, p in events if name == "a-"] == [frozenset(owned_b)]  # still one
+        produce_n(bootstrap, t, 4, 5)
+        # A continues B's partitions from B's commit: nothing B processed comes again
+        assert _wait_for(lambda: a.metrics().processed == 40 + 20)
+    finally:
+        pa.close()
+        if pb is not None:
+            pb.stop.set()
+            b.close()
+    assert committed(bootstrap, g, t, 4) == dict.fromkeys(range(4), 25)
+
+
+def test_consumer_protocol_store_consumer_seeks_to_stored_offsets(bootstrap, unique, topic1, tmp_path):
+    """Invariant (group.protocol=consumer): with an offset store, the incremental assignment
+    still seeks to the stored offsets (what was committed in the store transaction is not
+    processed again by the next consumer)."""
+    g, url = unique("g"), str(tmp_path / "offsets.db")
+    with OffsetConsumer(_kip848(bootstrap, g), [topic1], store=url, auto_offset_reset="earliest",
+                        live_reset=False) as c:
+        for m in c.records(0.2):
+            with c.transaction() as tx:
+                tx.ack(m)
+            if m.offset() == 11:
+                break
+    with OffsetConsumer(_kip848(bootstrap, g), [topic1], store=url, auto_offset_reset="earliest",
+                        live_reset=False) as c:
+        assert next(c.records(0.2)).offset() == 12
+
+
+def test_consumer_protocol_static_member_still_in_the_group_is_one_sentence(bootstrap, unique, topic1):
+    """Invariant (group.protocol=consumer): a static member whose group.instance.id is still
+    held by a member that did not leave (here: alive; in production: killed, until its session
+    expires) is refused by the broker (UNRELEASED_INSTANCE_ID, a librdkafka fatal error):
+    poll raises it as one sentence naming the group, instead of polling a dead client forever."""
+    from offsetkeeper.errors import KafkaOperationError
+
+    g = unique("g")
+    conf = _kip848(bootstrap, g, **{"group.instance.id": "i1", "log_level": 0})
+    with OffsetConsumer(conf, [topic1], auto_offset_reset="earliest", live_reset=False) as a:
+        assert _poll_until(a, 1)
+        b = OffsetConsumer(conf, [topic1], auto_offset_reset="earliest", live_reset=False)
+        try:
+            with pytest.raises(KafkaOperationError) as exc:
+                _poll_until(b, 1, timeout=15)
+        finally:
+            b.close()
+    assert exc.value.code == "UNRELEASED_INSTANCE_ID"
+    assert exc.value.message.startswith(f"consume: group {g} still has a member with this "
+                                        "group.instance.id that did not leave")

@@ -66,6 +66,24 @@ def test_lab_cli_prints_the_measurement(bootstrap, capsys):
     assert r.code == 0, r.err
     row = r.json()[0]
     assert row["policy"] == "manual_immediate" and row["crashes"] == 3 and row["lost"] == 0
+    assert row["protocol"] == "classic"
     assert row["guarantee"] == "at-least-once" and row["holds"] is True
     bad = run_cli(capsys, "lab", "delivery", "--policy", "store", "--async", "-b", bootstrap)
     assert bad.code == 2 and "asynchronous commits do not apply to the store policy" in bad.err
+    bad = run_cli(capsys, "lab", "delivery", "--policy", "batch", "--protocol", "streams", "-b", bootstrap)
+    assert bad.code == 2 and "--protocol" in bad.err
+
+
+def test_guarantees_hold_under_the_consumer_protocol(bootstrap):
+    """Invariant (group.protocol=consumer, KIP-848: the broker assigns incrementally, a killed
+    member keeps its partitions until its session expires): BATCH loses nothing; the store
+    transaction loses and duplicates nothing, also while a second consumer joins and leaves."""
+    runs = [LabConfig("batch", crashes=10, protocol="consumer"),
+            LabConfig("store", crashes=10, protocol="consumer"),
+            LabConfig("store", crashes=10, protocol="consumer", rebalance=True)]
+    with ThreadPoolExecutor(3) as pool:
+        batch, store, store_joiner = pool.map(lambda cfg: run_delivery_lab(bootstrap, cfg), runs)
+    assert batch.protocol == "consumer" and batch.crashes == 10
+    assert batch.lost == 0 and batch.processed >= batch.records, batch
+    for r in (store, store_joiner):
+        assert (r.lost, r.duplicated, r.processed) == (0, 0, r.records), r

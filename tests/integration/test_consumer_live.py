@@ -29,12 +29,15 @@ pytestmark = pytest.mark.integration
 class _App:
     """An application: consumes in its own thread with OffsetConsumer, remembers what it saw."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, trusted: str) -> None:
+    def __init__(self, bootstrap: str, group: str, topic: str, trusted: str, *,
+                 protocol: str = "classic") -> None:
         self.seen: list[tuple[int, int]] = []
-        self.c = OffsetConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                 "session.timeout.ms": 6000, "heartbeat.interval.ms": 500},
-                                [topic], policy=CommitPolicy.batch(), auto_offset_reset="earliest",
-                                live_reset_keys=[trusted])
+        conf = {"bootstrap.servers": bootstrap, "group.id": group}
+        # KIP-848: session and heartbeat times are the group's, not the client's
+        conf.update({"group.protocol": "consumer"} if protocol == "consumer" else
+                    {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+        self.c = OffsetConsumer(conf, [topic], policy=CommitPolicy.batch(),
+                                auto_offset_reset="earliest", live_reset_keys=[trusted])
         self.t = threading.Thread(target=self._run, daemon=True)
         self.t.start()
 
@@ -121,6 +124,40 @@ def test_live_reset_rewinds_a_running_consumer(bootstrap, unique, capsys, snapst
         assert {tp.partition: c.offset for tp, c in snap.groups[g].offsets.items()} == {0: 20, 1: 20}
     finally:
         app.close()
+
+
+def test_live_reset_of_a_consumer_protocol_group(bootstrap, unique, capsys, snapstore, op_key):
+    """Invariant (group.protocol=consumer, KIP-848): a signed live reset moves a running
+    consumer-protocol group of two members, each applying it to the partitions the broker
+    assigned it; "applied" is confirmed from the group (current member + committed offset read
+    back), and the members go on from the target."""
+    t, g = unique("live"), unique("g")
+    create_topic(bootstrap, t, 2)
+    produce_n(bootstrap, t, 2, 20)
+    public = load_signer(op_key).public
+    apps = [_App(bootstrap, g, t, public, protocol="consumer")]
+    try:
+        assert _wait(lambda: len(apps[0].seen) == 40 and committed(bootstrap, g, t, 2) == {0: 20, 1: 20})
+        apps.append(_App(bootstrap, g, t, public, protocol="consumer"))
+        assert _wait(lambda: all(len(a.c.assignment()) == 1 for a in apps))
+        r = run_cli(capsys, "groups", "describe", g, "--state", "-b", bootstrap, "-o", "json")
+        assert r.code == 0, r.err
+        assert [(x["state"], x["group_type"], x["members"]) for x in r.json()] == [("stable", "consumer", 2)]
+        r = run_cli(capsys, "offsets", "reset", "-g", g, "-t", t, "--to-offset", "5", "--live",
+                    "--execute", "--live-timeout", "30", "-b", bootstrap, "-o", "json",
+                    "--signing-key", op_key)
+        assert r.code == 0, r.err
+        parts = r.json()["partitions"]
+        assert [(p["partition"], p["status"], p["target"]) for p in parts] == \
+            [(0, "applied", 5), (1, "applied", 5)]
+        assert len({p["member"] for p in parts}) == 2  # one partition each
+        assert _wait(lambda: sum(a.c.metrics().live_resets_applied for a in apps) == 2)
+        assert _wait(lambda: sorted(o for a in apps for _p, o in a.seen[40 if a is apps[0] else 0:])
+                     == sorted(list(range(5, 20)) * 2))
+        assert _wait(lambda: committed(bootstrap, g, t, 2) == {0: 20, 1: 20})
+    finally:
+        for a in apps:
+            a.close()
 
 
 def test_live_reset_reports_partitions_nobody_acknowledged(bootstrap, unique, capsys, snapstore,

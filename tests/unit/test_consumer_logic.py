@@ -241,6 +241,12 @@ def test_store_urls_are_checked_and_passwords_never_shown(tmp_path):
     ({"config": {"group.id": "g"}, "policy": CommitPolicy.batch(), "store": ":memory:"}, "exclusive"),
     ({"config": {"group.id": "g"}, "mirror_to_kafka": True}, "needs an offset store"),
     ({"config": {"group.id": "g"}, "store": "redis://h"}, "unsupported offset store URL"),
+    # KIP-848: the group owns these; librdkafka's sentence says so, without its KafkaError repr
+    ({"config": {"group.id": "g", "group.protocol": "consumer", "session.timeout.ms": 6000}},
+     "invalid consumer configuration: Failed to create consumer: `session.timeout.ms` is not "
+     "supported for `group.protocol=consumer`"),
+    ({"config": {"group.id": "g", "group.protocol": "consumer",
+                 "partition.assignment.strategy": "range"}}, "Use `group.remote.assignor` instead"),
 ])
 def test_invalid_consumer_parameters_fail_before_connecting(kwargs, fragment):
     args = {"topics": ["orders"], **kwargs}
@@ -255,6 +261,10 @@ def test_lab_config_and_verdicts():
     with pytest.raises(ConsumerConfigError, match="crashes=-1"):
         LabConfig("batch", crashes=-1)
     assert LabConfig("count-time").policy == "count_time"
+    assert LabConfig("batch", protocol="Consumer").protocol == "consumer"
+    assert LabConfig("batch").protocol == "classic"
+    with pytest.raises(ConsumerConfigError, match="unknown group protocol 'streams'"):
+        LabConfig("batch", protocol="streams")
     base = {"records": 10, "crashes": 20, "processed": 10, "rebalance": False,
             "asynchronous": False, "elapsed_s": 1.0}
     assert not LabResult("batch", "at-least-once", lost=1, duplicated=0, **base).holds
@@ -327,3 +337,20 @@ def test_sync_commit_retries_retriable_errors_with_backoff(errors, ok, retries, 
     finally:
         c._c = real
         c.close()
+
+
+def test_a_static_member_refused_under_the_consumer_protocol_gets_one_sentence():
+    """librdkafka reports UNRELEASED_INSTANCE_ID (a static member restarted under
+    group.protocol=consumer while the killed one is still in the group) only as _FATAL with the
+    broker's text: translated to the error's name and what to do."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from offsetkeeper.kafka.errors import translate
+
+    err = KafkaError(KafkaError._FATAL, "Fatal error: Broker: The instance ID is still used by "
+                     "another member in the consumer group: ConsumerGroupHeartbeat fatal error")
+    exc = translate(KafkaException(err), action="consume", group="payments")
+    assert exc.code == "UNRELEASED_INSTANCE_ID"
+    assert exc.message.startswith("consume: group payments still has a member with this "
+                                  "group.instance.id that did not leave")
+    assert "consumer.session.timeout.ms" in exc.message

@@ -84,7 +84,8 @@ def describe(
     offsets: Annotated[bool, typer.Option("--offsets", help="Committed offsets, log start/end and "
                                           "lag per partition (default).")] = False,
     members: Annotated[bool, typer.Option("--members", help="Members and their assignments.")] = False,
-    state: Annotated[bool, typer.Option("--state", help="State, coordinator, assignor, member count.")] = False,
+    state: Annotated[bool, typer.Option("--state", help="State, group type (classic or consumer: the "
+                                        "protocol), coordinator, assignor, member count.")] = False,
     epochs: Annotated[bool, typer.Option(
         "--epochs", help="With --state or --members: Kafka's real state names (Assigning, "
         "Reconciling) and the KIP-1099 epochs and target assignments, as "
@@ -129,8 +130,10 @@ def describe(
                 say(f"group {i.group_id} has no active members (state {i.state})")
     elif state:
         rows = [{"group": i.group_id, "coordinator": i.coordinator, "assignment_strategy": i.assignor,
-                 "state": i.state, "members": len(i.members)} for i in infos]
-        render_rows(rows, ["group", "coordinator", "assignment_strategy", "state", "members"], output)
+                 "state": i.state, "group_type": i.group_type or None, "members": len(i.members)}
+                for i in infos]
+        render_rows(rows, ["group", "coordinator", "assignment_strategy", "state", "group_type",
+                           "members"], output)
     else:
         render_rows(rows_as_dicts(offset_rows), OFFSET_COLUMNS + (
             TXN_COLUMNS if output is not OutputFormat.table else []), output,
@@ -164,11 +167,11 @@ def _render_epochs(details, *, members: bool, output: OutputFormat) -> None:
                 say(f"group {d.group_id} has no active members (state {d.state})")
         return
     rows = [{"group": d.group_id, "coordinator": d.coordinator, "assignment_strategy": d.assignor,
-             "state": d.state, "group_epoch": d.group_epoch,
+             "state": d.state, "group_type": d.group_type or None, "group_epoch": d.group_epoch,
              "target_assignment_epoch": d.target_assignment_epoch, "members": len(d.members)}
             for d in details]
-    render_rows(rows, ["group", "coordinator", "assignment_strategy", "state", "group_epoch",
-                       "target_assignment_epoch", "members"], output)
+    render_rows(rows, ["group", "coordinator", "assignment_strategy", "state", "group_type",
+                       "group_epoch", "target_assignment_epoch", "members"], output)
 
 
 @app.command("delete")

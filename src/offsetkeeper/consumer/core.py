@@ -152,7 +152,11 @@ class OffsetConsumer:
         self._mirror = mirror_to_kafka
         self._owns_store = store is not None and not isinstance(store, OffsetStore)
         self._store: OffsetStore | None = open_store(store) if store is not None else None
-        self._cooperative = "cooperative" in str(conf.get("partition.assignment.strategy", ""))
+        # Incremental assignment: cooperative assignors of the classic protocol, and always the
+        # consumer protocol (KIP-848), where librdkafka refuses an eager assign() in the callback.
+        self._incremental = (
+            "cooperative" in str(conf.get("partition.assignment.strategy", ""))
+            or str(conf.get("group.protocol", "classic")).strip().lower() == "consumer")
 
         mode = self.policy.mode
         auto = mode is AckMode.AUTO and self._store is None
@@ -175,7 +179,11 @@ class OffsetConsumer:
         except (KafkaException, ValueError, TypeError) as exc:
             if self._owns_store and self._store:
                 self._store.close()
-            raise ConsumerConfigError(f"invalid consumer configuration: {exc}") from None
+            # librdkafka's own sentence (e.g. "`session.timeout.ms` is not supported for
+            # `group.protocol=consumer` ..."), not the KafkaError repr around it
+            why = exc.args[0].str() if isinstance(exc, KafkaException) and exc.args and \
+                isinstance(exc.args[0], KafkaError) else str(exc)
+            raise ConsumerConfigError(f"invalid consumer configuration: {why}") from None
 
         self._owner = f"{conf.get('client.id', 'offsetkeeper')}/{uuid.uuid4().hex[:12]}"
         self._tracker = AckTracker()
@@ -479,6 +487,10 @@ class OffsetConsumer:
     def _on_error_cb(self, err: KafkaError) -> None:
         failure = connection_failure(err.name(), err.str(),
                                      bootstrap=str(self._base_conf.get("bootstrap.servers", "")))
+        if failure is None and (err.fatal() or err.code() == KafkaError._FATAL):
+            # The client is dead (e.g. UNRELEASED_INSTANCE_ID under group.protocol=consumer);
+            # librdkafka says so only here: raised from the next poll, never polled forever.
+            failure = translate(KafkaException(err), action="consume", group=self.group)
         if failure is not None and self._pending_error is None:
             self._pending_error = failure
         if self._user_error_cb is not None:
@@ -500,7 +512,7 @@ class OffsetConsumer:
                 f"group {self.group} has no committed offset for {tp} (or it is out of range) and "
                 "auto_offset_reset is 'none'; reset the group's offsets or choose earliest/latest",
                 group=self.group, topic=tp.topic, partition=tp.partition)
-        if err.fatal():
+        if err.fatal() or code == KafkaError._FATAL:  # a _FATAL event's fatal() says False
             raise translate(KafkaException(err), action="consume", group=self.group)
         log.warning("consumer of group %s: %s", self.group, err.str())
 
@@ -679,7 +691,7 @@ class OffsetConsumer:
         except OffsetkeeperError as exc:
             self._pending_error = exc
         finally:
-            if self._cooperative:
+            if self._incremental:
                 consumer.incremental_assign(partitions)
             else:
                 consumer.assign(partitions)

@@ -11,12 +11,20 @@ transaction as the offsets) is read independently at the end:
     duplicated = processings beyond the first
 
 With `rebalance`, a second consumer joins and leaves the group again and again during the run.
-The crashing consumer uses static membership (group.instance.id) so a restart takes its place at
-once instead of waiting out the session timeout of the killed process.
+
+`protocol` is the group protocol of every consumer process: `classic` (JoinGroup/SyncGroup, eager
+range assignment) or `consumer` (KIP-848: `group.protocol=consumer`, the broker assigns
+incrementally). Under `classic` the crashing consumer uses static membership
+(group.instance.id) so a restart takes its place at once instead of waiting out the session
+timeout of the killed process. Under `consumer` a restarted static member is refused
+(UNRELEASED_INSTANCE_ID) until the killed one's session expires, so the consumers are dynamic
+and the lab sets the group's `consumer.session.timeout.ms` to 6 s (a group config; the client may
+not set session or heartbeat times under this protocol) where the cluster allows it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -35,7 +43,12 @@ from offsetkeeper.consumer.lab_child import LAB_POLICIES
 from offsetkeeper.errors import ConsumerConfigError, OffsetkeeperError
 from offsetkeeper.progress import ProgressEvent, ProgressFn
 
+log = logging.getLogger("offsetkeeper.consumer.lab")
+
 EXACTLY_ONCE, AT_LEAST_ONCE, AT_MOST_ONCE = "exactly-once", "at-least-once", "at-most-once"
+PROTOCOLS = ("classic", "consumer")
+# The consumer-protocol group's session timeout (the classic consumers set 6 s client-side).
+CONSUMER_SESSION_TIMEOUT_MS = 6000
 
 
 def expected_guarantee(policy: str) -> str:
@@ -60,6 +73,7 @@ class LabConfig:
     rebalance: bool = False
     seed: int | None = None
     work_ms: float = 1.0
+    protocol: str = "classic"  # group.protocol of the consumers: classic or consumer (KIP-848)
 
     def __post_init__(self) -> None:
         p = self.policy.replace("-", "_").lower()
@@ -67,6 +81,10 @@ class LabConfig:
             raise ConsumerConfigError(f"unknown lab policy {self.policy!r}; expected one of "
                                       f"{', '.join(sorted(LAB_POLICIES))}")
         object.__setattr__(self, "policy", p)
+        proto = str(self.protocol).lower()
+        if proto not in PROTOCOLS:
+            raise ConsumerConfigError(f"unknown group protocol {self.protocol!r}; expected classic or consumer")
+        object.__setattr__(self, "protocol", proto)
         for name, value, low in (("crashes", self.crashes, 0), ("records", self.records, 1),
                                  ("partitions", self.partitions, 1)):
             if value < low:
@@ -91,6 +109,7 @@ class LabResult:
     rebalance: bool
     asynchronous: bool
     elapsed_s: float
+    protocol: str = "classic"
 
     @property
     def holds(self) -> bool:
@@ -122,7 +141,7 @@ class _Lab:
         args = [sys.executable, "-m", "offsetkeeper.consumer.lab_child", "--bootstrap", self.bootstrap,
                 "--topic", self.topic, "--group", self.group, "--policy", self.cfg.policy,
                 "--ledger", str(self.ledger), "--trace", str(trace), "--table", self.table,
-                "--work-ms", str(self.cfg.work_ms), *extra]
+                "--work-ms", str(self.cfg.work_ms), "--protocol", self.cfg.protocol, *extra]
         if self.cfg.asynchronous:
             args.append("--asynchronous")
         if self.store:
@@ -142,6 +161,8 @@ class _Lab:
 
         with KafkaAdmin(Connection(bootstrap_servers=self.bootstrap)) as admin:
             admin.create_topic(self.topic, self.cfg.partitions, configs={"retention.ms": "-1"})
+        if self.cfg.protocol == "consumer":
+            self._set_session_timeout()
         p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "log_level": 3})
         for i in range(self.cfg.records):
             p.produce(self.topic, value=str(i).encode(), partition=i % self.cfg.partitions)
@@ -149,6 +170,34 @@ class _Lab:
             raise OffsetkeeperError(f"could not produce the lab records to {self.topic}")
         if self.store:
             self._ledger_sql(f"CREATE TABLE IF NOT EXISTS {self.table} (n INTEGER NOT NULL)")
+
+    def _set_session_timeout(self) -> None:
+        """A killed consumer-protocol member keeps its partitions until its session expires; the
+        broker's default (45 s) would make every crash cost 45 s. Best effort: a cluster whose
+        group.consumer.min.session.timeout.ms is higher keeps its own."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import (
+            AdminClient,
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        res = ConfigResource(ResourceType.GROUP, self.group, incremental_configs=[ConfigEntry(
+            "consumer.session.timeout.ms", str(CONSUMER_SESSION_TIMEOUT_MS),
+            incremental_operation=AlterConfigOpType.SET)])
+        client = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
+        try:
+            for f in client.incremental_alter_configs([res]).values():
+                f.result(15)
+        except KafkaException as exc:  # the run still works, only slower
+            log.warning("could not set consumer.session.timeout.ms of the lab group %s: %s",
+                        self.group, exc)
+
+    def _main_args(self, *extra: str) -> tuple[str, ...]:
+        """The crashing (and final) consumer: static under classic, dynamic under consumer."""
+        return (*extra, "--instance", "lab-main") if self.cfg.protocol == "classic" else extra
 
     def _ledger_sql(self, sql: str) -> list:
         if self.store and self.store.startswith(("postgres://", "postgresql://")):
@@ -169,7 +218,7 @@ class _Lab:
     def crash_loop(self) -> None:
         mean = max(1, self.cfg.records // (self.cfg.crashes + 2))
         for i in range(self.cfg.crashes):
-            p, trace = self._child("main", "--instance", "lab-main")
+            p, trace = self._child("main", *self._main_args())
             target = self.rng.randint(0, 2 * mean)
             ready = Path(str(trace) + ".ready")
             started = time.monotonic()
@@ -208,7 +257,7 @@ class _Lab:
             stop.wait(self.rng.uniform(0.1, 0.5))
 
     def final_run(self) -> None:
-        p, _ = self._child("final", "--instance", "lab-main", "--until-end")
+        p, _ = self._child("final", *self._main_args("--until-end"))
         try:
             p.wait(60)
         except subprocess.TimeoutExpired:
@@ -260,4 +309,5 @@ def run_delivery_lab(bootstrap: str, cfg: LabConfig, *, progress: ProgressFn | N
     return LabResult(policy=cfg.policy, guarantee=expected_guarantee(cfg.policy), records=cfg.records,
                      crashes=cfg.crashes, processed=len(seen), lost=len(expected - counts.keys()),
                      duplicated=sum(n - 1 for n in counts.values()), rebalance=cfg.rebalance,
-                     asynchronous=cfg.asynchronous, elapsed_s=round(time.monotonic() - start, 2))
+                     asynchronous=cfg.asynchronous, elapsed_s=round(time.monotonic() - start, 2),
+                     protocol=cfg.protocol)

@@ -50,11 +50,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--until-end", action="store_true")
     ap.add_argument("--duration", type=float)
     ap.add_argument("--work-ms", type=float, default=1.0)
+    ap.add_argument("--protocol", choices=("classic", "consumer"), default="classic")
     args = ap.parse_args(argv)
 
-    conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group,
-            "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "log_level": 3,
+    conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "log_level": 3,
             "client.id": f"lab-{args.instance or 'dyn'}"}
+    if args.protocol == "consumer":
+        # KIP-848: session and heartbeat times are the group's (set by the lab), assignment is
+        # the broker's; librdkafka refuses those client-side properties under this protocol.
+        conf["group.protocol"] = "consumer"
+    else:
+        conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
     if args.instance:
         # Static membership: a restarted process takes its place at once (no session timeout).
         conf["group.instance.id"] = args.instance
@@ -63,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     c = OffsetConsumer(conf, [args.topic], policy=policy,
                        store=args.store if args.policy == "store" else None,
                        auto_offset_reset="earliest", live_reset=False, max_poll_records=10,
-                       on_assign=lambda tps: ready.touch())  # tells the parent we are in
+                       on_assign=lambda tps: tps and ready.touch())  # tells the parent we are in
     ledger = os.open(args.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     trace = os.open(args.trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     work = args.work_ms / 1000

@@ -76,7 +76,16 @@ ADVICE = {
     "OFFSET_NOT_AVAILABLE": "{what}: the offset is not available yet (leader changing); try again",
     "KAFKA_STORAGE_ERROR": "{what}: the broker has a storage error; check the broker",
     "UNKNOWN_LEADER_EPOCH": "{what}: the leader is changing; try again",
+    "UNRELEASED_INSTANCE_ID": "group {what} still has a member with this group.instance.id that did "
+                              "not leave (a killed process?); under group.protocol=consumer it is "
+                              "released when that member's session expires (the group's "
+                              "consumer.session.timeout.ms): start again after that",
 }
+
+# librdkafka reports some broker errors only as _FATAL with the broker's text: the text names
+# the error (a static member rejoining under group.protocol=consumer while its predecessor is
+# still in the group).
+FATAL_TEXTS = {"instance ID is still used by another member": "UNRELEASED_INSTANCE_ID"}
 
 # Advice about the group as a whole: in a per-partition result it names the group, not the
 # partition ("group payments has active members", never "group orders:0 has ...").
@@ -229,6 +238,9 @@ def translate(
         return KafkaOperationError(f"{action}: timed out waiting for the cluster", code="_TIMED_OUT",
                                    retriable=True, **ctx)
     name = error_name(err)
+    if name == "_FATAL":
+        text = str(err.args[0] if isinstance(err, KafkaException) and err.args else err)
+        name = next((n for mark, n in FATAL_TEXTS.items() if mark in text), name)
     what = group if group is not None else (
         f"{topic}:{partition}" if partition is not None else (topic or "the request"))
     advice = ADVICE.get(name)
