@@ -16,9 +16,9 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
-from offsetkeeper.redact import mask_url
+from offsetkeeper.errors import OffsetkeeperError, UsageError
 from offsetkeeper.web.backups import shown
+from offsetkeeper.web.itemerr import guarded
 
 
 @dataclass(frozen=True)
@@ -111,11 +111,6 @@ def _iso_ms(ms) -> str | None:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
 
 
-def _message(exc: BaseException, location: str) -> str:
-    msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return mask_url(msg, known=location)
-
-
 def _line(index: int, e: CheckpointEntry, cluster: str, view, rows, error) -> CheckpointLine:
     if view is None:
         return CheckpointLine(index, e.name, shown(e.location), cluster, "ERROR", error=error)
@@ -135,24 +130,19 @@ def _line(index: int, e: CheckpointEntry, cluster: str, view, rows, error) -> Ch
 
 def _read(admin_of, e: CheckpointEntry, *, time_lag: bool):
     """(view, position rows, error): the checkpoint first, then the cluster, so a cluster
-    that cannot be reached still leaves the checkpoint's own facts on the page."""
+    that cannot be reached still leaves the checkpoint's own facts on the page. Whatever goes
+    wrong (a corrupt or hostile file, fsspec without the filesystem's package such as s3fs, an
+    unknown URL scheme) is this checkpoint's row, never a failed page."""
     from offsetkeeper.streaming import ops
 
-    try:
-        view = ops.load_view(e.location, source=e.source)
-    except (OffsetkeeperError, OSError) as exc:
-        return None, None, _message(exc, e.location)
-    except (ImportError, ValueError) as exc:
-        # fsspec: an unknown URL scheme (ValueError), or a filesystem whose package is not
-        # installed, e.g. s3fs (ImportError) — the row says so instead of failing the page.
-        return None, None, _message(StoreError(f"cannot open checkpoint {e.location}: {exc}"),
-                                    e.location)
-    try:
-        _, rows = ops.checkpoint_positions(admin_of(), e.location, source=e.source,
-                                           time_lag=time_lag)
-        return view, rows, None
-    except (OffsetkeeperError, OSError) as exc:
-        return view, None, _message(exc, e.location)
+    view, err = guarded(lambda: ops.load_view(e.location, source=e.source), None,
+                        what=f"checkpoint {e.name!r}", known=e.location)
+    if view is None:
+        return None, None, err
+    got, err = guarded(lambda: ops.checkpoint_positions(admin_of(), e.location, source=e.source,
+                                                        time_lag=time_lag), None,
+                       what=f"checkpoint {e.name!r}", known=e.location)
+    return view, (None if got is None else got[1]), err
 
 
 def list_checkpoints(entries_: tuple[CheckpointEntry, ...], admin_for, default_cluster: str

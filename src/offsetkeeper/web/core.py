@@ -15,15 +15,18 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.exceptions import HTTPException
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
+from offsetkeeper.redact import mask_url
 from offsetkeeper.web import security as sec
 from offsetkeeper.web.checkpoints import CheckpointEntry
 from offsetkeeper.web.data import HistoryView
+from offsetkeeper.web.itemerr import guarded
 from offsetkeeper.web.service import (
     Clusters,
     PlanBook,
@@ -176,7 +179,7 @@ class Guard(BaseHTTPMiddleware):
                 return self._finish(resp, sid, fresh)
         try:
             resp = await call_next(request)
-        except Exception:  # pragma: no cover - last resort; handlers catch what they expect
+        except Exception:  # last resort (the handlers catch and log): still logged, no traceback
             log.exception("request failed: %s %s", request.method, path)
             resp = JSONResponse({"error": "internal error"}, status_code=500)
         return self._finish(resp, sid, fresh)
@@ -205,10 +208,21 @@ def handler(fn):
             return await fn(dash, request)
         except HttpError as exc:
             return dash.error(request, exc.status, exc.message)
+        except HTTPException as exc:  # Starlette's own (a malformed form: 400)
+            return dash.error(request, exc.status_code, str(exc.detail))
         except UnknownGroupError as exc:
             return dash.error(request, 404, exc.message)
         except OffsetkeeperError as exc:
-            return dash.error(request, _status_of(exc), exc.message)
+            status = _status_of(exc)
+            if status >= 500:
+                log.warning("%s %s: %d %s", request.method, request.url.path, status,
+                            mask_url(exc.message))
+            return dash.error(request, status, exc.message)
+        except Exception:
+            # Unexpected: the log gets the traceback, the user one sentence (never a traceback).
+            log.exception("%s %s failed", request.method, request.url.path)
+            return dash.error(request, 500, "internal error: the dashboard's log has the "
+                                            "details")
     wrapped.__name__ = fn.__name__
     return wrapped
 
@@ -234,10 +248,6 @@ async def in_thread(fn, *args, **kw):
 
 
 
-def safe_call(fn, default):
-    try:
-        return fn(), None
-    except (OffsetkeeperError, OSError) as exc:
-        from offsetkeeper.redact import mask_url
-
-        return default, mask_url(str(exc))
+def safe_call(fn, default, *, what: str = "dashboard read"):
+    """(fn(), None) or (default, a one-line error) — see itemerr.guarded."""
+    return guarded(fn, default, what=what)
