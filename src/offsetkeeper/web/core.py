@@ -121,17 +121,19 @@ class Dashboard:
                          status=status)
 
     # -- guards ----------------------------------------------------------------------------
-    async def form(self, request: Request, *, mutation: bool = True) -> dict:
-        """The POSTed form after the CSRF check (and, for mutations, the read-only check)."""
+    async def form(self, request: Request, *, mutation: bool = True, upload: bool = False):
+        """The POSTed form after the read-only check (mutations) and the CSRF check, read as
+        a bounded stream (`forms.read_form`): 1 MB, or one file of up to 20 MB with `upload`."""
+        from offsetkeeper.web import forms
+
         if mutation and self.settings.read_only:
             raise HttpError(403, "the dashboard runs read-only (--read-only): nothing can be "
                                  "changed from it")
-        form = await request.form()
-        token = request.headers.get(sec.CSRF_HEADER) or form.get(sec.CSRF_FIELD)
-        if not self.sessions.csrf_ok(request.state.session_id, token if isinstance(token, str)
-                                     else None):
-            raise HttpError(403, "missing or invalid CSRF token: reload the page and try again")
-        return form
+        sid = request.state.session_id
+        limit = forms.UPLOAD_LIMIT + forms.FORM_LIMIT if upload else forms.FORM_LIMIT
+        return await forms.read_form(request, lambda t: self.sessions.csrf_ok(sid, t),
+                                     limit=limit,
+                                     file_limit=forms.UPLOAD_LIMIT if upload else 0)
 
     def admin(self, cluster: str):
         if cluster not in self.clusters.names:
