@@ -117,12 +117,15 @@ def _from_file(spec: TargetSpec, _ctx: TargetContext) -> ResolvedTarget:
     from offsetkeeper.reset.parse import decode_utf8, parse_offsets_csv
 
     p = Path(spec.value or "").expanduser()
+    # `shown_as`: the name to show for the file in messages, the plan and the snapshot's
+    # description (the dashboard's upload: the user's file name, never its temporary path).
+    shown = spec.options.get("shown_as") or str(p)
     try:
         data = p.read_bytes()
     except OSError as exc:
-        raise UsageError(f"--from-file {p} cannot be read: {exc.strerror or exc}") from None
-    return ResolvedTarget(parse_offsets_csv(decode_utf8(data, source=str(p)), source=str(p)),
-                          spec.label)
+        raise UsageError(f"--from-file {shown} cannot be read: {exc.strerror or exc}") from None
+    return ResolvedTarget(parse_offsets_csv(decode_utf8(data, source=shown), source=shown),
+                          f"{spec.kind.flag} {shown}")
 
 
 def _from_snapshot(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:

@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
 from offsetkeeper.web.backups import shown
 from offsetkeeper.web.itemerr import guarded
 
@@ -83,7 +83,8 @@ class CheckpointLine:
     name: str
     location: str            # as shown: a password in a URL replaced
     cluster: str
-    status: str              # OK, PENDING (a batch planned, not committed), ERROR
+    status: str              # OK (caught up), LAGGING, STALLED (lag, no batch lately),
+    #                          PENDING (a batch planned, not committed), UNKNOWN, ERROR
     query_id: str | None = None
     latest_batch: int | None = None
     last_committed_batch: int | None = None
@@ -122,10 +123,32 @@ def _line(index: int, e: CheckpointEntry, cluster: str, view, rows, error) -> Ch
                  for t, lags in sorted(topics.items())]
     total = None if rows is None or any(t.lag is None for t in per_topic) \
         else sum(t.lag for t in per_topic)
-    status = "ERROR" if error else "PENDING" if st.pending is not None else "OK"
+    status = _status(error, st, total)
     return CheckpointLine(index, e.name, shown(e.location), cluster, status, st.query_id,
                           st.last_planned, st.last_committed, st.pending,
                           view.summary()["last_change"], total, per_topic, error)
+
+
+def _status(error, st, total_lag: int | None, *, now: float | None = None) -> str:
+    """OK only when the query has read everything: a stopped query with records waiting is
+    not OK. STALLED: records wait and no batch file was written within the window the CLI
+    uses to call a query alive (stopped, or stuck); LAGGING: records wait, batches still run."""
+    import time
+
+    from offsetkeeper.streaming.ops import DEFAULT_ALIVE_WINDOW_S
+
+    if error:
+        return "ERROR"
+    if st.pending is not None:
+        return "PENDING"
+    if total_lag is None:
+        return "UNKNOWN"
+    if total_lag <= 0:
+        return "OK"
+    now = time.time() if now is None else now
+    if st.newest_change_s is None or now - st.newest_change_s >= DEFAULT_ALIVE_WINDOW_S:
+        return "STALLED"
+    return "LAGGING"
 
 
 def _read(admin_of, e: CheckpointEntry, *, time_lag: bool):
@@ -135,8 +158,15 @@ def _read(admin_of, e: CheckpointEntry, *, time_lag: bool):
     unknown URL scheme) is this checkpoint's row, never a failed page."""
     from offsetkeeper.streaming import ops
 
-    view, err = guarded(lambda: ops.load_view(e.location, source=e.source), None,
-                        what=f"checkpoint {e.name!r}", known=e.location)
+    def load():
+        try:
+            return ops.load_view(e.location, source=e.source)
+        except (ImportError, ValueError) as exc:
+            # fsspec: an unknown URL scheme (ValueError), or a filesystem whose package is not
+            # installed, e.g. s3fs (ImportError).
+            raise StoreError(f"cannot open checkpoint {e.location}: {exc}") from exc
+
+    view, err = guarded(load, None, what=f"checkpoint {e.name!r}", known=e.location)
     if view is None:
         return None, None, err
     got, err = guarded(lambda: ops.checkpoint_positions(admin_of(), e.location, source=e.source,

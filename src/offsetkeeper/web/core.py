@@ -15,12 +15,14 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 from starlette.exceptions import HTTPException
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from offsetkeeper.cli.output import printable
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
 from offsetkeeper.redact import mask_url
 from offsetkeeper.web import security as sec
@@ -31,7 +33,7 @@ from offsetkeeper.web.service import (
     Clusters,
     PlanBook,
 )
-from offsetkeeper.web.svg import sparkline
+from offsetkeeper.web.svg import human_duration, sparkline
 
 log = logging.getLogger("offsetkeeper.web")
 HERE = Path(__file__).parent
@@ -73,16 +75,13 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def _fmt_s(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if v < 60:
-        return f"{v:.0f}s"
-    if v < 3600:
-        return f"{v / 60:.1f}m"
-    if v < 86400:
-        return f"{v / 3600:.1f}h"
-    return f"{v / 86400:.1f}d"
+def _shown(value: Any) -> Any:
+    """Every value a template prints: text with control and bidi characters (U+202E ...)
+    escaped exactly as the CLI prints them (`cli.output.printable`), so a name cannot reorder
+    or hide what is around it; markup we built (charts) passes as is. Then autoescaped."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return printable(value)
+    return value
 
 
 class Dashboard:
@@ -94,8 +93,9 @@ class Dashboard:
         self.plans = PlanBook()
         self.sessions = sec.Sessions()
         env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
-                          autoescape=select_autoescape(default=True, default_for_string=True))
-        env.filters["dur"] = _fmt_s
+                          autoescape=select_autoescape(default=True, default_for_string=True),
+                          finalize=_shown)
+        env.filters["dur"] = human_duration
         env.filters["q"] = lambda s: quote(str(s), safe="")
         env.globals["sparkline"] = sparkline
         self.templates = Jinja2Templates(env=env)

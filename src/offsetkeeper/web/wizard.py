@@ -59,6 +59,9 @@ async def _target_spec(dash: Dashboard, form, tmpdir: str):
     from offsetkeeper.web.timefield import datetime_local_to_iso
 
     kind_s = form.get("kind") or ""
+    if not kind_s:
+        # Nothing is preselected (the first kind was --to-earliest, the most destructive).
+        raise HttpError(400, "choose a reset target: nothing is preselected")
     try:
         kind = TargetKind(kind_s)
     except ValueError:
@@ -75,7 +78,9 @@ async def _target_spec(dash: Dashboard, form, tmpdir: str):
         data = await upload.read()
         path = Path(tmpdir) / "offsets.csv"
         path.write_bytes(data)
-        return TargetSpec(kind, str(path))
+        # Plans, notes and snapshot descriptions name the user's file, never the temp path.
+        name = Path(upload.filename.replace("\\", "/")).name or "uploaded file"
+        return TargetSpec(kind, str(path), {"shown_as": f"{name} (uploaded)"})
     value = form.get(field_name)
     value = value.strip() if isinstance(value, str) else ""
     if kind in (TargetKind.TO_DATETIME,) or kind.value == "to-history":
