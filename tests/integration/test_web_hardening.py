@@ -101,6 +101,13 @@ def test_bad_items_are_rows_with_their_error(bootstrap, topic, tmp_path, caplog)
         assert name in logged, name
     assert "Traceback" not in c.get("/backups").text
 
+    # The diff of that one snapshot cannot be shown: a 500 with one sentence, and logged.
+    caplog.clear()
+    d = c.get("/c/default/snapshots/snap-20260101T000000.000Z-abcd")
+    assert d.status_code == 500 and "nested too deeply" in d.text and "Traceback" not in d.text
+    assert any(r.levelno >= logging.WARNING and "/snapshots/snap-20260101" in r.getMessage()
+               for r in caplog.records)
+
 
 def _redis_history(redis_url: str, unique, topic: str):
     """A Redis history store (own prefix) with two groups, one of them with a malformed
