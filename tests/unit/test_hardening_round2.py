@@ -39,9 +39,9 @@ def _renderers():
     from offsetkeeper.history.store import redact_url as history_redact
     from offsetkeeper.history.store.memory import MemoryStore
     from offsetkeeper.snapshots.store import SnapshotStore
-    from offsetkeeper.web import itemerr as web_itemerr
     from offsetkeeper.web import core as web_core
     from offsetkeeper.web import data as web_data
+    from offsetkeeper.web import itemerr as web_itemerr
     from offsetkeeper.web.backups import safe_list, shown
 
     def memory(url: str) -> str:
