@@ -30,7 +30,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ui_groups import fill_history, setup
+from ui_groups import fill_history
 
 from offsetkeeper import devbroker
 from offsetkeeper.config import ConfigFile
@@ -40,6 +40,37 @@ from offsetkeeper.web.service import Clusters, filter_sort, overview
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 from starlette.testclient import TestClient  # noqa: E402
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def setup(bootstrap: str, topic: str, groups: list[str], partitions: int) -> None:
+    """The topic, 50 records per partition, and one committed offset per group — committed
+    500 groups at a time: 10,000 requests in flight at once made librdkafka abort
+    (`rd_kafka_enq_once_del_source_return: Assertion eonce->refcnt > 0`)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, Producer
+    from confluent_kafka import TopicPartition as CkTP
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        f.result(30)
+    time.sleep(0.5)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for part in range(partitions):
+        for _ in range(50):
+            p.produce(topic, value=b"x" * 16, partition=part)
+    p.flush(60)
+    for start in range(0, len(groups), 500):
+        futures = []
+        for i, g in enumerate(groups[start:start + 500], start):
+            tps = [CkTP(topic, i % partitions, 10 + i % 40)]
+            futures.append(admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(g, tps)])[g])
+        for f in futures:
+            f.result(120)
 
 
 def median_time(fn, repeat: int, before=None) -> float:
@@ -74,10 +105,13 @@ def main() -> None:
             bootstrap = ctx.__enter__()
         try:
             t0 = time.perf_counter()
+            log(f"committing offsets of {len(groups)} groups")
             setup(bootstrap, topic, groups, args.partitions)
+            log("filling the history store")
             hist = str(Path(d) / "history.db")
             samples = fill_history(hist, topic, groups, args.partitions, args.cycles)
             setup_s = time.perf_counter() - t0
+            log(f"set up in {setup_s:.0f} s; timing")
             app = create_app(UiSettings(snapshot_store=str(Path(d) / "snaps"),
                                         allowed_hosts=("127.0.0.1",)),
                              Clusters(ConfigFile(), bootstrap=bootstrap), open_history(hist))
@@ -103,8 +137,10 @@ def main() -> None:
                 "page50_by_name_s": dict(page="50"),
                 "page1_by_lag_desc_s": dict(sort="lag", dir="desc"),
             }
-            out = {k: median_time(lambda p=p: get(**p), args.repeat, cold)
-                   for k, p in pages.items()}
+            out = {}
+            for k, p in pages.items():
+                log(f"timing {k}")
+                out[k] = median_time(lambda p=p: get(**p), args.repeat, cold)
             warm = median_time(get, args.repeat)
 
             admin = dash.admin("default")
@@ -120,6 +156,7 @@ def main() -> None:
                                   status="", sort="group", desc=False, cluster="default",
                                   clusters=["default"], csrf="x", read_only=False,
                                   has_history=True, empty_store=False)
+            log("pages timed; the old full page")
             old_s = median_time(old_full_page, args.repeat, cold)
 
             from offsetkeeper.ops import list_groups

@@ -275,7 +275,7 @@ def test_token_auth(bootstrap, tmp_path, group):
     r = c.post("/login", data={"csrf": tok, "token": token, "next": "//evil.example/"},
                follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/"
-    page = c.get("/c/default/groups")
+    page = c.get("/c/default/groups", params={"q": group})
     assert page.status_code == 200 and group in page.text and token not in page.text
     c.post("/logout", data={"csrf": csrf_of(page.text)})
     assert c.get("/c/default/groups?format=json").status_code == 401

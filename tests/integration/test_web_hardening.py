@@ -116,7 +116,7 @@ def _redis_history(redis_url: str, unique, topic: str):
 
     prefix = unique("hist")
     url = f"{redis_url}?prefix={prefix}"
-    good, bad = unique("good"), unique("bad")
+    good, bad = f"{prefix}-good", f"{prefix}-bad"   # one name filter shows both
     fill_history(url, good, topic, cycles=12)
     fill_history(url, bad, topic, cycles=12)
     r = redis_client.Redis.from_url(redis_url)
@@ -138,7 +138,8 @@ def test_malformed_redis_member_is_the_groups_row(bootstrap, topic, tmp_path, re
     dash.history.start_warming(every_s=0.05)
     try:
         c = client(app)
-        r = c.get("/c/default/groups", params={"format": "json", "per": "500"})
+        prefix = good.removesuffix("-good")
+        r = c.get("/c/default/groups", params={"format": "json", "q": prefix})
         assert r.status_code == 200, r.text
         rows = {x["group"]: x for x in r.json()["groups"]}
         assert rows[good]["status"] in ("OK", "WARN") and rows[good]["error"] is None

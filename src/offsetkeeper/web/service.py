@@ -20,6 +20,7 @@ from offsetkeeper.errors import UnknownGroupError, UsageError
 from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
 PLAN_TTL_S = 15 * 60
+DESCRIBE_CHUNK = 500
 MAX_PLANS = 200
 
 
@@ -104,7 +105,14 @@ def overview(admin, history: HistoryView | None, ids: list[str] | None = None
         ids = [g.group_id for g in list_groups(admin)]
     if not ids:
         return [], None
-    infos, rows = _describe(admin, ids)
+    infos, rows = [], []
+    for i in range(0, len(ids), DESCRIBE_CHUNK):
+        # At most DESCRIBE_CHUNK groups' requests in flight: with 10,000 groups at once
+        # librdkafka aborted the process (rd_kafka_enq_once_del_source_return: Assertion
+        # `eonce->refcnt > 0'), taking the dashboard down with it.
+        more_infos, more_rows = _describe(admin, ids[i:i + DESCRIBE_CHUNK])
+        infos += more_infos
+        rows += more_rows
     lag: dict[str, int] = defaultdict(int)
     parts: dict[str, int] = defaultdict(int)
     for r in rows:
