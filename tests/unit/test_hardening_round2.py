@@ -39,9 +39,9 @@ def _renderers():
     from offsetkeeper.history.store import redact_url as history_redact
     from offsetkeeper.history.store.memory import MemoryStore
     from offsetkeeper.snapshots.store import SnapshotStore
-    from offsetkeeper.web import checkpoints as web_checkpoints
     from offsetkeeper.web import core as web_core
     from offsetkeeper.web import data as web_data
+    from offsetkeeper.web import itemerr as web_itemerr
     from offsetkeeper.web.backups import safe_list, shown
 
     def memory(url: str) -> str:
@@ -74,8 +74,8 @@ def _renderers():
         ("consumer.stores.redact_url", consumer_redact),
         ("web.backups.shown", shown),
         ("web.backups.safe_list", web_backup_list),
-        ("web.checkpoints._message",
-         lambda u: web_checkpoints._message(OSError(f"no such file {u}"), u)),
+        ("web.itemerr.message",   # every page's per-item error (checkpoints, backups, history)
+         lambda u: web_itemerr.message(OSError(f"no such file {u}"), known=u)),
         ("web.core.safe_call", lambda u: web_core.safe_call(failing(OSError(u)), None)[1]),
         ("web.data.safe", lambda u: web_data.safe(failing(StoreError(f"down: {u}")), None)[1]),
         ("SnapshotStore", snapshot_store),

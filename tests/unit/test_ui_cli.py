@@ -20,11 +20,12 @@ def test_ui_refuses_bad_settings(capsys, monkeypatch, args, message):
     assert r.code == 2 and message in r.err
 
 
-def test_ui_token_from_environment_allows_other_addresses(monkeypatch):
+def test_ui_token_from_environment_allows_other_addresses(monkeypatch, tmp_path):
     """With $OFFSETKEEPER_UI_TOKEN a non-loopback address is accepted (and Host is not pinned)."""
     from offsetkeeper.web.server import ServeOptions, build
 
     monkeypatch.setenv("OFFSETKEEPER_UI_TOKEN", "t0ken-xyz")
+    monkeypatch.setenv("OFFSETKEEPER_HISTORY_STORE", str(tmp_path / "history.db"))
     app, host, port = build(ServeOptions(listen="0.0.0.0:9999", bootstrap="127.0.0.1:1"))
     s = app.state.dash.settings
     assert (host, port) == ("0.0.0.0", 9999) and s.token == "t0ken-xyz"
@@ -38,6 +39,7 @@ def test_ui_checkpoints_from_config_and_flags(tmp_path, monkeypatch, capsys):
     from offsetkeeper.web.server import ServeOptions, build
 
     monkeypatch.delenv("OFFSETKEEPER_UI_TOKEN", raising=False)
+    monkeypatch.setenv("OFFSETKEEPER_HISTORY_STORE", str(tmp_path / "history.db"))
     cfg = tmp_path / "c.yaml"
     cfg.write_text("clusters:\n  prod: {bootstrap_servers: '127.0.0.1:1'}\n"
                    "ui:\n  checkpoints:\n    - {name: orders-job, path: /chk/orders, cluster: prod}\n"

@@ -16,9 +16,11 @@ def run(
                                         "the config or $OFFSETKEEPER_UI_TOKEN).")] = "127.0.0.1:8080",
     read_only: Annotated[bool, typer.Option("--read-only", help="Hide and refuse every change "
                                             "(resets, rollbacks).")] = False,
-    history_store: Annotated[str | None, typer.Option("--history-store", metavar="URL",
-                                                      help="Offset history store (lag charts, "
-                                                      "status, --to-history).")] = None,
+    history_store: Annotated[str | None, typer.Option(
+        "--history-store", metavar="URL", show_default=False,
+        help="Offset history store (lag charts, status, --to-history) [default: "
+             "$OFFSETKEEPER_HISTORY_STORE, else ui.history_store, else "
+             "~/.local/share/offsetkeeper/history.db: the store `history record` writes].")] = None,
     backup_dest: Annotated[list[str] | None, typer.Option("--backup-dest", metavar="PATH|URL",
                                                           help="Backup destination to list "
                                                           "(repeatable).")] = None,
@@ -36,7 +38,7 @@ def run(
     """Serve the dashboard: groups, lag over time, the reset wizard, snapshots, backups,
     streaming checkpoints.
 
-    Example: offsetkeeper ui --listen 127.0.0.1:8080 --history-store ~/history.db --read-only
+    Example: offsetkeeper ui --listen 127.0.0.1:8080 --read-only
     """
     from offsetkeeper.web.server import ServeOptions, serve
 

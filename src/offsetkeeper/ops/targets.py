@@ -120,18 +120,21 @@ def _from_file(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     from offsetkeeper.reset.parse import MAX_PLAN_BYTES, decode_utf8, parse_offsets_csv
 
     p = Path(spec.value or "").expanduser()
+    # `shown_as`: the name to show for the file in messages, the plan and the snapshot's
+    # description (the dashboard's upload: the user's file name, never its temporary path).
+    shown = spec.options.get("shown_as") or str(p)
     try:
         with p.open("rb") as f:  # bounded before it is read (a named pipe has no size)
             data = f.read(MAX_PLAN_BYTES + 1)
     except OSError as exc:
-        raise UsageError(f"--from-file {p} cannot be read: {exc.strerror or exc}") from None
+        raise UsageError(f"--from-file {shown} cannot be read: {exc.strerror or exc}") from None
     if len(data) > MAX_PLAN_BYTES:
         limit = f"{MAX_PLAN_BYTES / 2**20:g} MiB" if MAX_PLAN_BYTES >= 2**20 else \
             f"{MAX_PLAN_BYTES:,} bytes"
-        raise UsageError(f"--from-file {p} is larger than {limit} (the limit of a plan file); "
+        raise UsageError(f"--from-file {shown} is larger than {limit} (the limit of a plan file); "
                          "split it into several files")
-    return ResolvedTarget(parse_offsets_csv(decode_utf8(data, source=str(p)), source=str(p),
-                                            progress=ctx.progress), spec.label)
+    return ResolvedTarget(parse_offsets_csv(decode_utf8(data, source=shown), source=shown,
+                                            progress=ctx.progress), f"{spec.kind.flag} {shown}")
 
 
 def _from_snapshot(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:

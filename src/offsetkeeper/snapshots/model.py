@@ -275,6 +275,8 @@ class Snapshot:
             doc = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SnapshotFormatError(f"not valid JSON ({exc})") from exc
+        except RecursionError:  # a hostile or corrupt file: one bad item, not a crash
+            raise SnapshotFormatError("nested too deeply to be a snapshot") from None
         return cls.from_dict(doc)
 
 

@@ -76,7 +76,7 @@ def parse_offset_log(batch_id: int, text: str, *, where: str = "") -> OffsetLogE
     _check_version(lines[0], OFFSET_LOG_VERSION, where, "offset log")
     try:
         meta = json.loads(lines[1])
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
         raise StoreError(f"{where}: the metadata line is not JSON") from None
     if not isinstance(meta, dict):
         raise StoreError(f"{where}: the metadata line is not a JSON object")
@@ -99,7 +99,7 @@ def parse_kafka_offsets(line: str, *, where: str = "checkpoint") -> KafkaOffsets
         return None
     try:
         raw = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
         return None
     if not isinstance(raw, dict) or not raw:
         return None
@@ -137,7 +137,7 @@ def parse_commit_log(batch_id: int, text: str) -> dict:
     _check_version(lines[0], COMMIT_LOG_VERSION, f"commits/{batch_id}", "commit log")
     try:
         return json.loads(lines[1]) if len(lines) > 1 else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
         raise StoreError(f"commits/{batch_id}: the second line is not JSON") from None
 
 

@@ -11,6 +11,8 @@ nothing the command line cannot, and nothing unsafely.
     data.py       the ONE adapter to the history store
     backups.py    backups, restores, mappings, quick validation (read-only, no Spark)
     security.py   tokens, sessions, CSRF, loopback rules
+    forms.py      POSTed forms read as a bounded stream, the CSRF token checked first
+    itemerr.py    one bad item (file, store record, destination) -> its row's error, logged
     svg.py        sparklines and time charts drawn on the server
     templates/, static/   Jinja2 templates (autoescaped) and the CSS/JS shipped in the package
 """

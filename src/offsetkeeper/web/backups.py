@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.errors import UsageError
 from offsetkeeper.redact import mask_url
+from offsetkeeper.web.itemerr import guarded
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 def shown(url: str) -> str:
@@ -118,9 +119,9 @@ def safe_list(dests: list[str]) -> list[tuple[int, str, list[BackupLine], str | 
     """Per destination: its backups, or the one-line error that kept us from reading it."""
     out = []
     for i, d in enumerate(dests):
-        try:
-            out.append((i, shown(d), list_destination(d), None))
-        except (OffsetkeeperError, OSError) as exc:
-            msg = getattr(exc, "message", None) or str(exc)
-            out.append((i, shown(d), [], mask_url(msg, known=d)))
+        # Anything (an s3:// destination without s3fs, a corrupt manifest) is this
+        # destination's error line, never a failed page.
+        lines, err = guarded(lambda d=d: list_destination(d), [],
+                             what=f"backup destination {shown(d)}", known=d)
+        out.append((i, shown(d), lines, err))
     return out

@@ -16,9 +16,9 @@ import shlex
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
-from offsetkeeper.redact import mask_url
 from offsetkeeper.times import iso_ms
 from offsetkeeper.web.backups import shown
+from offsetkeeper.web.itemerr import guarded
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,8 @@ class CheckpointLine:
     name: str
     location: str            # as shown: a password in a URL replaced
     cluster: str
-    status: str              # OK, PENDING (a batch planned, not committed), ERROR
+    status: str              # OK (caught up), LAGGING, STALLED (lag, no batch lately),
+    #                          PENDING (a batch planned, not committed), UNKNOWN, ERROR
     query_id: str | None = None
     latest_batch: int | None = None
     last_committed_batch: int | None = None
@@ -109,11 +110,6 @@ def _iso_ms(ms) -> str | None:
     return iso_ms(ms) if isinstance(ms, int | float) and ms > 0 else None
 
 
-def _message(exc: BaseException, location: str) -> str:
-    msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return mask_url(msg, known=location)
-
-
 def _line(index: int, e: CheckpointEntry, cluster: str, view, rows, error) -> CheckpointLine:
     if view is None:
         return CheckpointLine(index, e.name, shown(e.location), cluster, "ERROR", error=error)
@@ -125,32 +121,56 @@ def _line(index: int, e: CheckpointEntry, cluster: str, view, rows, error) -> Ch
                  for t, lags in sorted(topics.items())]
     total = None if rows is None or any(t.lag is None for t in per_topic) \
         else sum(t.lag for t in per_topic)
-    status = "ERROR" if error else "PENDING" if st.pending is not None else "OK"
+    status = _status(error, st, total)
     return CheckpointLine(index, e.name, shown(e.location), cluster, status, st.query_id,
                           st.last_planned, st.last_committed, st.pending,
                           view.summary()["last_change_iso"], total, per_topic, error)
 
 
+def _status(error, st, total_lag: int | None, *, now: float | None = None) -> str:
+    """OK only when the query has read everything: a stopped query with records waiting is
+    not OK. STALLED: records wait and no batch file was written within the window the CLI
+    uses to call a query alive (stopped, or stuck); LAGGING: records wait, batches still run."""
+    import time
+
+    from offsetkeeper.streaming.ops import DEFAULT_ALIVE_WINDOW_S
+
+    if error:
+        return "ERROR"
+    if st.pending is not None:
+        return "PENDING"
+    if total_lag is None:
+        return "UNKNOWN"
+    if total_lag <= 0:
+        return "OK"
+    now = time.time() if now is None else now
+    if st.newest_change_s is None or now - st.newest_change_s >= DEFAULT_ALIVE_WINDOW_S:
+        return "STALLED"
+    return "LAGGING"
+
+
 def _read(admin_of, e: CheckpointEntry, *, time_lag: bool):
     """(view, position rows, error): the checkpoint first, then the cluster, so a cluster
-    that cannot be reached still leaves the checkpoint's own facts on the page."""
+    that cannot be reached still leaves the checkpoint's own facts on the page. Whatever goes
+    wrong (a corrupt or hostile file, fsspec without the filesystem's package such as s3fs, an
+    unknown URL scheme) is this checkpoint's row, never a failed page."""
     from offsetkeeper.streaming import ops
 
-    try:
-        view = ops.load_view(e.location, source=e.source)
-    except (OffsetkeeperError, OSError) as exc:
-        return None, None, _message(exc, e.location)
-    except (ImportError, ValueError) as exc:
-        # fsspec: an unknown URL scheme (ValueError), or a filesystem whose package is not
-        # installed, e.g. s3fs (ImportError) — the row says so instead of failing the page.
-        return None, None, _message(StoreError(f"cannot open checkpoint {e.location}: {exc}"),
-                                    e.location)
-    try:
-        _, rows = ops.checkpoint_positions(admin_of(), e.location, source=e.source,
-                                           time_lag=time_lag)
-        return view, rows, None
-    except (OffsetkeeperError, OSError) as exc:
-        return view, None, _message(exc, e.location)
+    def load():
+        try:
+            return ops.load_view(e.location, source=e.source)
+        except (ImportError, ValueError) as exc:
+            # fsspec: an unknown URL scheme (ValueError), or a filesystem whose package is not
+            # installed, e.g. s3fs (ImportError).
+            raise StoreError(f"cannot open checkpoint {e.location}: {exc}") from exc
+
+    view, err = guarded(load, None, what=f"checkpoint {e.name!r}", known=e.location)
+    if view is None:
+        return None, None, err
+    got, err = guarded(lambda: ops.checkpoint_positions(admin_of(), e.location, source=e.source,
+                                                        time_lag=time_lag), None,
+                       what=f"checkpoint {e.name!r}", known=e.location)
+    return view, (None if got is None else got[1]), err
 
 
 def list_checkpoints(entries_: tuple[CheckpointEntry, ...], admin_for, default_cluster: str

@@ -15,20 +15,26 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+from starlette.exceptions import HTTPException
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from offsetkeeper.cli.output import printable
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
+from offsetkeeper.redact import mask_url
 from offsetkeeper.web import security as sec
 from offsetkeeper.web.checkpoints import CheckpointEntry
 from offsetkeeper.web.data import HistoryView
+from offsetkeeper.web.http_error import HttpError
+from offsetkeeper.web.itemerr import guarded
 from offsetkeeper.web.service import (
     Clusters,
     PlanBook,
 )
-from offsetkeeper.web.svg import sparkline
+from offsetkeeper.web.svg import human_duration, sparkline
 
 log = logging.getLogger("offsetkeeper.web")
 HERE = Path(__file__).parent
@@ -49,12 +55,6 @@ class UiSettings:
     tls: bool = False
 
 
-class HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
 def _wants_json(request: Request) -> bool:
     return (request.query_params.get("format") == "json"
             or request.headers.get("accept", "").startswith("application/json"))
@@ -70,16 +70,13 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def _fmt_s(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if v < 60:
-        return f"{v:.0f}s"
-    if v < 3600:
-        return f"{v / 60:.1f}m"
-    if v < 86400:
-        return f"{v / 3600:.1f}h"
-    return f"{v / 86400:.1f}d"
+def _shown(value: Any) -> Any:
+    """Every value a template prints: text with control and bidi characters (U+202E ...)
+    escaped exactly as the CLI prints them (`cli.output.printable`), so a name cannot reorder
+    or hide what is around it; markup we built (charts) passes as is. Then autoescaped."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return printable(value)
+    return value
 
 
 class Dashboard:
@@ -91,8 +88,9 @@ class Dashboard:
         self.plans = PlanBook()
         self.sessions = sec.Sessions()
         env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
-                          autoescape=select_autoescape(default=True, default_for_string=True))
-        env.filters["dur"] = _fmt_s
+                          autoescape=select_autoescape(default=True, default_for_string=True),
+                          finalize=_shown)
+        env.filters["dur"] = human_duration
         env.filters["q"] = lambda s: quote(str(s), safe="")
         env.globals["sparkline"] = sparkline
         self.templates = Jinja2Templates(env=env)
@@ -118,17 +116,19 @@ class Dashboard:
                          status=status)
 
     # -- guards ----------------------------------------------------------------------------
-    async def form(self, request: Request, *, mutation: bool = True) -> dict:
-        """The POSTed form after the CSRF check (and, for mutations, the read-only check)."""
+    async def form(self, request: Request, *, mutation: bool = True, upload: bool = False):
+        """The POSTed form after the read-only check (mutations) and the CSRF check, read as
+        a bounded stream (`forms.read_form`): 1 MB, or one file of up to 20 MB with `upload`."""
+        from offsetkeeper.web import forms
+
         if mutation and self.settings.read_only:
             raise HttpError(403, "the dashboard runs read-only (--read-only): nothing can be "
                                  "changed from it")
-        form = await request.form()
-        token = request.headers.get(sec.CSRF_HEADER) or form.get(sec.CSRF_FIELD)
-        if not self.sessions.csrf_ok(request.state.session_id, token if isinstance(token, str)
-                                     else None):
-            raise HttpError(403, "missing or invalid CSRF token: reload the page and try again")
-        return form
+        sid = request.state.session_id
+        limit = forms.UPLOAD_LIMIT + forms.FORM_LIMIT if upload else forms.FORM_LIMIT
+        return await forms.read_form(request, lambda t: self.sessions.csrf_ok(sid, t),
+                                     limit=limit,
+                                     file_limit=forms.UPLOAD_LIMIT if upload else 0)
 
     def admin(self, cluster: str):
         if cluster not in self.clusters.names:
@@ -176,7 +176,7 @@ class Guard(BaseHTTPMiddleware):
                 return self._finish(resp, sid, fresh)
         try:
             resp = await call_next(request)
-        except Exception:  # pragma: no cover - last resort; handlers catch what they expect
+        except Exception:  # last resort (the handlers catch and log): still logged, no traceback
             log.exception("request failed: %s %s", request.method, path)
             resp = JSONResponse({"error": "internal error"}, status_code=500)
         return self._finish(resp, sid, fresh)
@@ -205,10 +205,21 @@ def handler(fn):
             return await fn(dash, request)
         except HttpError as exc:
             return dash.error(request, exc.status, exc.message)
+        except HTTPException as exc:  # Starlette's own (a malformed form: 400)
+            return dash.error(request, exc.status_code, str(exc.detail))
         except UnknownGroupError as exc:
             return dash.error(request, 404, exc.message)
         except OffsetkeeperError as exc:
-            return dash.error(request, _status_of(exc), exc.message)
+            status = _status_of(exc)
+            if status >= 500:
+                log.warning("%s %s: %d %s", request.method, request.url.path, status,
+                            mask_url(exc.message))
+            return dash.error(request, status, exc.message)
+        except Exception:
+            # Unexpected: the log gets the traceback, the user one sentence (never a traceback).
+            log.exception("%s %s failed", request.method, request.url.path)
+            return dash.error(request, 500, "internal error: the dashboard's log has the "
+                                            "details")
     wrapped.__name__ = fn.__name__
     return wrapped
 
@@ -234,10 +245,6 @@ async def in_thread(fn, *args, **kw):
 
 
 
-def safe_call(fn, default):
-    try:
-        return fn(), None
-    except (OffsetkeeperError, OSError) as exc:
-        from offsetkeeper.redact import mask_url
-
-        return default, mask_url(str(exc))
+def safe_call(fn, default, *, what: str = "dashboard read"):
+    """(fn(), None) or (default, a one-line error) — see itemerr.guarded."""
+    return guarded(fn, default, what=what)

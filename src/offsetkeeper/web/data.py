@@ -8,7 +8,7 @@ and the per-partition status with reasons.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -16,6 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.web.itemerr import guarded, message
+
+log = logging.getLogger("offsetkeeper.web")
 
 # Samples the groups page uses per group: the status window plus a longer sparkline.
 SPARK_CYCLES = 20
@@ -45,6 +48,7 @@ class GroupHistory:
     spark: tuple[float, ...] = ()          # total lag per cycle, oldest first
     last_sample_ms: int | None = None
     partitions: tuple[PartitionVerdict, ...] = ()
+    error: str | None = None               # this group's history could not be read
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,7 @@ class HistoryView:
         self._wanted: dict[str, float] = {}
         self._stop = threading.Event()
         self._warmer: threading.Thread | None = None
+        self._known: int | None = None   # groups with samples, as of the last look
 
     def close(self) -> None:
         self._stop.set()
@@ -102,17 +107,24 @@ class HistoryView:
         PREWARM_MAX) counts as shown."""
         def loop() -> None:
             # At start: every group the store knows, so the first page load is warm too.
-            with contextlib.suppress(OffsetkeeperError, OSError):
-                self._refresh(self.known_groups()[:PREWARM_MAX], remember=True)
+            self._warm(lambda: self._refresh(self.known_groups()[:PREWARM_MAX], remember=True))
             while not self._stop.wait(every_s):
                 cutoff = time.monotonic() - keep_s
                 names = [g for g, t in list(self._wanted.items()) if t >= cutoff]
-                try:
-                    self._refresh(names, remember=False)
-                except (OffsetkeeperError, OSError):  # the page reports store problems
-                    continue
+                self._warm(lambda n=names: self._refresh(n, remember=False))
         self._warmer = threading.Thread(target=loop, name="history-warmer", daemon=True)
         self._warmer.start()
+
+    @staticmethod
+    def _warm(fn) -> None:
+        # Nothing may end the warmer thread: a store that is down is reported by the pages
+        # (they read it themselves); anything else is logged and the next round tries again.
+        try:
+            fn()
+        except (OffsetkeeperError, OSError):
+            pass
+        except Exception:
+            log.exception("history warmer: a round failed (it keeps running)")
 
     def _recent(self, group: str, cycles: int) -> list:
         with self._lock:
@@ -120,9 +132,23 @@ class HistoryView:
 
     def group(self, group: str, *, partitions: bool = False) -> GroupHistory:
         """Status (with reason), current time lag and sparkline of one group; empty if the
-        store has no samples of it."""
-        return self._history(group, self._recent(group, max(SPARK_CYCLES, self.window)),
-                             partitions=partitions)
+        store has no samples of it. A store that cannot be reached raises (OffsetkeeperError);
+        samples that cannot be decoded give a GroupHistory with `error`."""
+        cycles = max(SPARK_CYCLES, self.window)
+        try:
+            samples = self._recent(group, cycles)
+        except (OffsetkeeperError, OSError):
+            raise
+        except Exception as exc:  # a malformed record of this group
+            log.warning("history of group %r unreadable", group, exc_info=True)
+            return GroupHistory(error=f"its history is unreadable: {message(exc)}")
+        return self._history_or_error(group, samples, partitions=partitions)
+
+    def _history_or_error(self, group: str, samples: list, *,
+                          partitions: bool = False) -> GroupHistory:
+        h, err = guarded(lambda: self._history(group, samples, partitions=partitions), None,
+                         what=f"history status of group {group!r}")
+        return h if h is not None else GroupHistory(error=f"its history is unreadable: {err}")
 
     def _history(self, group: str, samples: list, *, partitions: bool = False) -> GroupHistory:
         from offsetkeeper.history.status import evaluate_status
@@ -153,25 +179,48 @@ class HistoryView:
                 self._wanted[g] = now
         with self._lock:
             last = {g.group: g.last_ts for g in self._store.groups()}
+        self._known = len(last)
         stale = [g for g in dict.fromkeys(names) if g in last
                  and self._cache.get(g, (None,))[0] != last[g]]
         if stale:
             cycles = max(SPARK_CYCLES, self.window)
             for i in range(0, len(stale), BATCH):
                 chunk = stale[i:i + BATCH]
-                if self.batched:
-                    # BATCH groups per store call (one SQL statement, one pipelined Redis round
-                    # trip) instead of one query per group. Not all groups at once: 20,000
-                    # samples alive together survive into the GC's old generations and make full
-                    # collections of the whole process (measured slower than one by one); and
-                    # the lock is released between calls, so a group page does not wait long.
-                    with self._lock:
-                        fresh = self._store.recent_many(chunk, cycles)
-                else:  # the old way, one query per group (kept for the benchmark's comparison)
-                    fresh = {g: self._recent(g, cycles) for g in chunk}
+                fresh = self._read_chunk(chunk, cycles)
                 for g in chunk:
-                    self._cache[g] = (last[g], self._history(g, fresh.get(g, [])))
+                    got = fresh.get(g, [])
+                    h = got if isinstance(got, GroupHistory) else self._history_or_error(g, got)
+                    self._cache[g] = (last[g], h)
         return {g: self._cache[g][1] if g in last else GroupHistory() for g in names}
+
+    def _read_chunk(self, chunk: list[str], cycles: int) -> dict[str, list | GroupHistory]:
+        """Samples per group of `chunk`; a group whose records cannot be decoded maps to a
+        GroupHistory with its error (one bad record must not blank every other group)."""
+        if self.batched:
+            # BATCH groups per store call (one SQL statement, one pipelined Redis round trip)
+            # instead of one query per group. Not all groups at once: 20,000 samples alive
+            # together survive into the GC's old generations and make full collections of the
+            # whole process (measured slower than one by one); and the lock is released between
+            # calls, so a group page does not wait long.
+            try:
+                with self._lock:
+                    return self._store.recent_many(chunk, cycles)
+            except (OffsetkeeperError, OSError):
+                raise  # the store itself: the page says so once
+            except Exception:  # a malformed record: find its group below
+                log.warning("history: a batch of %d groups is unreadable; reading them one by "
+                            "one", len(chunk), exc_info=True)
+        # One query per group: after a failed batch, and the old way the benchmark compares.
+        out: dict[str, list | GroupHistory] = {}
+        for g in chunk:
+            try:
+                out[g] = self._recent(g, cycles)
+            except (OffsetkeeperError, OSError):
+                raise
+            except Exception as exc:
+                log.warning("history of group %r unreadable", g, exc_info=True)
+                out[g] = GroupHistory(error=f"its history is unreadable: {message(exc)}")
+        return out
 
     def series(self, group: str, range_key: str, *, now_ms: int | None = None) -> Series:
         """Total lag and max time lag per cycle over the last 1h, 24h or 7d."""
@@ -184,7 +233,17 @@ class HistoryView:
 
     def known_groups(self) -> list[str]:
         with self._lock:
-            return [g.group for g in self._store.groups()]
+            names = [g.group for g in self._store.groups()]
+        self._known = len(names)
+        return names
+
+    def is_empty(self) -> bool:
+        """True when the store holds no sample at all (the pages say so: a store nobody
+        records into, or the wrong file). Looked up again only while it was empty: asking an
+        empty store is cheap, and a store with samples rarely loses them all."""
+        if not self._known:
+            self.known_groups()
+        return self._known == 0
 
 
 def open_history(url: str | None) -> HistoryView | None:
@@ -196,9 +255,4 @@ def open_history(url: str | None) -> HistoryView | None:
 
 def safe(fn, default):
     """Run a history read; a store that fails must not take the page down with it."""
-    try:
-        return fn(), None
-    except (OffsetkeeperError, OSError) as exc:
-        from offsetkeeper.redact import mask_url
-
-        return default, mask_url(getattr(exc, "message", None) or str(exc))
+    return guarded(fn, default, what="history store")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict
 from urllib.parse import quote
 
@@ -12,9 +13,16 @@ from offsetkeeper.errors import UsageError
 from offsetkeeper.web import backups as bk
 from offsetkeeper.web import checkpoints as ck
 from offsetkeeper.web import security as sec
-from offsetkeeper.web.core import Dashboard, HttpError, handler, in_thread
-from offsetkeeper.web.data import RANGES_MS
-from offsetkeeper.web.service import filter_sort, group_view, overview
+from offsetkeeper.web.core import Dashboard, HttpError, handler, in_thread, safe_call
+from offsetkeeper.web.data import RANGES_MS, safe
+from offsetkeeper.web.service import (
+    MAX_PER_PAGE,
+    PER_PAGE,
+    SORT_KEYS,
+    GroupsQuery,
+    group_view,
+    groups_page,
+)
 from offsetkeeper.web.svg import time_chart
 
 
@@ -73,27 +81,55 @@ async def logout(dash: Dashboard, request: Request) -> Response:
     return resp
 
 
+def groups_query(params) -> GroupsQuery:
+    """The groups page's query string: q, state, status, sort, dir, page, per."""
+    sort = params.get("sort", "group")
+    if sort not in SORT_KEYS:
+        raise HttpError(400, f"sort '{sort}' is not one of {', '.join(SORT_KEYS)}")
+    return GroupsQuery(q=params.get("q", ""), state=params.get("state", ""),
+                       status=params.get("status", ""), sort=sort,
+                       desc=params.get("dir", "asc") == "desc",
+                       page=_int_param(params, "page", 1, 1, 10**9),
+                       per_page=_int_param(params, "per", PER_PAGE, 1, MAX_PER_PAGE))
+
+
+def _int_param(params, name: str, default: int, lo: int, hi: int) -> int:
+    raw = params.get(name, "")
+    if raw == "":
+        return default
+    if not raw.isdigit() or not lo <= int(raw) <= hi:
+        raise HttpError(400, f"{name} must be a whole number from {lo} to {hi}")
+    return int(raw)
+
+
 def groups_data(dash: Dashboard, cluster: str, params) -> dict:
     """The groups page's data (also used by the benchmark)."""
+    gq = groups_query(params)
     admin = dash.admin(cluster)
-    rows, herr = overview(admin, dash.history)
-    sort = params.get("sort", "group")
-    desc = params.get("dir", "asc") == "desc"
-    shown = filter_sort(rows, q=params.get("q", ""), state=params.get("state", ""),
-                        status=params.get("status", ""), sort=sort, desc=desc)
-    return {"rows": shown, "total": len(rows), "history_error": herr,
-            "states": sorted({r.state for r in rows}),
-            "q": params.get("q", ""), "state": params.get("state", ""),
-            "status": params.get("status", ""), "sort": sort, "desc": desc}
+    p = groups_page(admin, dash.history, gq)
+    return {"rows": p.rows, "total": p.total, "matched": p.matched, "page": p.page,
+            "pages": p.pages, "per": gq.per_page, "history_error": p.history_error,
+            "states": p.states, "q": gq.q, "state": gq.state, "status": gq.status,
+            "sort": gq.sort, "desc": gq.desc}
 
 
 @handler
 async def groups(dash: Dashboard, request: Request) -> Response:
     cluster = request.path_params["cluster"]
     d = await in_thread(groups_data, dash, cluster, request.query_params)
-    data = {"cluster": cluster, "total": d["total"], "groups": d["rows"],
+    data = {"cluster": cluster, "total": d["total"], "matched": d["matched"],
+            "page": d["page"], "pages": d["pages"], "per_page": d["per"], "groups": d["rows"],
             "history_error": d["history_error"]}
-    return dash.page(request, "groups.html", {**d, "cluster": cluster}, data=data)
+    return dash.page(request, "groups.html", {**d, "cluster": cluster,
+                                              "empty_store": _empty_store(dash)}, data=data)
+
+
+def _empty_store(dash: Dashboard) -> bool:
+    """A configured history store without a single sample (say so: the wrong file?)."""
+    if dash.history is None:
+        return False
+    empty, _ = safe(dash.history.is_empty, False)
+    return empty
 
 
 def _range(request: Request) -> str:
@@ -120,16 +156,22 @@ async def group(dash: Dashboard, request: Request) -> Response:
     charts = None
     series = None
     if dash.history is not None:
-        series = await in_thread(dash.history.series, name, rng)
+        hist = dash.history
+        # The store down or a bad record: the page without charts, saying why (not a 500).
+        series, serr = await in_thread(safe, lambda: hist.series(name, rng), None)
+        if serr and not view.history_error:
+            view = dataclasses.replace(view, history_error=serr)
+    if series is not None:
         charts = (time_chart(series.lag, title=f"lag, last {rng}", unit="records",
                              since_ms=series.since_ms, until_ms=series.until_ms),
-                  time_chart(series.time_lag, title=f"time lag, last {rng}", unit="seconds",
+                  time_chart(series.time_lag, title=f"time lag, last {rng}", unit="duration",
                              since_ms=series.since_ms, until_ms=series.until_ms))
     data = {"group": view, "range": rng,
             "series": None if series is None else {"lag": series.lag,
                                                    "time_lag": series.time_lag}}
     return dash.page(request, "group.html", {"cluster": cluster, "v": view, "range": rng,
-                                             "ranges": list(RANGES_MS), "charts": charts},
+                                             "ranges": list(RANGES_MS), "charts": charts,
+                                             "empty_store": _empty_store(dash)},
                      data=data)
 
 
@@ -141,11 +183,15 @@ async def snapshots(dash: Dashboard, request: Request) -> Response:
 
     cluster = request.path_params["cluster"]
     dash.admin(cluster)
-    snaps = await in_thread(lambda: list_snapshots(store=dash.settings.snapshot_store,
-                                                 config_path=dash.settings.config_path))
+    # The store unreadable as a whole (e.g. s3:// without s3fs): the page says so; a bad file
+    # is a row with its error (the store's listing does that).
+    snaps, err = await in_thread(safe_call, lambda: list_snapshots(
+        store=dash.settings.snapshot_store, config_path=dash.settings.config_path), [],
+        what="snapshot store")
     snaps = list(reversed(snaps))
-    return dash.page(request, "snapshots.html", {"cluster": cluster, "snaps": snaps},
-                     data={"snapshots": [s.as_row() for s in snaps]})
+    return dash.page(request, "snapshots.html", {"cluster": cluster, "snaps": snaps,
+                                                 "store_error": err},
+                     data={"snapshots": [s.as_row() for s in snaps], "error": err})
 
 
 @handler

@@ -20,6 +20,7 @@ from offsetkeeper.errors import UnknownGroupError, UsageError
 from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
 PLAN_TTL_S = 15 * 60
+DESCRIBE_CHUNK = 500
 MAX_PLANS = 200
 
 
@@ -75,6 +76,7 @@ class GroupRow:
     status: str | None
     reason: str
     spark: tuple[float, ...] = ()
+    error: str | None = None        # this group's history could not be read
 
 
 def _describe(admin, ids: list[str]):
@@ -93,15 +95,24 @@ def _describe(admin, ids: list[str]):
     return describe_groups_offsets(admin, ids)
 
 
-def overview(admin, history: HistoryView | None) -> tuple[list[GroupRow], str | None]:
-    """Every group with state, members, lag now, and (from the history) status, time lag and a
-    sparkline; the second value is a history error to show, if any."""
-    from offsetkeeper.ops import list_groups
+def overview(admin, history: HistoryView | None, ids: list[str] | None = None
+             ) -> tuple[list[GroupRow], str | None]:
+    """Groups `ids` (default: every group) with state, members, lag now, and (from the
+    history) status, time lag and a sparkline; the second value is a history error to show."""
+    if ids is None:
+        from offsetkeeper.ops import list_groups
 
-    ids = [g.group_id for g in list_groups(admin)]
+        ids = [g.group_id for g in list_groups(admin)]
     if not ids:
         return [], None
-    infos, rows = _describe(admin, ids)
+    infos, rows = [], []
+    for i in range(0, len(ids), DESCRIBE_CHUNK):
+        # At most DESCRIBE_CHUNK groups' requests in flight: with 10,000 groups at once
+        # librdkafka aborted the process (rd_kafka_enq_once_del_source_return: Assertion
+        # `eonce->refcnt > 0'), taking the dashboard down with it.
+        more_infos, more_rows = _describe(admin, ids[i:i + DESCRIBE_CHUNK])
+        infos += more_infos
+        rows += more_rows
     lag: dict[str, int] = defaultdict(int)
     parts: dict[str, int] = defaultdict(int)
     for r in rows:
@@ -120,8 +131,76 @@ def overview(admin, history: HistoryView | None) -> tuple[list[GroupRow], str | 
         h = hist.get(i.group_id, GroupHistory())
         out.append(GroupRow(i.group_id, i.state, len(i.members), parts[i.group_id],
                             lag[i.group_id] if parts[i.group_id] else None, h.time_lag_s,
-                            h.status, h.reason, h.spark))
+                            h.status, h.reason, h.spark, h.error))
     return out, err
+
+
+PER_PAGE = 100
+MAX_PER_PAGE = 500
+# Sorting by these needs no describe: the listing (one ListGroups request) has name and state.
+LISTING_SORTS = ("group", "state")
+
+
+@dataclass(frozen=True)
+class GroupsQuery:
+    """What the groups page was asked for (parsed from its query string by the page)."""
+
+    q: str = ""
+    state: str = ""
+    status: str = ""
+    sort: str = "group"
+    desc: bool = False
+    page: int = 1
+    per_page: int = PER_PAGE
+
+
+@dataclass(frozen=True)
+class GroupsPage:
+    """One page of the groups table."""
+
+    rows: list[GroupRow]
+    total: int           # groups on the cluster
+    matched: int         # groups passing the filter
+    page: int
+    pages: int
+    states: list[str]
+    history_error: str | None
+
+
+def groups_page(admin, history: HistoryView | None, gq: GroupsQuery) -> GroupsPage:
+    """The groups page: filter, sort and cut a page on the server, describing and reading the
+    history of as few groups as the query allows.
+
+    Name and state come from the listing, so the default view (sorted by name or state,
+    filtered by name or state) describes only the page's groups: with 10,000 groups a page
+    costs one ListGroups plus one describe of 100 groups. Sorting by members, lag, time lag or
+    status, or filtering by status, needs those facts for every group the filter keeps, so it
+    describes them all (the filter narrows that first)."""
+    from offsetkeeper.ops import list_groups
+
+    listing = list_groups(admin)
+    ql = gq.q.lower()
+    kept = [g for g in listing if (not ql or ql in g.group_id.lower())
+            and (not gq.state or g.state == gq.state)]
+    states = sorted({g.state for g in listing})
+    per = gq.per_page
+    if gq.sort in LISTING_SORTS and not gq.status:
+        key = (lambda g: g.group_id) if gq.sort == "group" else (lambda g: (g.state, g.group_id))
+        kept.sort(key=key, reverse=gq.desc)
+        pages = max(1, -(-len(kept) // per))
+        page = min(gq.page, pages)
+        ids = [g.group_id for g in kept[(page - 1) * per:page * per]]
+        rows, herr = overview(admin, history, ids)
+        # The describe may see a state newer than the listing's; keep the listing's order.
+        order = {g: i for i, g in enumerate(ids)}
+        rows.sort(key=lambda r: order[r.group])
+        return GroupsPage(rows, len(listing), len(kept), page, pages, states, herr)
+    rows, herr = overview(admin, history, [g.group_id for g in kept])
+    shown = filter_sort(rows, status=gq.status, sort=gq.sort, desc=gq.desc)
+    pages = max(1, -(-len(shown) // per))
+    page = min(gq.page, pages)
+    return GroupsPage(shown[(page - 1) * per:page * per], len(listing), len(shown), page, pages,
+                      states, herr)
 
 
 SORT_KEYS = {
@@ -171,6 +250,7 @@ def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
     h, err = (GroupHistory(), None)
     if history is not None:
         h, err = safe(lambda: history.group(group, partitions=True), GroupHistory())
+        err = err or h.error
     tl = {(p.topic, p.partition): p for p in h.partitions}
     parts = []
     for r in rows:

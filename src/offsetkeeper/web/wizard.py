@@ -59,6 +59,9 @@ async def _target_spec(dash: Dashboard, form, tmpdir: str):
     from offsetkeeper.web.timefield import datetime_local_to_iso
 
     kind_s = form.get("kind") or ""
+    if not kind_s:
+        # Nothing is preselected (the first kind was --to-earliest, the most destructive).
+        raise HttpError(400, "choose a reset target: nothing is preselected")
     try:
         kind = TargetKind(kind_s)
     except ValueError:
@@ -71,12 +74,13 @@ async def _target_spec(dash: Dashboard, form, tmpdir: str):
         upload = form.get(field_name)
         if upload is None or isinstance(upload, str) or not upload.filename:
             raise HttpError(400, "--from-file: choose a CSV file to upload")
+        # The size was bounded while the body streamed in (forms.read_form: 413 over 20 MB).
         data = await upload.read()
-        if len(data) > 20 * 1024 * 1024:
-            raise HttpError(400, "--from-file: the uploaded file is larger than 20 MB")
         path = Path(tmpdir) / "offsets.csv"
         path.write_bytes(data)
-        return TargetSpec(kind, str(path))
+        # Plans, notes and snapshot descriptions name the user's file, never the temp path.
+        name = Path(upload.filename.replace("\\", "/")).name or "uploaded file"
+        return TargetSpec(kind, str(path), {"shown_as": f"{name} (uploaded)"})
     value = form.get(field_name)
     value = value.strip() if isinstance(value, str) else ""
     if kind in (TargetKind.TO_DATETIME,) or kind.value == "to-history":
@@ -110,7 +114,7 @@ async def reset_preview(dash: Dashboard, request: Request) -> Response:
     from offsetkeeper.reset.plan import TopicSpec
 
     cluster = request.path_params["cluster"]
-    form = await dash.form(request)
+    form = await dash.form(request, upload=True)
     admin = dash.admin(cluster)
     groups_ = _lines(str(form.get("groups") or ""))
     topics = [TopicSpec(*parse_topic_spec(t)) for t in _lines(str(form.get("topics") or ""))]

@@ -37,9 +37,11 @@ def default_store_url() -> str:
     return str(Path(user_data_dir("offsetkeeper")) / "history.db")
 
 
-def resolve_store_url(value: str | None) -> str:
-    """The store to use: the flag, else $OFFSETKEEPER_HISTORY_STORE, else the default SQLite file."""
-    return value or os.environ.get(ENV_VAR) or default_store_url()
+def resolve_store_url(value: str | None, *, configured: str | None = None) -> str:
+    """The store to use: the flag, else $OFFSETKEEPER_HISTORY_STORE, else `configured` (the
+    config file's, for `offsetkeeper ui`), else the default SQLite file. One rule for every
+    command, so `ui` reads what `history record` writes without being told."""
+    return value or os.environ.get(ENV_VAR) or configured or default_store_url()
 
 
 def open_store(url: str | None = None, *, check: bool = True) -> HistoryStore:
