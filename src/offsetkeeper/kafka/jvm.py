@@ -405,6 +405,19 @@ class JvmGroupsAdmin:
             pass
         return described
 
+    def for_group_type(self, group_type: str) -> Any:
+        """The facade as the reset pipeline must see groups of `group_type` (a `GroupType`):
+        itself for groups with committed offsets, a `ShareGroupsView` for share groups (whose
+        start offsets it reads and changes instead). The executor applies a plan through the
+        view of the plan's group type."""
+        from offsetkeeper.models import GroupType
+
+        if group_type == GroupType.SHARE:
+            from offsetkeeper.kafka.share_offsets import ShareGroupsView
+
+            return ShareGroupsView(self)
+        return self
+
     def list_all_groups(self) -> list[AnyGroupListing]:
         """Every group of every type with its protocol and state (kafka-groups.sh --list)."""
         return parse_listings(self._jvm("list-groups"))
