@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 # Group states in which offsets may be changed (as kafka-consumer-groups.sh decides). "unknown"
 # is not among them: a broker that cannot say what a group is doing may have a consumer joining.
 INACTIVE_STATES = frozenset({"empty", "dead"})
 UNKNOWN_STATE = "unknown"
+
+
+class GroupType(StrEnum):
+    """Which offsets of a group a plan changes, and so which admin calls change and read them
+    (`KafkaAdmin.for_group_type`)."""
+
+    CONSUMER = "consumer"  # committed offsets: classic, consumer and streams groups
+    SHARE = "share"        # share-partition start offsets (KIP-932)
 
 # Every offset read from anywhere (files, checkpoints, ZooKeeper, mappings, snapshots, history,
 # commit history) must be an integer in [0, 2^63): Kafka's offsets are signed 64-bit and never

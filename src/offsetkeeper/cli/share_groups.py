@@ -3,32 +3,44 @@ through Kafka's Java admin client)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from offsetkeeper.cli.common import (
     BootstrapOpt,
+    ByDurationOpt,
     ClusterOpt,
     CommandConfigOpt,
     ConfigOpt,
     OutputOpt,
-    connection,
-    group_ids,
+    ToDatetimeOpt,
+    ToEarliestOpt,
+    ToLatestOpt,
+    ToOffsetOpt,
 )
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
-from offsetkeeper.errors import PartialFailure, UsageError
-from offsetkeeper.groups import (
-    ShareTarget,
-    apply_share_plan,
-    describe_share_groups,
-    list_typed_groups,
-    plan_share_delete,
-    plan_share_reset,
+from offsetkeeper.cli.output import OutputFormat, render_rows, say
+from offsetkeeper.cli.typed_groups import (
+    AllGroupsOpt,
+    ExecuteOpt,
+    ExportOpt,
+    FromFileOpt,
+    GroupOpt,
+    GroupsArg,
+    MembersOpt,
+    NoSnapshotOpt,
+    ShiftByOpt,
+    StateViewOpt,
+    ToCurrentOpt,
+    TopicsOpt,
+    connect,
+    describe_ids,
+    parse_states,
+    states_option,
 )
-from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.kafka.jvm import helper_command
-from offsetkeeper.reset.parse import parse_time, parse_topic_spec
+from offsetkeeper.errors import UsageError
+from offsetkeeper.groups import describe_share_groups, list_typed_groups
 
 app = typer.Typer(help="List, describe and reset share groups (KIP-932; needs Java).",
                   no_args_is_help=True)
@@ -39,22 +51,11 @@ OFFSET_COLUMNS = ["group", "topic", "partition", "start_offset", "lag", "log_sta
 MEMBER_COLUMNS = ["group", "consumer_id", "host", "client_id", "member_epoch", "partitions",
                   "assignment"]
 STATE_COLUMNS = ["group", "coordinator", "state", "group_epoch", "assignment_epoch", "members"]
-PLAN_COLUMNS = ["group", "topic", "partition", "current_start_offset", "log_start_offset",
-                "log_end_offset", "new_start_offset", "note"]
-
-TopicOpt = Annotated[list[str] | None, typer.Option(
-    "--topic", "-t", metavar="TOPIC[:P,...]", help="TOPIC or TOPIC:P[,P...] (repeatable).")]
-
-
-def _connect(bootstrap, command_config, cluster, config) -> KafkaAdmin:
-    helper_command()  # Java or the helper missing: one line, exit 1, before anything else
-    return KafkaAdmin(connection(bootstrap, command_config, cluster, config))
 
 
 @app.command("list")
 def list_cmd(
-    state: Annotated[str | None, typer.Option("--state", help="Only groups in these states, "
-                                              "comma-separated: " + ",".join(SHARE_STATES))] = None,
+    state: states_option(SHARE_STATES) = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -62,14 +63,8 @@ def list_cmd(
 
     Example: offsetkeeper share-groups list --state stable -o json
     """
-    states = None
-    if state:
-        states = {s.strip().lower() for s in state.split(",") if s.strip()}
-        bad = sorted(states - set(SHARE_STATES))
-        if bad:
-            raise UsageError(f"--state '{bad[0]}' is not a share group state (expected "
-                             f"{', '.join(SHARE_STATES)})")
-    with _connect(bootstrap, command_config, cluster, config) as admin:
+    states = parse_states(state, SHARE_STATES, "share")
+    with connect(bootstrap, command_config, cluster, config) as admin:
         rows, _ = list_typed_groups(admin, types={"share"}, states=states, strict=True)
     render_rows([{"group_id": r.group_id, "state": r.state} for r in rows],
                 ["group_id", "state"], output)
@@ -77,10 +72,10 @@ def list_cmd(
 
 @app.command("describe")
 def describe(
-    groups: Annotated[list[str] | None, typer.Argument(help="Share group ids.", show_default=False)] = None,
-    all_groups: Annotated[bool, typer.Option("--all-groups", help="Describe every share group.")] = False,
-    members: Annotated[bool, typer.Option("--members", help="Members and their assignments.")] = False,
-    state: Annotated[bool, typer.Option("--state", help="State, coordinator, epochs, member count.")] = False,
+    groups: GroupsArg = None,
+    all_groups: AllGroupsOpt = False,
+    members: MembersOpt = False,
+    state: StateViewOpt = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -92,14 +87,9 @@ def describe(
     """
     if members and state:
         raise UsageError("choose one of --members, --state")
-    ids = group_ids(groups, option="GROUP")
-    if all_groups and ids:
-        raise UsageError("give GROUP names or --all-groups, not both")
-    with _connect(bootstrap, command_config, cluster, config) as admin:
-        if all_groups:
-            ids = [r.group_id for r in list_typed_groups(admin, types={"share"}, strict=True)[0]]
-        elif not ids:
-            raise UsageError("no group given: name one or more share groups, or use --all-groups")
+    with connect(bootstrap, command_config, cluster, config) as admin:
+        ids = describe_ids(groups, all_groups, "share", lambda: [
+            r.group_id for r in list_typed_groups(admin, types={"share"}, strict=True)[0]])
         views = describe_share_groups(admin, ids)
     if members:
         rows = [{"group": v.detail.group_id, "consumer_id": m.member_id, "host": m.host,
@@ -120,106 +110,89 @@ def describe(
         render_rows([r.__dict__ for v in views for r in v.offsets], OFFSET_COLUMNS, output)
 
 
-def _target(earliest: bool, latest: bool, datetime_: str | None, offset: int | None) -> ShareTarget:
-    given = [k for k, v in (("--to-earliest", earliest), ("--to-latest", latest),
-                            ("--to-datetime", datetime_ is not None),
-                            ("--to-offset", offset is not None)) if v]
-    if len(given) != 1:
-        raise UsageError("give exactly one of --to-earliest, --to-latest, --to-datetime, "
-                         "--to-offset" + (f" (got {', '.join(given)})" if given else ""))
-    if earliest:
-        return ShareTarget("earliest")
-    if latest:
-        return ShareTarget("latest")
-    if datetime_ is not None:
-        return ShareTarget("datetime", parse_time(datetime_))
-    if offset is not None and offset < 0:
-        raise UsageError(f"--to-offset {offset} is negative")
-    return ShareTarget("offset", offset)
-
-
-def _render_plan(plan, output: OutputFormat, *, execute: bool, report=None) -> None:
-    rows = [{"group": plan.group, "topic": r.topic, "partition": r.partition,
-             "current_start_offset": r.current_start_offset,
-             "log_start_offset": None if r.log_start_offset < 0 else r.log_start_offset,
-             "log_end_offset": None if r.log_end_offset < 0 else r.log_end_offset,
-             "new_start_offset": r.target, "note": r.note} for r in plan.rows]
-    if output is OutputFormat.json:
-        render_json({"group": plan.group, "kind": plan.kind, "target": plan.target,
-                     "state": plan.state, "members": plan.members, "topics": list(plan.topics),
-                     "refusal": plan.refusal, "executed": execute and report is not None,
-                     "errors": dict(report.errors) if report else {}, "partitions": rows})
-    else:
-        render_rows(rows, PLAN_COLUMNS, output)
-    if output is OutputFormat.table and report is None and not plan.refusal:
-        say("dry run: nothing changed; add --execute to apply")
-
-
-def _finish(plan, output: OutputFormat, execute: bool, admin: KafkaAdmin) -> None:
-    from offsetkeeper.errors import GroupActiveError
-
-    if plan.refusal:
-        _render_plan(plan, output, execute=execute)
-        raise GroupActiveError(plan.refusal, group=plan.group)
-    report = apply_share_plan(admin, plan) if execute else None
-    _render_plan(plan, output, execute=execute, report=report)
-    if report is not None and report.errors:
-        first = next(iter(report.errors.items()))
-        raise PartialFailure(f"share group {plan.group}: {len(report.errors)} failed, first "
-                             f"{first[0]}: {first[1]}", report=report, group=plan.group)
-    if report is not None and output is OutputFormat.table:
-        say(f"share group {plan.group}: {'start offsets set' if plan.kind == 'reset' else 'start offsets deleted'} "
-            f"and read back")
-
-
 @app.command("reset-offsets")
 def reset_offsets(
-    group: Annotated[str, typer.Option("--group", "-g", help="The share group.")],
-    topic: TopicOpt = None,
-    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="The log start.")] = False,
-    to_latest: Annotated[bool, typer.Option("--to-latest", help="The log end.")] = False,
-    to_datetime: Annotated[str | None, typer.Option(
-        "--to-datetime", metavar="TIME", help="First record at or after this time (ISO-8601, "
-        "UTC when no zone, or epoch ms).")] = None,
-    to_offset: Annotated[int | None, typer.Option("--to-offset", help="This offset (clamped to "
-                                                  "the log).")] = None,
-    execute: Annotated[bool, typer.Option("--execute", help="Change the cluster (default: dry run).")] = False,
+    group: GroupOpt,
+    topic: TopicsOpt = None,
+    to_earliest: ToEarliestOpt = False,
+    to_latest: ToLatestOpt = False,
+    to_current: ToCurrentOpt = False,
+    to_offset: ToOffsetOpt = None,
+    shift_by: ShiftByOpt = None,
+    to_datetime: ToDatetimeOpt = None,
+    by_duration: ByDurationOpt = None,
+    from_file: FromFileOpt = None,
+    execute: ExecuteOpt = False,
+    no_snapshot: NoSnapshotOpt = False,
+    export: ExportOpt = None,
+    script: Annotated[Path | None, typer.Option("--script", help="Write an equivalent "
+                                                "kafka-share-groups.sh script.")] = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
-    """Move a share group's start offsets (kafka-share-groups.sh --reset-offsets). Refused
-    while the group has members. Without --topic: every partition the group has a start
-    offset for.
+    """Move a share group's start offsets (kafka-share-groups.sh --reset-offsets) through the
+    same plan, snapshot and executor as `offsets reset`. Refused while the group has members.
+    Without --topic: every partition the group has a start offset for. CURRENT is the start
+    offset; `snapshots rollback` restores it.
 
     Example: offsetkeeper share-groups reset-offsets -g orders-workers -t orders --to-earliest --execute
     """
-    target = _target(to_earliest, to_latest, to_datetime, to_offset)
-    specs = [parse_topic_spec(t) for t in topic or []]
-    if not group:
-        raise UsageError("--group must not be empty")
-    with _connect(bootstrap, command_config, cluster, config) as admin:
-        plan = plan_share_reset(admin, group, target, topics=specs)
-        _finish(plan, output, execute, admin)
+    from offsetkeeper.cli.progress import progress_bar
+    from offsetkeeper.cli.reset_render import render_outcome
+    from offsetkeeper.ops import ExecuteOptions, ResetRequest
+    from offsetkeeper.ops.share_reset import reset_share_group
+    from offsetkeeper.ops.targets import TargetKind, target_from_flags
+    from offsetkeeper.reset.parse import parse_topic_spec
+    from offsetkeeper.reset.plan import TopicSpec
+
+    target = target_from_flags({
+        TargetKind.TO_EARLIEST: to_earliest, TargetKind.TO_LATEST: to_latest,
+        TargetKind.TO_CURRENT: to_current, TargetKind.TO_OFFSET: to_offset,
+        TargetKind.SHIFT_BY: None if shift_by is None else str(shift_by),
+        TargetKind.TO_DATETIME: to_datetime, TargetKind.BY_DURATION: by_duration,
+        TargetKind.FROM_FILE: None if from_file is None else str(from_file)})
+    with connect(bootstrap, command_config, cluster, config) as admin, \
+            progress_bar(output) as progress:
+        req = ResetRequest(target=target, groups=(group,),
+                           topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
+                           execute=execute, export_csv=export, script=script,
+                           script_bootstrap=admin.conn.bootstrap_servers,
+                           script_command_config=str(command_config) if command_config else None,
+                           options=ExecuteOptions(snapshot=not no_snapshot, config_path=config))
+        outcome = reset_share_group(admin, req, progress=progress)
+    render_outcome(outcome, output)
 
 
 @app.command("delete-offsets")
 def delete_offsets(
-    group: Annotated[str, typer.Option("--group", "-g", help="The share group.")],
+    group: GroupOpt,
     topic: Annotated[list[str], typer.Option("--topic", "-t", help="Topic (repeatable; whole "
                                              "topics only, as the broker deletes them).")],
-    execute: Annotated[bool, typer.Option("--execute", help="Change the cluster (default: dry run).")] = False,
+    execute: ExecuteOpt = False,
+    no_snapshot: NoSnapshotOpt = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
     """Delete a share group's start offsets for whole topics (kafka-share-groups.sh
-    --delete-offsets); the group then starts again by its share.auto.offset.reset. Refused
-    while the group has members.
+    --delete-offsets) through the executor, with a snapshot first; the group then starts again
+    by its share.auto.offset.reset. Refused while the group has members.
 
     Example: offsetkeeper share-groups delete-offsets -g orders-workers -t orders --execute
     """
+    from offsetkeeper.cli.progress import progress_bar
+    from offsetkeeper.cli.reset_render import render_outcome
+    from offsetkeeper.ops import DeleteRequest, ExecuteOptions
+    from offsetkeeper.ops.share_reset import delete_share_offsets
+    from offsetkeeper.reset.parse import parse_topic_spec
+    from offsetkeeper.reset.plan import TopicSpec
+
     if any(":" in t for t in topic):
         raise UsageError("--topic takes whole topics here (no :PARTITIONS): the broker deletes "
                          "a share group's start offsets per topic")
-    with _connect(bootstrap, command_config, cluster, config) as admin:
-        plan = plan_share_delete(admin, group, list(dict.fromkeys(topic)))
-        _finish(plan, output, execute, admin)
+    req = DeleteRequest(groups=(group,), execute=execute,
+                        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in dict.fromkeys(topic)),
+                        options=ExecuteOptions(snapshot=not no_snapshot, config_path=config))
+    with connect(bootstrap, command_config, cluster, config) as admin, \
+            progress_bar(output) as progress:
+        outcome = delete_share_offsets(admin, req, progress=progress)
+    render_outcome(outcome, output)

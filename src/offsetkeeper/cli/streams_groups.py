@@ -18,14 +18,24 @@ from offsetkeeper.cli.common import (
     ToEarliestOpt,
     ToLatestOpt,
     ToOffsetOpt,
-    connection,
-    group_ids,
 )
 from offsetkeeper.cli.output import OutputFormat, render_rows, say
+from offsetkeeper.cli.typed_groups import (
+    AllGroupsOpt,
+    ExecuteOpt,
+    GroupOpt,
+    GroupsArg,
+    NoSnapshotOpt,
+    ShiftByOpt,
+    StateViewOpt,
+    TopicsOpt,
+    connect,
+    describe_ids,
+    parse_states,
+    states_option,
+)
 from offsetkeeper.errors import UsageError
 from offsetkeeper.groups import describe_streams_groups, list_streams_groups
-from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.kafka.jvm import helper_command
 
 app = typer.Typer(help="List and describe streams groups (KIP-1071; needs Java).",
                   no_args_is_help=True)
@@ -37,15 +47,9 @@ def _tasks(kind) -> str:
     return "; ".join(f"{sub}:[{','.join(str(p) for p in ps)}]" for sub, ps in kind) or "-"
 
 
-def _connect(bootstrap, command_config, cluster, config) -> KafkaAdmin:
-    helper_command()  # Java or the helper missing: one line, exit 1, before anything else
-    return KafkaAdmin(connection(bootstrap, command_config, cluster, config))
-
-
 @app.command("list")
 def list_cmd(
-    state: Annotated[str | None, typer.Option("--state", help="Only groups in these states, "
-                                              "comma-separated: " + ",".join(STREAMS_STATES))] = None,
+    state: states_option(STREAMS_STATES) = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -53,14 +57,8 @@ def list_cmd(
 
     Example: offsetkeeper streams-groups list --state notready
     """
-    states = None
-    if state:
-        states = {s.strip().lower().replace("_", "") for s in state.split(",") if s.strip()}
-        bad = sorted(states - set(STREAMS_STATES))
-        if bad:
-            raise UsageError(f"--state '{bad[0]}' is not a streams group state (expected "
-                             f"{', '.join(STREAMS_STATES)})")
-    with _connect(bootstrap, command_config, cluster, config) as admin:
+    states = parse_states(state, STREAMS_STATES, "streams")
+    with connect(bootstrap, command_config, cluster, config) as admin:
         rows = list_streams_groups(admin, states=states)
     render_rows([{"group_id": r.group_id, "state": r.state} for r in rows],
                 ["group_id", "state"], output)
@@ -68,12 +66,11 @@ def list_cmd(
 
 @app.command("describe")
 def describe(
-    groups: Annotated[list[str] | None, typer.Argument(help="Streams group ids (application ids).",
-                                                       show_default=False)] = None,
-    all_groups: Annotated[bool, typer.Option("--all-groups", help="Describe every streams group.")] = False,
+    groups: GroupsArg = None,
+    all_groups: AllGroupsOpt = False,
     members: Annotated[bool, typer.Option("--members", help="Members: process, client, epochs, "
                                           "active/standby/warm-up tasks and target tasks.")] = False,
-    state: Annotated[bool, typer.Option("--state", help="State, coordinator, epochs, member count.")] = False,
+    state: StateViewOpt = False,
     topology: Annotated[bool, typer.Option("--topology", help="Subtopologies and their topics.")] = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
@@ -85,14 +82,9 @@ def describe(
     """
     if sum([members, state, topology]) > 1:
         raise UsageError("choose one of --members, --state, --topology")
-    ids = group_ids(groups, option="GROUP")
-    if all_groups and ids:
-        raise UsageError("give GROUP names or --all-groups, not both")
-    with _connect(bootstrap, command_config, cluster, config) as admin:
-        if all_groups:
-            ids = [r.group_id for r in list_streams_groups(admin)]
-        elif not ids:
-            raise UsageError("no group given: name one or more streams groups, or use --all-groups")
+    with connect(bootstrap, command_config, cluster, config) as admin:
+        ids = describe_ids(groups, all_groups, "streams",
+                           lambda: [r.group_id for r in list_streams_groups(admin)])
         views = describe_streams_groups(admin, ids)
     if members:
         rows = [{"group": v.detail.group_id, "member_id": m.member_id, "process_id": m.process_id,
@@ -134,21 +126,18 @@ def describe(
 
 @app.command("reset-offsets")
 def reset_offsets(
-    group: Annotated[str, typer.Option("--group", "-g", help="The streams group (application id).")],
-    topic: Annotated[list[str] | None, typer.Option(
-        "--topic", "-t", metavar="TOPIC[:P,...]", help="Input topic, TOPIC or TOPIC:P[,P...] "
-        "(repeatable).")] = None,
+    group: GroupOpt,
+    topic: TopicsOpt = None,
     all_input_topics: Annotated[bool, typer.Option(
         "--all-input-topics", help="Every input topic of the group's topology.")] = False,
     to_earliest: ToEarliestOpt = False,
     to_latest: ToLatestOpt = False,
     to_offset: ToOffsetOpt = None,
-    shift_by: Annotated[int | None, typer.Option("--shift-by", help="Move committed offset by ±N.")] = None,
+    shift_by: ShiftByOpt = None,
     to_datetime: ToDatetimeOpt = None,
     by_duration: ByDurationOpt = None,
-    execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (default: dry run).")] = False,
-    no_snapshot: Annotated[bool, typer.Option("--no-snapshot", help="Do not snapshot the group "
-                                              "before --execute.")] = False,
+    execute: ExecuteOpt = False,
+    no_snapshot: NoSnapshotOpt = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -178,7 +167,7 @@ def reset_offsets(
                        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
                        execute=execute, options=ExecuteOptions(snapshot=not no_snapshot,
                                                                config_path=config))
-    with _connect(bootstrap, command_config, cluster, config) as admin, \
+    with connect(bootstrap, command_config, cluster, config) as admin, \
             progress_bar(output) as progress:
         outcome = reset_streams_group(admin, group, req, all_input_topics=all_input_topics,
                                       progress=progress)

@@ -7,20 +7,11 @@ these functions need Java and the admin helper; `groups list` falls back to libr
 
 from offsetkeeper.groups.consumer import consumer_group_details
 from offsetkeeper.groups.listing import GroupRow, list_typed_groups
-from offsetkeeper.groups.share import (
-    ShareApplyReport,
-    SharePlan,
-    SharePlanRow,
-    ShareTarget,
-    apply_share_plan,
-    describe_share_groups,
-    plan_share_delete,
-    plan_share_reset,
-)
+from offsetkeeper.groups.share import ShareGroupView, ShareOffsetRow, describe_share_groups
 from offsetkeeper.groups.streams import describe_streams_groups, list_streams_groups
 
 __all__ = [
-    "GroupRow", "ShareApplyReport", "SharePlan", "SharePlanRow", "ShareTarget", "apply_share_plan",
-    "consumer_group_details", "describe_share_groups", "describe_streams_groups",
-    "list_streams_groups", "list_typed_groups", "plan_share_delete", "plan_share_reset",
+    "GroupRow", "ShareGroupView", "ShareOffsetRow", "consumer_group_details",
+    "describe_share_groups", "describe_streams_groups", "list_streams_groups",
+    "list_typed_groups",
 ]

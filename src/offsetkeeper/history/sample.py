@@ -12,6 +12,12 @@ Transactions (kafka/stable.py): each cycle also reads the last stable offset (LS
 partition; where a committed offset is a few offsets short of the LSO, a read_committed consumer
 counts the records left (a group behind transaction markers only has lag 0); and a partition
 whose LSO an open transaction holds back gets the time of that transaction's first record.
+
+Share groups (KIP-932) are sampled too: with --all-groups when the JVM admin helper is installed
+(one extra ListGroups through it per cycle), and when named. Their "committed offset" is the
+share-partition start offset, and their lag is the broker's (KIP-1226: the records from the start
+offset to the log end that the group has not acknowledged), kept as the sample's `readable`
+count, so acknowledged records beyond a start offset that has not moved yet are not lag.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from offsetkeeper.kafka.peek import (  # noqa: F401 (re-exported: bench/, tests)
 )
 from offsetkeeper.kafka.port import AdminPort
 from offsetkeeper.kafka.stable import readable_lag, wants_count
-from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition
+from offsetkeeper.models import CommittedOffset, GroupInfo, GroupType, TopicPartition
 
 Key = tuple[str, int]  # (topic, partition)
 
@@ -140,6 +146,41 @@ class CycleSampler:
             self._txn_starts = NextRecordTimes(conf, timeout_s=min(5.0, self.admin.timeout))
         return self._txn_starts.timestamps(held)
 
+    def _share_listing(self, list_errors: list[str]) -> dict:
+        """Every share group (librdkafka's ListGroups has none), when the admin helper is
+        installed; a failure is one of the cycle's list errors, not an outage."""
+        from offsetkeeper.kafka import jvm
+
+        if not hasattr(self.admin, "for_group_type") or not jvm.available():
+            return {}
+        try:
+            return {g.group_id: g for g in self.admin.for_group_type(GroupType.SHARE).list_groups()}
+        except OffsetkeeperError as exc:
+            list_errors.append(f"share groups: {exc}")
+            return {}
+
+    def _share_offsets(self, groups: list[str], infos: dict, committed: dict) -> dict:
+        """Members, start offsets and the broker's lag (KIP-1226) of share groups, into `infos`
+        and `committed`; returns (group, (topic, partition)) -> lag."""
+        view = self.admin.for_group_type(GroupType.SHARE)
+        infos.update(view.describe_groups_each(groups))
+        lags: dict[tuple[str, Key], int] = {}
+        try:
+            answers = self.admin.share_group_offsets(groups)
+        except OffsetkeeperError as exc:
+            committed.update({g: exc for g in groups})
+            return lags
+        for g in groups:
+            res = answers.get(g, [])
+            if isinstance(res, Exception):
+                committed[g] = res
+                continue
+            committed[g] = {TopicPartition(o.topic, o.partition): CommittedOffset(int(o.start_offset))
+                            for o in res if o.start_offset is not None}
+            lags.update({(g, (o.topic, o.partition)): int(o.lag) for o in res
+                         if o.start_offset is not None and o.lag is not None})
+        return lags
+
     def sample(self, *, on_chunk: Callable[[list[Sample]], None] | None = None,
                should_stop: Callable[[], bool] | None = None) -> CycleResult:
         """Read one cycle. Raises (a retriable OffsetkeeperError) when the cluster is unreachable;
@@ -158,6 +199,8 @@ class CycleSampler:
         # are described (members and assignments), so idle groups cost no describe at all.
         listing = {g.group_id: g for g in self.admin.list_groups()}
         list_errors = list(getattr(self.admin, "last_list_errors", None) or [])
+        if self.scope.all_groups:
+            listing.update(self._share_listing(list_errors))
         groups = list(self.scope.groups) if not self.scope.all_groups else list(listing)
         known = {t: frozenset(ps) for t, ps in topics.items()}
         cyc = _CycleState(ts=0)
@@ -191,13 +234,18 @@ class CycleSampler:
     def _sample_chunk(self, groups: list[str], listing: dict, known: dict,
                       cyc: _CycleState) -> list[Sample]:
         """Read one chunk of groups completely; add its samples to `cyc` and return them."""
+        share = GroupType.SHARE.value
         to_describe = [g for g in groups if g not in listing
-                       or listing[g].state not in ("empty", "dead")]
+                       or (listing[g].state not in ("empty", "dead")
+                           and listing[g].group_type != share)]
         infos: dict[str, GroupInfo | Exception] = {
             g: GroupInfo(g, listing[g].state, group_type=listing[g].group_type)
             for g in groups if g in listing}
         infos.update(self.admin.describe_groups_each(to_describe))
-        committed = self.admin.committed_offsets_each(groups)   # committed offsets first ...
+        # share groups (listed, or named and typed by the describe): their start offsets
+        shared = [g for g in groups if getattr(infos.get(g), "group_type", "") == share]
+        committed = self.admin.committed_offsets_each([g for g in groups if g not in shared])
+        share_lag = self._share_offsets(shared, infos, committed) if shared else {}
         errors = cyc.errors
         # (topic, partition) tuples in the hot loops: hashing them is much cheaper than hashing
         # TopicPartition dataclasses, which matters at thousands of partitions per second.
@@ -266,7 +314,7 @@ class CycleSampler:
             for k, o in rows:
                 lo = wms[k]
                 committed_ = o.offset
-                n = counted.get((k, committed_))
+                n = share_lag.get((g, k), counted.get((k, committed_)))
                 if readable_lag(committed_, lo.log_end, lo.lso, n) == 0:
                     nts, exact, interp = None, (0 if exact_on else None), 0
                 else:

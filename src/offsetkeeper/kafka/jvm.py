@@ -49,7 +49,7 @@ from offsetkeeper.kafka.group_types import (
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.redact import redact_text
 
-HELPER_VERSION = "1"  # = <version> of jvm/admin-helper/pom.xml
+HELPER_VERSION = "2"  # = <version> of jvm/admin-helper/pom.xml
 HELPER_ENV = "OFFSETKEEPER_ADMIN_HELPER"
 MAIN_CLASS = "io.offsetkeeper.admin.Main"
 JVM_FLAGS = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
@@ -404,6 +404,19 @@ class JvmGroupsAdmin:
         except OffsetkeeperError:
             pass
         return described
+
+    def for_group_type(self, group_type: str) -> Any:
+        """The facade as the reset pipeline must see groups of `group_type` (a `GroupType`):
+        itself for groups with committed offsets, a `ShareGroupsView` for share groups (whose
+        start offsets it reads and changes instead). The executor applies a plan through the
+        view of the plan's group type."""
+        from offsetkeeper.models import GroupType
+
+        if group_type == GroupType.SHARE:
+            from offsetkeeper.kafka.share_offsets import ShareGroupsView
+
+            return ShareGroupsView(self)
+        return self
 
     def list_all_groups(self) -> list[AnyGroupListing]:
         """Every group of every type with its protocol and state (kafka-groups.sh --list)."""

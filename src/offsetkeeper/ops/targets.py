@@ -144,8 +144,24 @@ def _from_snapshot(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     snap = SnapshotStore(ctx.snapshot_store).load(
         spec.value or "", cluster=(ctx.admin.cluster_id(), ctx.admin.conn.bootstrap_servers))
     note = check_cluster(ctx.admin, snap, allow=ctx.allow_cluster_mismatch)
+    _same_group_type(snap, ctx.admin)
     return ResolvedTarget(rollback_target(snap), f"--from-snapshot {snap.id}",
                           (note,) if note else ())
+
+
+def _same_group_type(snap, admin) -> None:
+    """A snapshot of share groups holds start offsets: only a share reset may use them (and a
+    share reset only a share snapshot)."""
+    from offsetkeeper.models import GroupType
+    from offsetkeeper.snapshots.rollback import rollback_group_type
+
+    have = rollback_group_type(snap)
+    want = GroupType(getattr(admin, "group_type", GroupType.CONSUMER))
+    if have is not want:
+        what = {GroupType.SHARE: "share group start offsets", GroupType.CONSUMER: "committed offsets"}
+        raise UsageError(f"snapshot {snap.id} holds {what[have]}, not {what[want]}"
+                         + ("; use offsetkeeper snapshots rollback" if have is GroupType.SHARE
+                            else ""))
 
 
 def parse_mapping_ref(ref: str) -> tuple[str, str, str | None]:

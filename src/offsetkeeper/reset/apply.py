@@ -559,6 +559,14 @@ def uncommitted_partitions(plan: ResetPlan) -> dict[str, list[TopicPartition]]:
     return {g: tps for g, tps in out.items() if tps}
 
 
+def admin_for(admin: AdminPort, plan: ResetPlan) -> AdminPort:
+    """The admin facade's view for the plan's group type: a share group's start offsets are
+    read and changed by other calls than committed offsets (kafka/share_offsets.py). Admins
+    without views (test fakes) serve consumer plans as they are."""
+    view = getattr(admin, "for_group_type", None)
+    return admin if view is None else view(plan.group_type)
+
+
 def apply_plan(admin: AdminPort, plan: ResetPlan, options: ApplyOptions | None = None) -> ApplyReport:
     """Execute `plan` against the cluster of `admin`; never raises for per-group failures.
 
@@ -566,6 +574,7 @@ def apply_plan(admin: AdminPort, plan: ResetPlan, options: ApplyOptions | None =
     be taken, nothing is changed and the error propagates.
     """
     opts = options or ApplyOptions()
+    admin = admin_for(admin, plan)
     snapshot_id = None
     groups = groups_to_change(plan, live=opts.live is not None)
     if opts.snapshot_fn is not None and groups:

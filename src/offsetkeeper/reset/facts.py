@@ -179,7 +179,7 @@ def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, labe
     facts = gather_facts(admin, scope, target, groups, allow_unknown_state=allow_unknown_state,
                          may_create=frozenset(groups) if create_groups else named)
     progress(ProgressEvent("reading groups from the cluster", len(groups), len(groups), "groups"))
-    plan = plan_reset(facts, scope, target, label=label, progress=progress)
+    plan = _typed(plan_reset(facts, scope, target, label=label, progress=progress), admin)
     if not any(True for _ in plan.partitions()) and not plan.refused:
         where = f" of {target.source}" if isinstance(target, FromOffsets) else ""
         raise UsageError(f"the reset selects no partition: none of the {len(groups)} group(s) in "
@@ -208,4 +208,16 @@ def build_delete_plan(admin: AdminPort, scope: ResetScope, *, whole_groups: bool
     tps = {TopicPartition(t, p) for t, ps in topic_parts.items() for p in ps}
     facts = ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=admin.watermarks(tps),
                        allow_unknown_state=allow_unknown_state)
-    return plan_delete(facts, scope, whole_groups=whole_groups)
+    return _typed(plan_delete(facts, scope, whole_groups=whole_groups), admin)
+
+
+def _typed(plan: ResetPlan, admin) -> ResetPlan:
+    """The plan, marked with the group type of the admin view its facts were read through (a
+    share group's start offsets: `KafkaAdmin.for_group_type`), so the executor applies it
+    through the same view."""
+    from dataclasses import replace
+
+    from offsetkeeper.models import GroupType
+
+    group_type = getattr(admin, "group_type", GroupType.CONSUMER)
+    return plan if group_type == plan.group_type else replace(plan, group_type=GroupType(group_type))

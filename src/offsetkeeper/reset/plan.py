@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from offsetkeeper.errors import UsageError
-from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition, Watermarks
+from offsetkeeper.models import CommittedOffset, GroupInfo, GroupType, TopicPartition, Watermarks
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.targets import (
     FromOffsets,
@@ -200,6 +200,9 @@ class ResetPlan:
     # groups). A reset follows kafka-consumer-groups: the one-group form only for exactly one
     # --group, so an --all-groups plan that found one group still names it.
     group_column: bool | None = None
+    # Which offsets the plan changes: committed offsets, or a share group's start offsets. The
+    # executor applies it through the admin facade's view for this type (`for_group_type`).
+    group_type: GroupType = GroupType.CONSUMER
 
     def partitions(self) -> Iterator[PartitionPlan]:
         for g in self.groups:
@@ -227,6 +230,8 @@ class ResetPlan:
         """The plan as JSON output: `created_at` in epoch ms with `created_at_iso` beside it."""
         return {"kind": str(self.kind), "target": self.target,
                 "created_at": ms_of_iso(self.created_at), "created_at_iso": self.created_at,
+                **({"group_type": str(self.group_type)}
+                   if self.group_type is not GroupType.CONSUMER else {}),
                 "groups": [asdict(g) for g in self.groups]}
 
 

@@ -6,6 +6,12 @@ in comments has its control characters escaped (a newline in a name can never st
 command), and each group's offsets travel as CSV in a quoted here-document (no expansion) to
 one `kafka-consumer-groups.sh --reset-offsets --from-file` call per group — one JVM per group
 instead of one per partition.
+
+A share group's plan (start offsets) becomes a kafka-share-groups.sh script. That tool (Kafka
+4.3) resets only to the earliest, the latest or a time, and deletes start offsets per whole
+topic: a plan to --to-earliest / --to-latest uses it as is, deletes use `--delete-offsets`, and
+exact offsets (every other target, or a rollback) go through `offsetkeeper share-groups
+reset-offsets --from-file`, which the script calls with the same here-document CSV.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import shlex
 
+from offsetkeeper.models import GroupType
 from offsetkeeper.reset.parse import csv_line
 from offsetkeeper.reset.plan import ResetPlan
 from offsetkeeper.times import iso_now
@@ -59,7 +66,10 @@ def _delimiter(body: str) -> str:
 
 
 def plan_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str | None = None) -> str:
-    """A reviewable shell script of kafka-consumer-groups.sh commands equivalent to the plan."""
+    """A reviewable shell script of kafka-consumer-groups.sh commands equivalent to the plan
+    (kafka-share-groups.sh for a share group's plan: `share_script`)."""
+    if plan.group_type is GroupType.SHARE:
+        return share_script(plan, bootstrap_servers=bootstrap_servers, command_config=command_config)
     now = iso_now()
     out = [
         "#!/usr/bin/env bash",
@@ -107,5 +117,74 @@ def plan_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str 
         out.append(
             f'kafka-consumer-groups.sh --bootstrap-server "$BOOTSTRAP"{cc} '
             f"--group {shlex.quote(g.group)} --reset-offsets --from-file \"$PLAN_FILE\" --execute")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+# The targets kafka-share-groups.sh (Kafka 4.3) can name itself; every other plan is exact offsets.
+_SHARE_TOOL_TARGETS = {"--to-earliest", "--to-latest"}
+
+
+def share_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str | None = None) -> str:
+    """A reviewable script for a share group's plan: kafka-share-groups.sh where that tool can
+    express it (--to-earliest, --to-latest, --delete-offsets of whole topics), otherwise
+    `offsetkeeper share-groups reset-offsets --from-file` with the exact start offsets."""
+    now = iso_now()
+    out = [
+        "#!/usr/bin/env bash",
+        f"# offsetkeeper share group plan ({comment_text(plan.target)}), generated {now}",
+        "# Stop the share consumers of this group before running this script.",
+        "# kafka-share-groups.sh (Kafka 4.3) resets to earliest, latest or a time and deletes",
+        "# start offsets per whole topic; exact start offsets are set with offsetkeeper.",
+        "set -euo pipefail",
+        f"BOOTSTRAP={shlex.quote(bootstrap_servers)}",
+        'PLAN_FILE="$(mktemp)"',
+        "trap 'rm -f \"$PLAN_FILE\"' EXIT",
+        "",
+    ]
+    cc = f" --command-config {shlex.quote(command_config)}" if command_config else ""
+    tool = f'kafka-share-groups.sh --bootstrap-server "$BOOTSTRAP"{cc}'
+    exact_by_tool = plan.target in _SHARE_TOOL_TARGETS and not any(
+        "clamped" in p.note for p in plan.partitions())
+    for g in plan.groups:
+        name = comment_text(g.group)
+        if g.refused:
+            out.append(f"# SKIPPED share group {name}: {comment_text(g.refused)}")
+            continue
+        offsets = sorted(g.offsets.items())
+        deletes = sorted(g.deletes) if plan.kind.value == "reset" else \
+            sorted(p.tp for p in g.partitions if p.changes)
+        if not offsets and not deletes:
+            out.append(f"# SKIPPED share group {name}: nothing to change")
+            continue
+        if "\x00" in g.group or any("\x00" in tp.topic for tp in [*dict(offsets), *deletes]):
+            out.append(f"# SKIPPED share group {name}: a name holds a NUL byte, which no shell "
+                       "can pass to a command")
+            continue
+        for topic in sorted({tp.topic for tp in deletes}):
+            out.append(f"# share group {name}: delete the start offsets of topic "
+                       f"{comment_text(topic)} (the broker deletes whole topics; partitions set "
+                       "below get theirs again)")
+            out.append(f"{tool} --group {shlex.quote(g.group)} --delete-offsets "
+                       f"--topic {shlex.quote(topic)}")
+        if not offsets:
+            out.append("")
+            continue
+        if exact_by_tool:
+            for topic in sorted({tp.topic for tp, _ in offsets}):
+                parts = ",".join(str(tp.partition) for tp, _ in offsets if tp.topic == topic)
+                out.append(f"{tool} --group {shlex.quote(g.group)} --reset-offsets "
+                           f"{plan.target} --topic {shlex.quote(f'{topic}:{parts}')} --execute")
+            out.append("")
+            continue
+        body = "\n".join(csv_line([tp.topic, str(tp.partition), str(o)]) for tp, o in offsets)
+        delim = _delimiter(body)
+        out.append(f"# share group {name}: {len(offsets)} exact start offset(s), which "
+                   "kafka-share-groups.sh cannot set")
+        out.append(f"cat > \"$PLAN_FILE\" <<'{delim}'")
+        out.append(body)
+        out.append(delim)
+        out.append(f'offsetkeeper share-groups reset-offsets --bootstrap-server "$BOOTSTRAP"{cc} '
+                   f'--group {shlex.quote(g.group)} --from-file "$PLAN_FILE" --execute')
         out.append("")
     return "\n".join(out) + "\n"

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from offsetkeeper.errors import unknown_group
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.kafka.port import unwrap_each
-from offsetkeeper.models import TopicPartition, check_names
+from offsetkeeper.models import GroupType, TopicPartition, check_names
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot, format_time, new_snapshot_id
 from offsetkeeper.snapshots.store import SnapshotStore
 
@@ -27,9 +27,12 @@ def live_groups(admin: KafkaAdmin, groups: Iterable[str]) -> dict[str, GroupSnap
         return {}
     infos = admin.describe_groups(ids)
     committed = unwrap_each(admin.committed_offsets_each(ids))
+    # through the share view (`KafkaAdmin.for_group_type`): share groups' start offsets
+    group_type = GroupType(getattr(admin, "group_type", GroupType.CONSUMER))
     return {
         g: GroupSnapshot(state=infos[g].state if g in infos else "unknown",
-                         offsets=dict(sorted(committed.get(g, {}).items())))
+                         offsets=dict(sorted(committed.get(g, {}).items())),
+                         group_type=group_type)
         for g in ids
     }
 

@@ -17,6 +17,10 @@ that had NO committed offset (``"uncommitted": [{"topic": ..., "partition": ...}
 back deletes the commits the change made there (OffsetDelete), so the group is exactly as
 before. Such a snapshot is written as schema version 2 (a version 1 reader, which would leave
 those commits in place, refuses it); others stay version 1.
+
+A share group's snapshot holds its share-partition start offsets as "offsets" and says
+``"type": "share"``; "uncommitted" then lists partitions that had no start offset. Such a
+snapshot is written as schema version 3: an older reader would roll it back as a consumer group.
 """
 
 from __future__ import annotations
@@ -30,12 +34,19 @@ from enum import StrEnum
 from typing import Any
 
 from offsetkeeper.errors import SnapshotFormatError
-from offsetkeeper.models import CommittedOffset, TopicPartition, Watermarks, offset_problem
+from offsetkeeper.models import (
+    CommittedOffset,
+    GroupType,
+    TopicPartition,
+    Watermarks,
+    offset_problem,
+)
 from offsetkeeper.times import iso_datetime
 
 SCHEMA_VERSION = 1  # written when no group records uncommitted partitions
 UNCOMMITTED_VERSION = 2  # written when one does (a version 1 reader would ignore them)
-NEWEST_VERSION = UNCOMMITTED_VERSION  # the newest this offsetkeeper reads
+SHARE_VERSION = 3  # written when a group is a share group (start offsets, "type": "share")
+NEWEST_VERSION = SHARE_VERSION  # the newest this offsetkeeper reads
 
 # Descriptions of the snapshots offsetkeeper takes by itself right before it changes offsets.
 ROLLBACK_PREFIX = "before rollback to "
@@ -89,6 +100,8 @@ class GroupSnapshot:
     offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
     # Partitions about to change that had no committed offset (a rollback deletes theirs).
     uncommitted: frozenset[TopicPartition] = frozenset()
+    # SHARE: `offsets` are share-partition start offsets (rolled back through the share view).
+    group_type: GroupType = GroupType.CONSUMER
 
 
 @dataclass(frozen=True)
@@ -194,8 +207,10 @@ class Snapshot:
     # -- serialisation -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         needs_v2 = any(gs.uncommitted for gs in self.groups.values())
+        needs_v3 = any(gs.group_type is not GroupType.CONSUMER for gs in self.groups.values())
         return {
-            "schema_version": UNCOMMITTED_VERSION if needs_v2 else SCHEMA_VERSION,
+            "schema_version": SHARE_VERSION if needs_v3 else
+            UNCOMMITTED_VERSION if needs_v2 else SCHEMA_VERSION,
             "id": self.id,
             "created_at": self.created_at,
             "cluster_id": self.cluster_id,
@@ -204,6 +219,8 @@ class Snapshot:
             "origin": self.kind.value,
             "groups": {
                 g: {"state": gs.state,
+                    **({"type": str(gs.group_type)}
+                       if gs.group_type is not GroupType.CONSUMER else {}),
                     "offsets": [{"topic": tp.topic, "partition": tp.partition,
                                  "offset": c.offset, "metadata": c.metadata}
                                 for tp, c in sorted(gs.offsets.items())],
@@ -244,6 +261,7 @@ class Snapshot:
                     uncommitted=frozenset(
                         TopicPartition(_str(u, "topic"), _offset(u, "partition"))
                         for u in (_list(gd, "uncommitted") if "uncommitted" in gd else [])),
+                    group_type=_group_type(gd),
                 )
                 for g, gd in _dict(doc, "groups").items()
             }
@@ -281,6 +299,15 @@ class Snapshot:
 
 
 _MISSING = object()
+
+
+def _group_type(gd: Any) -> GroupType:
+    text = _str(gd, "type", GroupType.CONSUMER.value)
+    try:
+        return GroupType(text)
+    except ValueError:
+        raise SnapshotFormatError(f"'type' {text!r} is not one of "
+                                  f"{', '.join(t.value for t in GroupType)}") from None
 
 
 def _get(d: Any, key: str, default: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.models import GroupType
 from offsetkeeper.reset.targets import FromOffsets
 from offsetkeeper.snapshots.model import Snapshot, servers
 
@@ -31,6 +32,17 @@ def rollback_groups(snapshot: Snapshot) -> tuple[str, ...]:
     """The groups a rollback of this snapshot changes (those with offsets in it, or with
     partitions it recorded as uncommitted), sorted."""
     return tuple(sorted({*snapshot.offsets(), *snapshot.uncommitted()}))
+
+
+def rollback_group_type(snapshot: Snapshot) -> GroupType:
+    """Whether the snapshot's groups hold committed offsets or share start offsets (a rollback
+    restores one kind at a time; offsetkeeper's own snapshots never mix them)."""
+    groups = rollback_groups(snapshot)
+    types = {snapshot.groups[g].group_type for g in groups}
+    if len(types) > 1:
+        raise UsageError(f"snapshot {snapshot.id} holds both share groups and consumer groups; "
+                         "roll them back from separate snapshots")
+    return types.pop() if types else GroupType.CONSUMER
 
 
 def cluster_mismatch(
@@ -73,11 +85,16 @@ def plan_rollback(
 ) -> tuple[ResetPlan, str | None]:
     """Check the cluster, then plan a reset of the snapshot's groups to its offsets (nothing is
     changed; execute the plan with `reset.apply.apply_plan`). Returns the plan and a note
-    about the cluster id for the user, if any."""
+    about the cluster id for the user, if any. A snapshot of share groups is planned through
+    the admin's share view: the plan restores their start offsets, and deletes the start
+    offsets of partitions the snapshot recorded without one."""
     from offsetkeeper.reset.facts import build_plan
     from offsetkeeper.reset.plan import ResetScope
 
     note = check_cluster(admin, snapshot, allow=allow_cluster_mismatch)
     target = rollback_target(snapshot)
     scope = ResetScope(groups=rollback_groups(snapshot), topics=(), all_topics=True)
+    group_type = rollback_group_type(snapshot)
+    if group_type is not GroupType.CONSUMER:
+        admin = admin.for_group_type(group_type)
     return build_plan(admin, scope, target, label=f"rollback to {snapshot.id}"), note

@@ -20,6 +20,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
@@ -98,7 +99,11 @@ final class TestApps {
         }
     }
 
-    /** args: application_id, input, output: a stateless mapValues topology. */
+    /**
+     * args: application_id, input, output: a stateless mapValues topology; replace_thread (a
+     * stream thread that dies, e.g. of a missing source topic, is replaced: the application keeps
+     * rejoining its group, which the broker then reports NotReady while it is a member).
+     */
     static void streamsApp(Properties props, JsonNode args, PrintStream out, BufferedReader in)
             throws InterruptedException {
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, args.path("application_id").asText());
@@ -114,6 +119,12 @@ final class TestApps {
         AtomicBoolean stop = stopOnEof(in);
         try (KafkaStreams streams = new KafkaStreams(b.build(), props)) {
             streams.setStateListener((now, before) -> event(out, "state-" + now.name().toLowerCase(), 0));
+            if (args.path("replace_thread").asBoolean(false)) {
+                streams.setUncaughtExceptionHandler(e -> {
+                    event(out, "thread-replaced", 0);
+                    return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+                });
+            }
             streams.start();
             while (!stop.get()) {
                 Thread.sleep(100);
