@@ -32,7 +32,8 @@ ROOT = Path(offsetkeeper.__file__).parent
 PKG = "offsetkeeper"
 
 LAYERS = {
-    0: {"errors", "models", "redact", "storage", "progress", "config", "arrowbuf", "times", "netaddr"},
+    0: {"errors", "models", "redact", "storage", "progress", "config", "arrowbuf", "times", "netaddr",
+        "tables"},
     1: {"kafka", "spark", "devbroker"},
     # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/
     # (its streaming source commits to groups through the reset executor).
