@@ -230,6 +230,4 @@ def connector_jars() -> None:
 
     Example: spark-submit --jars "$(offsetkeeper streaming connector-jars)" orders_query.py
     """
-    from offsetkeeper.spark.connector import jars_conf
-
-    typer.echo(jars_conf()["spark.jars"])
+    typer.echo(ops.connector_jars())

@@ -37,7 +37,7 @@ from offsetkeeper.streaming.view import (
 __all__ = ["DEFAULT_ALIVE_WINDOW_S", "TARGET_KINDS", "CheckpointResetOutcome",
            "CheckpointResetPlan", "CheckpointResetRequest", "CheckpointRollbackRequest",
            "CheckpointView", "CommitToGroupRequest", "LagRow", "PositionRow", "RollbackResult",
-           "checkpoint_lag", "checkpoint_positions", "commit_to_group", "load_view",
+           "checkpoint_lag", "checkpoint_positions", "commit_to_group", "connector_jars", "load_view",
            "reset_checkpoint", "roll_back_checkpoint"]
 
 # The targets a checkpoint can be reset to: everything `offsets reset` offers that does not
@@ -125,3 +125,11 @@ def commit_to_group(admin, req: CommitToGroupRequest, *,
                           description=f"before streaming commit-to-group {req.group}",
                           progress=progress) if req.execute else None
     return Outcome(plan, report)
+
+
+def connector_jars() -> str:
+    """The jars of Spark's own Kafka connector for the installed pyspark, comma-separated (for
+    ``spark.jars`` or ``spark-submit --jars``); UsageError saying how to install them."""
+    from offsetkeeper.spark.connector import jars_conf
+
+    return jars_conf()["spark.jars"]
