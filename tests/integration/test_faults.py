@@ -352,7 +352,7 @@ def test_streaming_commit_to_group_rides_out_a_coordinator_crash(spark, prod3, r
     the coordinator moved the group reaches the query's position: lag 0, nothing skipped."""
     from kafkatools import commit
     from offsetkeeper.spark.kafka import SOURCE_NAME, register
-    from offsetkeeper.streaming import ops as streaming_ops
+    from offsetkeeper.streaming.view import load_view
 
     bootstrap, data = prod3
     topic, group = unique("fault-stream"), unique("fault-sg")
@@ -372,7 +372,7 @@ def test_streaming_commit_to_group_rides_out_a_coordinator_crash(spark, prod3, r
 
     def position() -> dict[int, int]:
         try:
-            return {tp.partition: o for tp, o in streaming_ops.load_view(ck).committed_offsets.items()}
+            return {tp.partition: o for tp, o in load_view(ck).committed_offsets.items()}
         except OffsetkeeperError:
             return {}  # no committed batch yet
 

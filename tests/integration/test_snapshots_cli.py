@@ -174,3 +174,45 @@ def test_create_of_a_group_that_does_not_exist_is_an_error(cli, unique):
     code, _, err = cli("create", "-g", nosuch)
     assert code == 2 and f"consumer group '{nosuch}' does not exist" in err
     assert cli.store.ids() == []
+
+
+def test_library_create_snapshot_refuses_a_misspelled_group_as_the_cli_does(admin, tmp_path,
+                                                                            unique, topic_group):
+    """Invariant: `offsetkeeper.create_snapshot` (library, dashboard) agrees with `snapshots
+    create`: a named group the cluster does not know is an UnknownGroupError and nothing is
+    saved (it used to save an empty snapshot); real groups are saved."""
+    import offsetkeeper
+
+    _, group = topic_group
+    store = str(tmp_path / "lib-snaps")
+    nosuch = unique("nosuch")
+    with pytest.raises(offsetkeeper.UnknownGroupError, match=f"'{nosuch}' does not exist"):
+        offsetkeeper.create_snapshot(admin, [group, nosuch], store=store)
+    assert SnapshotStore(store).ids() == []
+    sid = offsetkeeper.create_snapshot(admin, [group], store=store)
+    assert SnapshotStore(store).ids() == [sid]
+
+
+def test_latest_against_live_is_this_clusters_in_cli_and_library(cli, admin, topic_group):
+    """Invariant: `latest` compared with a live cluster is the newest snapshot taken on that
+    cluster, in `snapshots diff/verify` and in `ops.diff_with_live` (the dashboard) alike: a
+    newer snapshot of another cluster is never the one compared."""
+    import dataclasses
+
+    from offsetkeeper.ops import diff_with_live
+
+    _, group = topic_group
+    code, _, err = cli("create", "-g", group)
+    assert code == 0, err
+    (own,) = cli.store.ids()
+    taken = take_snapshot(admin, [group])  # newer, then made another cluster's, offsets moved
+    moved = dataclasses.replace(taken.groups[group], offsets={
+        tp: CommittedOffset(0) for tp in taken.groups[group].offsets})
+    cli.store.save(dataclasses.replace(taken, cluster_id="another-cluster",
+                                       bootstrap_servers="elsewhere:9092", groups={group: moved}))
+    assert cli.store.ids()[0] != own
+    assert diff_with_live(admin, "latest", store=cli.store.url) == []
+    code, out, err = cli("verify", "latest")
+    assert code == 0 and own in out, err
+    code, out, err = cli("diff", "latest")
+    assert code == 0 and f"no differences between {own} and live" in out, err

@@ -14,7 +14,7 @@ from cli import run_cli
 from kafkatools import LiveConsumer, committed, create_topic, produce
 from offsetkeeper.spark import connector
 from offsetkeeper.spark.kafka.listener import GroupCommitError, commit_to_group
-from offsetkeeper.streaming import ops
+from offsetkeeper.streaming.view import load_view
 from tests.integration.test_streaming import Driver, log_ends, parquet_rows, read_from
 
 pytestmark = [
@@ -70,7 +70,7 @@ def test_listener_commits_each_completed_batch_end_offsets_to_the_group(
             wait_until(lambda ends=ends: committed(bootstrap, group, topic, 3) == ends,
                        f"group at the log end after wave {wave}")
             # the group is exactly the checkpoint's last completed batch, and the listener's
-            view = ops.load_view(ck)
+            view = load_view(ck)
             assert {tp.partition: o for tp, o in view.committed_offsets.items()} == ends
             assert {tp.partition: o for tp, o in committer.committed.items()} == ends
             produce(bootstrap, topic, [(i % 3, None, f"b{i}".encode()) for i in range(30)])
@@ -255,7 +255,7 @@ def test_listener_after_a_killed_driver_never_ahead_and_catches_up_on_restart(
                    and (e["committed_batch"] or -1) >= 1)
         d.kill()  # mid-run: the producer is still writing
         at_kill = committed(bootstrap, group, topic, 3)
-        view = ops.load_view(ck)
+        view = load_view(ck)
         done = {tp.partition: o for tp, o in view.committed_offsets.items()}
         assert all(0 <= at_kill[p] <= done[p] for p in range(3)), (at_kill, done)
         d = JvmDriver(bootstrap, topic, ck, out, group)

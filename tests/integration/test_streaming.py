@@ -20,7 +20,7 @@ from confluent_kafka import TopicPartition as CkTP
 from cli import run_cli
 from kafkatools import commit, committed, create_topic, produce
 from offsetkeeper.spark.kafka import SOURCE_NAME, register
-from offsetkeeper.streaming import ops
+from offsetkeeper.streaming.view import load_view
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -199,7 +199,7 @@ def test_reset_to_datetime_rereads_from_there_and_rollback_undoes_it(
     r = run_cli(capsys, "streaming", "reset", ck, "--to-datetime", iso, *b, "--execute",
                 "--alive-window", "0", "-o", "json")
     assert r.code == 0 and r.json()["executed"]
-    assert ops.load_view(ck).rows()[0]["committed_offset"] == 26
+    assert load_view(ck).rows()[0]["committed_offset"] == 26
     r = run_cli(capsys, "streaming", "rollback", ck, "--execute", "--alive-window", "0")
     assert r.code == 0
     assert {p.name: p.read_bytes() for p in (tmp_path / "ck" / "offsets").iterdir()} == before

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from offsetkeeper.errors import CheckpointBusyError, StoreError, UsageError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.reset.plan import PartitionPlan
-from offsetkeeper.streaming import ops
+from offsetkeeper.streaming import reset as ckreset
 from offsetkeeper.streaming.checkpoint import (
     parse_initial_offsets,
     parse_kafka_offsets,
@@ -22,6 +22,7 @@ from offsetkeeper.streaming.checkpoint import (
     render_offset_log,
 )
 from offsetkeeper.streaming.store import CheckpointStore
+from offsetkeeper.streaming.view import load_view
 from streaming_support import META, jvm_checkpoint
 
 
@@ -68,7 +69,7 @@ def test_view_of_a_jvm_checkpoint_with_a_pending_batch(tmp_path):
     ck = jvm_checkpoint(tmp_path / "ck", {0: {"orders": {"0": 10, "1": 4}},
                                           1: {"orders": {"0": 23, "1": 6}},
                                           2: {"orders": {"0": 30, "1": 9}}}, commits=[0, 1])
-    view = ops.load_view(ck)
+    view = load_view(ck)
     assert view.state.query_id.startswith("0c3a1d2e")
     assert view.state.last_committed == 1 and view.state.pending == 2
     assert view.rows() == [
@@ -81,19 +82,19 @@ def test_view_of_a_jvm_checkpoint_with_a_pending_batch(tmp_path):
 def test_not_a_checkpoint_and_several_kafka_sources_are_usage_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(UsageError, match="not a Spark streaming checkpoint"):
-        ops.load_view(str(tmp_path / "empty"))
+        load_view(str(tmp_path / "empty"))
     with pytest.raises(UsageError, match="does not exist"):
-        ops.load_view(str(tmp_path / "nope"))
+        load_view(str(tmp_path / "nope"))
     ck = jvm_checkpoint(tmp_path / "two", {0: {"a": {"0": 1}}}, [0], extra_sources=('{"b":{"0":2}}',))
     with pytest.raises(UsageError, match="--source"):
-        ops.load_view(ck)
-    assert ops.load_view(ck, source=1).committed_offsets == {TopicPartition("b", 0): 2}
+        load_view(ck)
+    assert load_view(ck, source=1).committed_offsets == {TopicPartition("b", 0): 2}
 
 
 def _plan(ck, batches, new: dict[TopicPartition, int], refusals=()):
-    parts = tuple(PartitionPlan(ops.CHECKPOINT_GROUP, tp.topic, tp.partition, None, o, 0, 100)
+    parts = tuple(PartitionPlan(ckreset.CHECKPOINT_GROUP, tp.topic, tp.partition, None, o, 0, 100)
                   for tp, o in new.items())
-    return ops.CheckpointResetPlan(ck, "--to-offset", parts, batches, refusals=tuple(refusals))
+    return ckreset.CheckpointResetPlan(ck, "--to-offset", parts, batches, refusals=tuple(refusals))
 
 
 def test_execute_rewrites_committed_and_pending_batch_then_rollback_restores_bytes(tmp_path):
@@ -105,7 +106,7 @@ def test_execute_rewrites_committed_and_pending_batch_then_rollback_restores_byt
     before = {p: (tmp_path / "ck" / p).read_bytes() for p in
               ("offsets/0", "offsets/1", "offsets/2", "offsets/.1.crc", "offsets/.2.crc")}
     tp0 = TopicPartition("orders", 0)
-    record = ops.execute_checkpoint_reset(_plan(ck, (1, 2), {tp0: 3}))
+    record = ckreset.execute_checkpoint_reset(_plan(ck, (1, 2), {tp0: 3}))
     for n in (1, 2):
         e = CheckpointStore(ck).offset_entry(n)
         assert e.kafka_offsets(0) == {tp0: 3, TopicPartition("orders", 1): 6 if n == 1 else 9}
@@ -114,43 +115,43 @@ def test_execute_rewrites_committed_and_pending_batch_then_rollback_restores_byt
     assert (tmp_path / "ck" / "offsets" / "0").read_bytes() == before["offsets/0"]
     assert {f.path for f in record.files} == {"offsets/1", "offsets/2", "offsets/.1.crc", "offsets/.2.crc"}
 
-    dry = ops.rollback_checkpoint(ck, "latest", alive_window_s=0)
+    dry = ckreset.rollback_checkpoint(ck, "latest", alive_window_s=0)
     assert not dry.executed and not dry.refusals
     assert CheckpointStore(ck).offset_entry(1).kafka_offsets(0)[tp0] == 3  # dry run: unchanged
-    ops.rollback_checkpoint(ck, record.reset_id, execute=True, alive_window_s=0)
+    ckreset.rollback_checkpoint(ck, record.reset_id, execute=True, alive_window_s=0)
     for p, data in before.items():
         assert (tmp_path / "ck" / p).read_bytes() == data
     with pytest.raises(CheckpointBusyError, match="already rolled back"):
-        ops.rollback_checkpoint(ck, "latest", execute=True, alive_window_s=0)
+        ckreset.rollback_checkpoint(ck, "latest", execute=True, alive_window_s=0)
 
 
 def test_refusals_block_execute_unless_forced(tmp_path):
     ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0], state=True)
     st = CheckpointStore(ck).state()
     assert st.stateful
-    reasons = ops.liveness_refusals(st, alive_window_s=120)
+    reasons = ckreset.liveness_refusals(st, alive_window_s=120)
     assert len(reasons) == 1 and "stateful" in reasons[0]
-    assert "alive" in ops.liveness_refusals(st, alive_window_s=120, now=st.newest_change_s + 5)[0]
+    assert "alive" in ckreset.liveness_refusals(st, alive_window_s=120, now=st.newest_change_s + 5)[0]
     plan = _plan(ck, (0,), {TopicPartition("t", 0): 1}, reasons)
     with pytest.raises(CheckpointBusyError, match="stateful"):
-        ops.execute_checkpoint_reset(plan)
+        ckreset.execute_checkpoint_reset(plan)
     assert CheckpointStore(ck).offset_entry(0).kafka_offsets(0) == {TopicPartition("t", 0): 5}
-    ops.execute_checkpoint_reset(plan, force=True)
+    ckreset.execute_checkpoint_reset(plan, force=True)
     assert CheckpointStore(ck).offset_entry(0).kafka_offsets(0) == {TopicPartition("t", 0): 1}
 
 
 def test_rollback_refused_after_the_query_ran_on(tmp_path):
     ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0])
-    ops.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
+    ckreset.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
     (tmp_path / "ck" / "offsets" / "1").write_text("\n".join(["v1", META, '{"t":{"0":4}}']))
     with pytest.raises(CheckpointBusyError, match="ran batches after"):
-        ops.rollback_checkpoint(ck, execute=True, alive_window_s=0)
+        ckreset.rollback_checkpoint(ck, execute=True, alive_window_s=0)
 
 
 def test_rollback_without_resets_is_a_usage_error(tmp_path):
     ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0])
     with pytest.raises(UsageError, match="no offsetkeeper reset"):
-        ops.rollback_checkpoint(ck)
+        ckreset.rollback_checkpoint(ck)
 
 
 def test_fsspec_memory_url(tmp_path):
@@ -160,10 +161,10 @@ def test_fsspec_memory_url(tmp_path):
     fs.pipe("/ck1/metadata", b'{"id":"q"}')
     fs.pipe("/ck1/offsets/0", "\n".join(["v1", META, '{"t":{"0":5}}']).encode())
     fs.pipe("/ck1/commits/0", b'v1\n{"nextBatchWatermarkMs":0}')
-    view = ops.load_view("memory://ck1")
+    view = load_view("memory://ck1")
     assert view.committed_offsets == {TopicPartition("t", 0): 5} and view.state.query_id == "q"
-    ops.execute_checkpoint_reset(_plan("memory://ck1", (0,), {TopicPartition("t", 0): 2}))
-    assert ops.load_view("memory://ck1").committed_offsets == {TopicPartition("t", 0): 2}
+    ckreset.execute_checkpoint_reset(_plan("memory://ck1", (0,), {TopicPartition("t", 0): 2}))
+    assert load_view("memory://ck1").committed_offsets == {TopicPartition("t", 0): 2}
 
 
 # -- the command line (no broker needed for these) ------------------------------------------
@@ -204,7 +205,7 @@ def test_cli_rollback_dry_run_then_refused_while_alive(tmp_path, capsys):
 
     ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0])
     assert run_cli(capsys, "streaming", "rollback", ck).code == 2  # nothing to roll back
-    ops.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
+    ckreset.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
     r = run_cli(capsys, "streaming", "rollback", ck)
     assert r.code == 0 and "dry run" in r.out and "looks alive" not in r.err
     assert CheckpointStore(ck).offset_entry(0).kafka_offsets(0) == {TopicPartition("t", 0): 1}
@@ -212,10 +213,25 @@ def test_cli_rollback_dry_run_then_refused_while_alive(tmp_path, capsys):
     assert r.code == 0, r.err
     assert CheckpointStore(ck).offset_entry(0).kafka_offsets(0) == {TopicPartition("t", 0): 5}
 
-    ops.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
+    ckreset.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
     shutil.copy(Path(ck) / "offsets" / "0", Path(ck) / "offsets" / "1")  # the query ran a batch
     r = run_cli(capsys, "streaming", "rollback", ck, "--execute")
     assert r.code == 1 and "looks alive" in r.err
     r = run_cli(capsys, "streaming", "rollback", ck, "--execute", "--force")
     assert r.code == 0
     assert CheckpointStore(ck).offset_entry(0).kafka_offsets(0) == {TopicPartition("t", 0): 5}
+
+
+def test_a_checkpoint_reset_takes_the_targets_of_offsets_reset_only_where_they_fit(tmp_path):
+    """Invariant: `streaming reset` names its target as `offsets reset` does (TargetSpec through
+    ops.targets.resolve_target); targets that hold consumer groups' offsets (a snapshot, a
+    mapping, the history, ZooKeeper, the commit log) are refused before anything is read."""
+    from offsetkeeper.ops.streaming import TARGET_KINDS, CheckpointResetRequest, reset_checkpoint
+    from offsetkeeper.ops.targets import TargetKind, TargetSpec
+
+    ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0])
+    for kind in set(TargetKind) - set(TARGET_KINDS):
+        with pytest.raises(UsageError, match=f"{kind.flag} is not a target for a checkpoint"):
+            reset_checkpoint(None, CheckpointResetRequest(ck, TargetSpec(kind, "x")))
+    with pytest.raises(UsageError, match="--to-offset"):
+        reset_checkpoint(None, CheckpointResetRequest(ck, TargetSpec(TargetKind.TO_OFFSET, "-1")))

@@ -53,14 +53,13 @@ def scan(
 
     Example: offsetkeeper commits scan -b localhost:9092 --out /data/commit-history
     """
-    from offsetkeeper.offsetlog.scan import KafkaSource, ScanConfig, backup_source, run_scan
-    from offsetkeeper.spark.session import parse_conf_pairs
+    from offsetkeeper.ops.commits import ScanRequest, scan_commits
 
-    source = backup_source(backup, topic) if backup else \
-        KafkaSource(connection(bootstrap, command_config, cluster, config), topic)
-    cfg = ScanConfig(source=source, out=out, group=group, master=master, spark_conf=parse_conf_pairs(conf))
+    conn = None if backup else connection(bootstrap, command_config, cluster, config)
+    req = ScanRequest(out=out, topic=topic, connection=conn, backup=backup, group=group,
+                      master=master, spark_conf=tuple(conf or ()))
     with progress_bar(output) as progress:
-        s = run_scan(cfg, progress=progress)
+        s = scan_commits(req, progress=progress)
     if output is OutputFormat.json:
         render_json(s.__dict__ | {"skipped": [k.__dict__ for k in s.skipped]})
         return
@@ -91,10 +90,9 @@ def show(
 
     Example: offsetkeeper commits show payments --history /data/commit-history --since 2026-11-20T09:00:00Z
     """
-    from offsetkeeper.offsetlog.history import parse_time, show_group
+    from offsetkeeper.ops.commits import group_commits
 
-    rows = show_group(history, group, since_ms=parse_time(since, flag="--since") if since else None,
-                      until_ms=parse_time(until, flag="--until") if until else None)
+    rows = group_commits(history, group, since=since, until=until)
     render_rows(rows, ["time", "topic", "partition", "offset", "change", "metadata", "leader_epoch",
                        "source_offset"], output, title=f"commits of group {group}" if output is OutputFormat.table else None)
 
@@ -109,14 +107,9 @@ def at(
 
     Example: offsetkeeper commits at payments --history /data/commit-history --time 2026-11-20T09:40:00Z
     """
-    from offsetkeeper.offsetlog.history import at_rows, offsets_at, parse_time
+    from offsetkeeper.ops.commits import commits_at
 
-    rows = at_rows(offsets_at(history, group, parse_time(time, flag="--time")))
-    if not rows:
-        from offsetkeeper.errors import OffsetkeeperError
-
-        raise OffsetkeeperError(f"group '{group}' had committed nothing by {time}", group=group)
-    render_rows(rows, ["group", "topic", "partition", "offset", "committed_at", "metadata",
+    render_rows(commits_at(history, group, time), ["group", "topic", "partition", "offset", "committed_at", "metadata",
                        "leader_epoch", "status"], output)
 
 
@@ -136,37 +129,25 @@ def generations(
 
     Example: offsetkeeper commits generations payments --history /data/commit-history
     """
-    from offsetkeeper.errors import UnknownGroupError
-    from offsetkeeper.offsetlog.history import generation_rows
-    from offsetkeeper.offsetlog.membership import member_rows, membership_rows
+    from offsetkeeper.ops.commits import group_generations
 
-    if members:
-        rows = member_rows(history, group)
-        if not rows:
-            raise UnknownGroupError(f"group '{group}' has no consumer, share or streams group "
-                                    f"members in the history in {history}", group=group)
-        render_rows(rows, ["member", "client", "host", "joined", "left", "first_epoch",
-                           "last_epoch", "assignments", "subscribed", "assigned"], output)
+    gens = group_generations(history, group, members=members)
+    if gens.members:
+        render_rows(gens.rows, ["member", "client", "host", "joined", "left", "first_epoch",
+                                "last_epoch", "assignments", "subscribed", "assigned"], output)
         return
-    # a group that migrated between protocols has both: merged by time
-    rows = sorted(generation_rows(history, group) + membership_rows(history, group),
-                  key=lambda r: r["time"] or 0)
-    if not rows:
-        raise UnknownGroupError(f"group '{group}' has no group metadata in the history in {history}",
-                                group=group)
-    render_rows(rows, ["time", "generation", "state", "member", "client", "host", "subscribed",
+    render_rows(gens.rows, ["time", "generation", "state", "member", "client", "host", "subscribed",
                        "assigned"], output)
 
 
 def _report(name: str, help_text: str, example: str) -> None:
     def command(history: HistoryOpt, group: GroupFilterOpt = None, master: MasterOpt = None,
                 output: OutputOpt = OutputFormat.table) -> None:
-        from offsetkeeper.offsetlog.analytics import COLUMNS, Report, run_report
+        from offsetkeeper.ops.commits import commit_report
 
-        report = Report(name)
-        rows = run_report(report, history, group=group, master=master)
-        render_rows(rows, COLUMNS[report], output)
-        if not rows and output is OutputFormat.table:
+        report = commit_report(name, history, group=group, master=master)
+        render_rows(report.rows, report.columns, output)
+        if not report.rows and output is OutputFormat.table:
             say(f"no {name} found")
 
     command.__doc__ = f"{help_text} (Spark).\n\nExample: {example}"

@@ -45,14 +45,11 @@ def run(
 
     Example: offsetkeeper exporter --listen 0.0.0.0:9308 -b kafka:9092 --group-deny 'console-consumer-.*'
     """
-    from offsetkeeper.cli.history import metric_filter, sampler_config, setup_logging
-    from offsetkeeper.history.service import record
-    from offsetkeeper.netaddr import parse_listen
+    from offsetkeeper.cli.history import sampler_settings
+    from offsetkeeper.ops.history import ExporterRequest, serve_exporter
 
-    parse_listen(listen, example="127.0.0.1:9308")
-    cfg = sampler_config(group, all_groups and not group, interval, retain, time_lag, window)
-    filt = metric_filter(group_allow, group_deny, topic_allow, topic_deny)
-    conn = connection(bootstrap, command_config, cluster, config)
-    setup_logging()
-    record(conn, store or "memory://", cfg, listen=listen, allowed_lag=allowed_lag,
-           metric_filter=filt)
+    req = ExporterRequest(sampler_settings(group, all_groups and not group, interval, retain,
+                                           time_lag, window, group_allow, group_deny,
+                                           topic_allow, topic_deny),
+                          listen=listen, store=store, allowed_lag=allowed_lag, log_to_stderr=True)
+    serve_exporter(connection(bootstrap, command_config, cluster, config), req)

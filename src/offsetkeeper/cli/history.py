@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import sys
 from typing import Annotated
 
 import typer
@@ -24,8 +22,7 @@ from offsetkeeper.cli.output import (
     render_rows,
     say,
 )
-from offsetkeeper.errors import UsageError
-from offsetkeeper.times import iso_ms
+from offsetkeeper.ops.history import SamplerSettings, TimeRange
 
 app = typer.Typer(help="Offset history: record samples of committed offsets and lag, read them "
                   "back, plot and report.", no_args_is_help=True)
@@ -39,47 +36,6 @@ SinceOpt = Annotated[str | None, typer.Option("--since", help="Start: ISO-8601 t
                                               "ago (6h, 30m).", show_default=False)]
 UntilOpt = Annotated[str | None, typer.Option("--until", help="End: ISO-8601 time or a duration "
                                               "ago [default: now].", show_default=False)]
-
-
-class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever sys.stderr is now (not the one at set-up time)."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value) -> None:
-        pass
-
-
-class _IsoFormatter(logging.Formatter):
-    """Log times written like every other time: ISO-8601 UTC, milliseconds, Z."""
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        return iso_ms(record.created * 1000) or ""
-
-
-def setup_logging() -> None:
-    """One line per event on stderr, UTC timestamps (the sampler's log)."""
-    logger = logging.getLogger("offsetkeeper.history")
-    if not any(getattr(h, "_offsetkeeper", False) for h in logger.handlers):
-        h = _StderrHandler()
-        h.setFormatter(_IsoFormatter("%(asctime)s %(levelname)s %(message)s"))
-        h._offsetkeeper = True  # type: ignore[attr-defined]
-        logger.addHandler(h)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-
-
-def _range(since: str | None, until: str | None) -> tuple[int | None, int | None]:
-    from offsetkeeper.history.timeparse import parse_when
-
-    lo = parse_when(since, what="--since") if since else None
-    hi = parse_when(until, what="--until") if until else None
-    if lo is not None and hi is not None and lo > hi:
-        raise UsageError(f"--since {since} is after --until {until}")
-    return lo, hi
 
 
 GroupAllowOpt = Annotated[list[str] | None, typer.Option(
@@ -96,35 +52,13 @@ TopicDenyOpt = Annotated[list[str] | None, typer.Option(
     help="Metrics: leave out partitions of topics fully matching one of these (repeatable).")]
 
 
-def metric_filter(group_allow, group_deny, topic_allow, topic_deny):
-    """The exporter's allow/deny lists (UsageError naming the option for a bad regex)."""
-    from offsetkeeper.history.exporter import MetricFilter
-
-    return MetricFilter.parse(group_allow=group_allow or (), group_deny=group_deny or (),
-                              topic_allow=topic_allow or (), topic_deny=topic_deny or ())
-
-
-def sampler_config(group, all_groups, interval, retain, time_lag, window):
-    """Build a SamplerConfig from the shared record/exporter options (UsageError on bad values)."""
-    from offsetkeeper.history.sample import SampleScope
-    from offsetkeeper.history.sampler import SamplerConfig
-    from offsetkeeper.history.store import RetentionPolicy
-    from offsetkeeper.history.timeparse import parse_duration_ms
-
-    groups = tuple(dict.fromkeys(g.strip() for g in group or [] if g.strip()))
-    if groups and all_groups:
-        raise UsageError("--group and --all-groups are mutually exclusive")
-    if not groups and not all_groups:
-        raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
-    if window < 2:
-        raise UsageError(f"--window {window} is too small (expected at least 2 samples)")
-    # 'forever' keeps every sample at full resolution (no deletion, no thinning).
-    retention = None if retain.strip().lower() == "forever" else \
-        RetentionPolicy(retain_ms=parse_duration_ms(retain, what="--retain"))
-    return SamplerConfig(
-        scope=SampleScope(groups=groups, all_groups=all_groups),
-        interval_ms=parse_duration_ms(interval, what="--interval"), time_lag=time_lag,
-        retention=retention, window=window)
+def sampler_settings(group, all_groups, interval, retain, time_lag, window, group_allow,
+                     group_deny, topic_allow, topic_deny) -> SamplerSettings:
+    """The shared record/exporter options as the operations layer takes them."""
+    return SamplerSettings(groups=tuple(group or ()), all_groups=all_groups, interval=interval,
+                           retain=retain, time_lag=time_lag, window=window,
+                           group_allow=tuple(group_allow or ()), group_deny=tuple(group_deny or ()),
+                           topic_allow=tuple(topic_allow or ()), topic_deny=tuple(topic_deny or ()))
 
 
 @app.command("record")
@@ -155,27 +89,20 @@ def record(
 
     Example: offsetkeeper history record --all-groups --interval 30s --store /var/lib/ok/history.db
     """
-    from offsetkeeper.history.service import record as run_record
+    from offsetkeeper.ops.history import RecordRequest, record_history
 
-    cfg = sampler_config(group, all_groups, interval, retain, time_lag, window)
-    filt = metric_filter(group_allow, group_deny, topic_allow, topic_deny)
-    if exporter:
-        from offsetkeeper.netaddr import parse_listen
-
-        parse_listen(exporter, option="--exporter", example="127.0.0.1:9308")
-    conn = connection(bootstrap, command_config, cluster, config)
-    setup_logging()
-    summary = run_record(conn, store, cfg, once=once, listen=exporter, metric_filter=filt)
+    req = RecordRequest(sampler_settings(group, all_groups, interval, retain, time_lag, window,
+                                         group_allow, group_deny, topic_allow, topic_deny),
+                        store=store, once=once, exporter=exporter, log_to_stderr=True)
+    outcome = record_history(connection(bootstrap, command_config, cluster, config), req)
+    summary = outcome.summary
     if once and summary.last is not None:
         say(f"stored {plural(summary.last.samples, 'sample')} of "
             f"{plural(summary.last.groups, 'group')} in {summary.store}")
         # groups the principal may not read (ACLs): one line each, and a partial failure
-        from offsetkeeper.kafka.errors import is_denied
-
-        denied = {g: e for g, e in summary.last.group_errors.items() if is_denied(e)}
-        for g, e in denied.items():
+        for g, e in outcome.denied.items():
             say(f"group {g}: {e}", style="bold red", prefix="error:")
-        if denied:
+        if outcome.denied:
             raise typer.Exit(1)
 
 
@@ -192,12 +119,9 @@ def show(
 
     Example: offsetkeeper history show payments --topic orders --since 6h -o csv
     """
-    from offsetkeeper.history.read import SHOW_COLUMNS, show_rows
-    from offsetkeeper.history.store import open_store
+    from offsetkeeper.ops.history import SHOW_COLUMNS, history_rows
 
-    lo, hi = _range(since, until)
-    with open_store(store) as st:
-        rows = show_rows(st, group, topic=topic, since=lo, until=hi)
+    rows = history_rows(group, store=store, topic=topic, window=TimeRange(since, until))
     render_rows(rows, SHOW_COLUMNS, output)
 
 
@@ -213,14 +137,9 @@ def at(
 
     Example: offsetkeeper history at payments --time 2026-11-20T09:40:00Z
     """
-    from offsetkeeper.history import read
-    from offsetkeeper.history.store import open_store
-    from offsetkeeper.history.timeparse import parse_when
+    from offsetkeeper.ops.history import AT_COLUMNS, history_at
 
-    ts = parse_when(when, what="--time")
-    with open_store(store) as st:
-        res = read.at(st, group, ts)
-    render_rows(res.rows(), read.AT_COLUMNS, output)
+    render_rows(history_at(group, when, store=store).rows(), AT_COLUMNS, output)
 
 
 @app.command("plot")
@@ -237,14 +156,9 @@ def plot(
 
     Example: offsetkeeper history plot payments --since 24h --out lag.png
     """
-    from offsetkeeper.history.plot import plot_history
-    from offsetkeeper.history.store import open_store
+    from offsetkeeper.ops.history import plot_history
 
-    if not out.lower().endswith(".png"):
-        raise UsageError(f"--out {out} must be a .png file")
-    lo, hi = _range(since, until)
-    with open_store(store) as st:
-        n = plot_history(st, group, out, since=lo, until=hi, topic=topic)
+    n = plot_history(group, out, store=store, topic=topic, window=TimeRange(since, until))
     say(f"plotted {plural(n, 'sample')} to {out}")
 
 
@@ -261,12 +175,9 @@ def export(
 
     Example: offsetkeeper history export --to /data/offset-history --since 30d
     """
-    from offsetkeeper.history.spark_report import export_parquet
-    from offsetkeeper.history.store import open_store
+    from offsetkeeper.ops.history import export_history
 
-    lo, hi = _range(since, until)
-    with open_store(store) as st:
-        res = export_parquet(st, to, since=lo, until=hi, groups=group or ())
+    res = export_history(to, store=store, groups=group or (), window=TimeRange(since, until))
     if output is OutputFormat.json:
         render_json({"days": list(res.days), "rows": res.rows, "files": list(res.files)})
     else:
@@ -286,11 +197,6 @@ def report(
 
     Example: offsetkeeper history report --from /data/offset-history -o csv
     """
-    from offsetkeeper.history.spark_report import REPORT_COLUMNS, daily_report
-    from offsetkeeper.spark.session import get_spark
+    from offsetkeeper.ops.history import REPORT_COLUMNS, history_report
 
-    spark = get_spark(master)
-    rows = daily_report(spark, source)
-    if not rows:
-        raise UsageError(f"history report: {source} holds no samples")
-    render_rows(rows, REPORT_COLUMNS, output)
+    render_rows(history_report(source, master=master), REPORT_COLUMNS, output)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -11,15 +10,10 @@ import typer
 from offsetkeeper.cli.common import OutputOpt
 from offsetkeeper.cli.history import StoreOpt
 from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
+from offsetkeeper.ops.history import FailOn
 
 app = typer.Typer(help="Consumer lag and status (OK/WARN/ERR, STOP/STALL/REWIND per partition).",
                   no_args_is_help=True)
-
-
-class FailOn(StrEnum):
-    err = "err"
-    warn = "warn"
-    incomplete = "incomplete"  # also exit 1 for "not enough samples" (a lagging, young window)
 
 
 @app.command("status")
@@ -41,21 +35,16 @@ def status(
 
     Example: offsetkeeper lag status payments --window 10 || page-oncall
     """
-    from offsetkeeper.history import read
-    from offsetkeeper.history.status import Status
-    from offsetkeeper.history.store import open_store
+    from offsetkeeper.ops.history import lag_status
 
-    with open_store(store) as st:
-        result = read.status(st, groups or (), all_groups=all_groups, window=window,
-                             allowed_lag=allowed_lag)
+    verdicts = lag_status(groups or (), all_groups=all_groups, window=window,
+                        allowed_lag=allowed_lag, fail_on=fail_on, store=store)
+    result, failing = verdicts.groups, verdicts.failing
     if output is OutputFormat.json:
         render_json([g.as_dict() for g in result])
-    elif partitions:
-        render_rows(read.status_rows(result, partitions=True), read.PARTITION_STATUS_COLUMNS, output)
     else:
-        render_rows(read.status_rows(result), read.STATUS_COLUMNS, output)
-    bad = {Status.ERR} | ({Status.WARN} if fail_on is not FailOn.err else set())
-    failing = [g for g in result if g.status in bad or (g.undecided and fail_on is FailOn.incomplete)]
+        render_rows(verdicts.rows(partitions=partitions), verdicts.columns(partitions=partitions),
+                    output)
     if output is OutputFormat.table:
         counts = Counter(str(g.status) for g in result)
         say(f"{plural(len(result), 'group')}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))

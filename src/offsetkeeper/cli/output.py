@@ -28,10 +28,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from offsetkeeper.tables import print_table
 from offsetkeeper.times import human_duration_ms, iso_ms
 
 
@@ -163,17 +163,6 @@ def _blank(v: Any) -> bool:
     return v is None or v == "" or v == [] or v == ()
 
 
-def print_table(table: Table, console: Console | None = None) -> None:
-    """Print a table at its natural width, so no cell ever wraps (one line per row)."""
-    console = console or stdout_console()
-    natural = Measurement.get(console, console.options.update(max_width=1_000_000), table).maximum
-    # A console exactly as wide as the table: Rich then neither folds nor drops a column.
-    wide = Console(file=console.file, width=max(natural, 1), height=25, highlight=False, soft_wrap=True,
-                   force_terminal=console.is_terminal, color_system=console.color_system and "auto",
-                   no_color=console.no_color)
-    wide.print(table, crop=False)
-
-
 def render_rows(
     rows: Sequence[dict[str, Any]],
     columns: Sequence[str],
@@ -224,7 +213,7 @@ def render_rows(
             table.add_column(_header(c), no_wrap=True, overflow="ignore")
         for r in rows:
             table.add_row(*(Text(printable(table_cell(c, r.get(c), times))) for c in shown))
-        print_table(table)
+        print_table(table, stdout_console())
 
 
 def render_json(payload: Any, *, time_keys: Sequence[str] = ()) -> None:

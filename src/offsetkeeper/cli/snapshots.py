@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -26,11 +25,8 @@ from offsetkeeper.cli.output import (
     stdout_console,
     with_iso,
 )
-from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
-from offsetkeeper.snapshots.compare import DIFF_COLUMNS, OffsetDiff
-from offsetkeeper.snapshots.model import Snapshot, same_cluster
-from offsetkeeper.snapshots.store import SnapshotStore, resolve_store_url
+from offsetkeeper.ops import snapshots as ops
 from offsetkeeper.times import ms_of_iso
 
 app = typer.Typer(help="Offset snapshots: create, list, show, diff, verify, rollback, delete.",
@@ -52,10 +48,6 @@ SHOW_COLUMNS = ["group", "state", "topic", "partition", "offset", "metadata",
                 "log_start", "log_end", "lag"]
 
 
-def _store(store: str | None, config: Path | None) -> SnapshotStore:
-    return SnapshotStore(resolve_store_url(store, load_config_file(config)))
-
-
 def _note(text: str) -> None:
     say(text, style="yellow", prefix="note:")
 
@@ -70,9 +62,9 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _render_diffs(diffs: list[OffsetDiff], fmt: OutputFormat, title: str) -> None:
-    if diffs or fmt is not OutputFormat.table:
-        render_rows([d.as_row() for d in diffs], DIFF_COLUMNS, fmt, title=title)
+def _render_diffs(result: ops.SnapshotDiff | ops.LiveDiff, fmt: OutputFormat, title: str) -> None:
+    if result.diffs or fmt is not OutputFormat.table:
+        render_rows(result.rows(), result.columns, fmt, title=title)
 
 
 @app.command("create")
@@ -99,16 +91,15 @@ def create(
     if bool(groups) == all_groups:
         raise UsageError("give either --group G (one or more) or --all-groups")
     from offsetkeeper.kafka.admin import KafkaAdmin
-    from offsetkeeper.snapshots.capture import snapshot_and_save
 
-    st = _store(store, config)
+    req = ops.CreateSnapshotRequest(None if all_groups else tuple(groups), description, store,
+                                    config)
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        snap = snapshot_and_save(admin, None if all_groups else groups, st,
-                                 description=description, must_exist=True)
-    for g, gs in sorted(snap.groups.items()):
-        if not gs.offsets:
-            _note(f"group {g} has no committed offsets (state {gs.state}); recorded as empty")
-    row = _row(snap.summary().as_row()) | {"path": st.display(st.path(snap.id))}
+        saved = ops.save_snapshot(admin, req)
+    for g, state in saved.empty_groups:
+        _note(f"group {g} has no committed offsets (state {state}); recorded as empty")
+    snap = saved.snapshot
+    row = _row(snap.summary().as_row()) | {"path": saved.path}
     row.pop("error")
     if output is OutputFormat.table:
         _say(f"snapshot {snap.id} saved: {_n(row['groups'], 'group')}, "
@@ -129,14 +120,14 @@ def list_(store: StoreOpt = None, config: ConfigOpt = None,
 
     Example: offsetkeeper snapshots list --store s3://ops-bucket/offset-snapshots
     """
-    st = _store(store, config)
-    rows = [_row(s.as_row()) for s in st.list()]
+    listing = ops.snapshot_listing(store=store, config_path=config)
+    rows = [_row(s.as_row()) for s in listing.snapshots]
     columns = LIST_COLUMNS + (["error"] if any(r["error"] for r in rows) else [])
     if not rows:
-        _say(f"no snapshots in {st.display_url}", output)
+        _say(f"no snapshots in {listing.store}", output)
         if output is OutputFormat.table:
             return
-    render_rows(rows, columns, output, title=f"Snapshots in {st.display_url}")
+    render_rows(rows, columns, output, title=f"Snapshots in {listing.store}")
 
 
 @app.command("show")
@@ -146,7 +137,7 @@ def show(snapshot_id: IdArg, store: StoreOpt = None, config: ConfigOpt = None,
 
     Example: offsetkeeper snapshots show snap-20261121T194501.123Z-1a2b -o json
     """
-    snap = _store(store, config).load(snapshot_id)
+    snap = ops.load_snapshot(snapshot_id, store=store, config_path=config)
     if output is OutputFormat.json:
         render_json(_row(snap.to_dict()), time_keys=["created_at"])
         return
@@ -178,38 +169,26 @@ def diff_cmd(
     """
     if other and live:
         raise UsageError("give either a second snapshot id or --live, not both")
-    from offsetkeeper.snapshots.compare import diff
-
-    st = _store(store, config)
+    result: ops.SnapshotDiff | ops.LiveDiff
     if other:
-        a = st.load(snapshot_id)
-        b = st.load(other)
-        if a.cluster_id != b.cluster_id:
-            _note(f"the snapshots were taken on different clusters "
-                  f"({a.cluster_id or '?'} and {b.cluster_id or '?'})")
-        diffs, against = diff(a, b), b.id
+        result = ops.compare_snapshots(snapshot_id, other, store=store, config_path=config)
+        a, against = result.before, result.after.id
     else:
-        a, diffs = _live_diffs(st, snapshot_id, bootstrap, command_config, cluster, config)
-        against = "live"
-    _render_diffs(diffs, output, f"{a.id} -> {against}")
-    if not diffs:
+        result = _live(snapshot_id, store, bootstrap, command_config, cluster, config)
+        a, against = result.snapshot, "live"
+    for note in result.notes:
+        _note(note)
+    _render_diffs(result, output, f"{a.id} -> {against}")
+    if not result.diffs:
         _say(f"no differences between {a.id} and {against}", output)
 
 
-def _live_diffs(st: SnapshotStore, ref: str, bootstrap, command_config, cluster,
-                config) -> tuple[Snapshot, list[OffsetDiff]]:
-    """Load `ref` (``latest`` among this cluster's snapshots) and compare it with the cluster."""
+def _live(ref: str, store, bootstrap, command_config, cluster, config) -> ops.LiveDiff:
+    """`ref` (``latest`` among this cluster's snapshots) against the cluster."""
     from offsetkeeper.kafka.admin import KafkaAdmin
-    from offsetkeeper.snapshots.compare import verify
 
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        live_id = admin.cluster_id()
-        snap = st.load(ref, cluster=(live_id, admin.conn.bootstrap_servers))
-        if not same_cluster(snap, live_id, admin.conn.bootstrap_servers):
-            _note(f"snapshot {snap.id} was taken on cluster {snap.cluster_id or '?'} "
-                  f"({snap.bootstrap_servers}); this is cluster {live_id or '?'} "
-                  f"({admin.conn.bootstrap_servers})")
-        return snap, verify(admin, snap)
+        return ops.compare_with_live(admin, ref, store=store, config_path=config)
 
 
 @app.command("verify")
@@ -227,11 +206,13 @@ def verify_cmd(
 
     Example: offsetkeeper snapshots verify latest
     """
-    snap, diffs = _live_diffs(_store(store, config), snapshot_id, bootstrap, command_config,
-                              cluster, config)
-    _render_diffs(diffs, output, f"{snap.id} -> live")
-    if diffs:
-        say(f"{len(diffs)} partition offset(s) differ from snapshot {snap.id}",
+    result = _live(snapshot_id, store, bootstrap, command_config, cluster, config)
+    snap = result.snapshot
+    for note in result.notes:
+        _note(note)
+    _render_diffs(result, output, f"{snap.id} -> live")
+    if not result.ok:
+        say(f"{len(result.diffs)} partition offset(s) differ from snapshot {snap.id}",
             style="bold red", prefix="error:")
         raise typer.Exit(1)
     _say(f"ok: the committed offsets of {_n(len(snap.groups), 'group')} "
@@ -249,9 +230,9 @@ def delete(
 
     Example: offsetkeeper snapshots delete snap-20261121T194501.123Z-1a2b
     """
-    st = _store(store, config)
     for sid in snapshot_ids:
-        _say(f"deleted {st.delete(sid)}", OutputFormat.table)
+        _say(f"deleted {ops.delete_snapshot(sid, store=store, config_path=config)}",
+             OutputFormat.table)
 
 
 @app.command("rollback")
@@ -284,8 +265,8 @@ def rollback(
     from offsetkeeper.cli.progress import progress_bar
     from offsetkeeper.cli.reset_render import render_outcome
     from offsetkeeper.kafka.admin import KafkaAdmin
-    from offsetkeeper.ops import ExecuteOptions, RollbackRequest
-    from offsetkeeper.ops import rollback as ops_rollback
+    from offsetkeeper.ops.reset import ExecuteOptions, RollbackRequest
+    from offsetkeeper.ops.reset import rollback as ops_rollback
 
     req = RollbackRequest(
         snapshot_id=snapshot_id, execute=execute, allow_cluster_mismatch=allow_cluster_mismatch,

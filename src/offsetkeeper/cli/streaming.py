@@ -30,24 +30,11 @@ from offsetkeeper.cli.output import (
     say,
     table_cell,
 )
-from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.reset.parse import (
-    duration_start_ms,
-    parse_datetime,
-    parse_offset,
-    parse_topic_spec,
-)
+from offsetkeeper.ops import streaming as ops
+from offsetkeeper.ops.targets import TargetKind, target_from_flags
+from offsetkeeper.reset.parse import parse_topic_spec
 from offsetkeeper.reset.plan import TopicSpec
-from offsetkeeper.reset.targets import (
-    ShiftBy,
-    ToCurrent,
-    ToDatetime,
-    ToEarliest,
-    ToLatest,
-    ToOffset,
-)
-from offsetkeeper.streaming import ops
 
 app = typer.Typer(help="Spark streaming checkpoints with Kafka offsets: show, lag, reset "
                   "(dry run by default), roll back, commit to a consumer group.",
@@ -109,42 +96,6 @@ def lag(checkpoint: CheckpointArg, source: SourceOpt = None,
     render_rows([r.__dict__ for r in rows], LAG_COLUMNS, output)
 
 
-def _target(*, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration,
-            from_file, from_group):
-    given = [name for name, v in [
-        ("--to-earliest", to_earliest), ("--to-latest", to_latest), ("--to-current", to_current),
-        ("--to-offset", to_offset is not None), ("--shift-by", shift_by is not None),
-        ("--to-datetime", to_datetime is not None), ("--by-duration", by_duration is not None),
-        ("--from-file", from_file is not None), ("--from-group", from_group is not None)] if v]
-    if not given:
-        raise UsageError("missing reset target: use one of --to-earliest, --to-latest, "
-                         "--to-current, --to-offset, --shift-by, --to-datetime, --by-duration, "
-                         "--from-file, --from-group")
-    if len(given) > 1:
-        raise UsageError(f"conflicting reset targets: {' and '.join(given)} (give exactly one)")
-    if to_earliest:
-        return ToEarliest(), "--to-earliest"
-    if to_latest:
-        return ToLatest(), "--to-latest"
-    if to_current:
-        return ToCurrent(), "--to-current"
-    if to_offset is not None:
-        n = parse_offset(to_offset)
-        return ToOffset(n), f"--to-offset {n}"
-    if shift_by is not None:
-        return ShiftBy(shift_by), f"--shift-by {shift_by}"
-    if to_datetime is not None:
-        return ToDatetime(parse_datetime(to_datetime), to_datetime), f"--to-datetime {to_datetime}"
-    if by_duration is not None:
-        return ToDatetime(duration_start_ms(by_duration), by_duration), f"--by-duration {by_duration}"
-    if from_file is not None:
-        from offsetkeeper.ops.targets import TargetKind, TargetSpec, resolve_target
-
-        spec = TargetSpec(TargetKind.FROM_FILE, str(from_file))
-        return resolve_target(spec, None).target, spec.label
-    return ops.FromGroup(from_group), f"--from-group {from_group}"
-
-
 @app.command("reset")
 def reset(
     checkpoint: CheckpointArg,
@@ -176,15 +127,20 @@ def reset(
 
     Example: offsetkeeper streaming reset /data/ck/orders --to-datetime 2026-11-20T09:40:00Z -b localhost:9092 --execute
     """
-    target, label = _target(to_earliest=to_earliest, to_latest=to_latest, to_current=to_current,
-                            to_offset=to_offset, shift_by=shift_by, to_datetime=to_datetime,
-                            by_duration=by_duration, from_file=from_file, from_group=from_group)
-    req = ops.ResetRequest(location=checkpoint, target=target, label=label,
-                           topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
-                           source=source, execute=execute, force=force,
-                           alive_window_s=alive_window)
+    target = target_from_flags({
+        TargetKind.TO_EARLIEST: to_earliest, TargetKind.TO_LATEST: to_latest,
+        TargetKind.TO_CURRENT: to_current, TargetKind.TO_OFFSET: to_offset,
+        TargetKind.SHIFT_BY: None if shift_by is None else str(shift_by),
+        TargetKind.TO_DATETIME: to_datetime, TargetKind.BY_DURATION: by_duration,
+        TargetKind.FROM_FILE: None if from_file is None else str(from_file),
+        TargetKind.FROM_GROUP: from_group})
+    req = ops.CheckpointResetRequest(
+        location=checkpoint, target=target,
+        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()), source=source,
+        execute=execute, force=force, alive_window_s=alive_window)
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        plan, record = ops.reset_checkpoint(admin, req)
+        outcome = ops.reset_checkpoint(admin, req)
+    plan, record = outcome.plan, outcome.record
     title = (f"Checkpoint reset ({plan.target}) — written" if record else
              f"Checkpoint reset plan ({plan.target}) — dry run, nothing changed; add --execute")
     payload = {**plan.to_dict(), "executed": record is not None,
@@ -226,8 +182,8 @@ def rollback(
 
     Example: offsetkeeper streaming rollback /data/ck/orders latest --execute
     """
-    res = ops.rollback_checkpoint(checkpoint, reset_id, execute=execute, force=force,
-                                  alive_window_s=alive_window)
+    res = ops.roll_back_checkpoint(ops.CheckpointRollbackRequest(
+        checkpoint, reset_id, execute=execute, force=force, alive_window_s=alive_window))
     rows = [{"reset_id": res.record.reset_id, "file": f, "target": res.record.target,
              "restored": res.executed} for f in res.files]
     title = None if execute else "Rollback plan — dry run, nothing changed; add --execute"
@@ -254,17 +210,16 @@ def commit_to_group(
 
     Example: offsetkeeper streaming commit-to-group /data/ck/orders --group orders-etl -b localhost:9092 --execute
     """
-    from offsetkeeper.cli.reset_render import finish, show_outcome
-    from offsetkeeper.ops.reset import ExecuteOptions, apply_options
+    from offsetkeeper.cli.reset_render import render_outcome
+    from offsetkeeper.ops.reset import ExecuteOptions
 
-    opts = apply_options(ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store,
-                                        config_path=config),
-                         description=f"before streaming commit-to-group {group}")
+    req = ops.CommitToGroupRequest(
+        checkpoint, group, source=source, execute=execute,
+        options=ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store,
+                               config_path=config))
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
-        plan, report = ops.commit_to_group(admin, checkpoint, group, source=source,
-                                           execute=execute, apply_options=opts)
-    show_outcome(plan, report, output)
-    finish(plan, report)
+        outcome = ops.commit_to_group(admin, req)
+    render_outcome(outcome, output)
 
 
 @app.command("connector-jars")
@@ -275,6 +230,4 @@ def connector_jars() -> None:
 
     Example: spark-submit --jars "$(offsetkeeper streaming connector-jars)" orders_query.py
     """
-    from offsetkeeper.spark.connector import jars_conf
-
-    typer.echo(jars_conf()["spark.jars"])
+    typer.echo(ops.connector_jars())

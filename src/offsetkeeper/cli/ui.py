@@ -40,9 +40,10 @@ def run(
 
     Example: offsetkeeper ui --listen 127.0.0.1:8080 --read-only
     """
-    from offsetkeeper.web.server import ServeOptions, serve
+    from offsetkeeper.ops.ui import DashboardRequest, serve_dashboard
 
-    serve(ServeOptions(listen=listen, read_only=read_only, history_store=history_store,
-                       backup_destinations=tuple(backup_dest or ()),
-                       checkpoints=tuple(checkpoint or ()), snapshot_store=snapshot_store,
-                       config_path=config, bootstrap=bootstrap, tls_cert=tls_cert, tls_key=tls_key))
+    serve_dashboard(DashboardRequest(
+        listen=listen, read_only=read_only, history_store=history_store,
+        backup_destinations=tuple(backup_dest or ()), checkpoints=tuple(checkpoint or ()),
+        snapshot_store=snapshot_store, config_path=config, bootstrap=bootstrap,
+        tls_cert=tls_cert, tls_key=tls_key))

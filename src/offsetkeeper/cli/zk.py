@@ -35,19 +35,16 @@ def export(
 
     Example: offsetkeeper zk export --zookeeper zk1:2181/kafka -g payments -o csv > payments.csv
     """
-    from offsetkeeper.reset.parse import csv_line
-    from offsetkeeper.zk.offsets import read_zk_offsets
+    from offsetkeeper.ops.zk import ZkExportRequest, export_zk_offsets
 
-    result = read_zk_offsets(zookeeper, tuple(group or ()))
-    rows = result.rows()
+    result = export_zk_offsets(ZkExportRequest(zookeeper, tuple(group or ())))
     if output is OutputFormat.csv:
         # The --from-file writer's quoting (RFC 4180, plus a leading '#' or whitespace quoted),
         # so `offsets reset --from-file` reads every name back exactly.
-        for r in rows:
-            sys.stdout.write(csv_line([r["group"], r["topic"], str(r["partition"]),
-                                       str(r["offset"])]) + "\n")
+        for line in result.reset_file_lines():
+            sys.stdout.write(line + "\n")
     else:
-        render_rows(rows, ["group", "topic", "partition", "offset"], output)
+        render_rows(result.rows(), ["group", "topic", "partition", "offset"], output)
     for g, ids in sorted(result.live.items()):
         if ids:
             say(f"group {g} has {plural(len(ids), 'live consumer')} in ZooKeeper; its offsets may "

@@ -14,7 +14,7 @@ import time
 from rich.markup import escape
 from rich.table import Table
 
-from offsetkeeper.cli.output import print_table
+from offsetkeeper.tables import print_table
 
 
 def _fail(ctx, message: str) -> None:

@@ -63,6 +63,13 @@ class ZkExport:
         return [{"group": o.group, "topic": o.topic, "partition": o.partition, "offset": o.offset}
                 for o in self.offsets]
 
+    def reset_file_lines(self) -> list[str]:
+        """The offsets in the --from-file format of `offsets reset` (group,topic,partition,offset;
+        no header), quoted by the same writer so that every name reads back exactly."""
+        from offsetkeeper.reset.parse import csv_line
+
+        return [csv_line([o.group, o.topic, str(o.partition), str(o.offset)]) for o in self.offsets]
+
 
 def parse_address(text: str) -> str:
     """Validate `HOST:PORT[,HOST:PORT...][/chroot]` (kazoo's hosts string)."""

@@ -1,0 +1,307 @@
+"""Offset history: record samples (`history record`, `exporter`), read them back (`history
+show|at|plot|export`, `lag status`), and the daily report on Spark (`history report`).
+
+A request checks its settings when it is made (UsageError naming the option), before any
+connection or store is opened; the operations then open the store, run, and close it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from offsetkeeper.config import Connection
+from offsetkeeper.errors import UsageError
+from offsetkeeper.history.read import (
+    AT_COLUMNS,
+    PARTITION_STATUS_COLUMNS,
+    SHOW_COLUMNS,
+    STATUS_COLUMNS,
+    AtResult,
+)
+from offsetkeeper.history.service import RecordSummary
+from offsetkeeper.history.spark_report import REPORT_COLUMNS, ExportResult
+from offsetkeeper.history.status import GroupStatus, Status
+from offsetkeeper.times import iso_ms
+
+__all__ = ["AT_COLUMNS", "REPORT_COLUMNS", "SHOW_COLUMNS", "AtResult", "ExportResult",
+           "ExporterRequest", "FailOn", "LagStatus", "RecordOutcome", "RecordRequest",
+           "SamplerSettings", "TimeRange", "export_history", "history_at", "history_report",
+           "history_rows", "lag_status", "plot_history", "record_history", "serve_exporter"]
+
+
+# -- recording ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SamplerSettings:
+    """What the sampler samples and keeps, as the options give it (durations as text)."""
+
+    groups: tuple[str, ...] = ()
+    all_groups: bool = False
+    interval: str = "30s"
+    retain: str = "30d"                 # a duration, or "forever"
+    time_lag: bool = True
+    window: int = 10
+    group_allow: tuple[str, ...] = ()   # regexes of the metrics' allow/deny lists
+    group_deny: tuple[str, ...] = ()
+    topic_allow: tuple[str, ...] = ()
+    topic_deny: tuple[str, ...] = ()
+
+    def config(self):
+        """The sampler's SamplerConfig (UsageError naming the option on a bad value)."""
+        from offsetkeeper.history.sample import SampleScope
+        from offsetkeeper.history.sampler import SamplerConfig
+        from offsetkeeper.history.store import RetentionPolicy
+        from offsetkeeper.history.timeparse import parse_duration_ms
+
+        groups = tuple(dict.fromkeys(g.strip() for g in self.groups if g.strip()))
+        if groups and self.all_groups:
+            raise UsageError("--group and --all-groups are mutually exclusive")
+        if not groups and not self.all_groups:
+            raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
+        if self.window < 2:
+            raise UsageError(f"--window {self.window} is too small (expected at least 2 samples)")
+        # 'forever' keeps every sample at full resolution (no deletion, no thinning).
+        retention = None if self.retain.strip().lower() == "forever" else \
+            RetentionPolicy(retain_ms=parse_duration_ms(self.retain, what="--retain"))
+        return SamplerConfig(
+            scope=SampleScope(groups=groups, all_groups=self.all_groups),
+            interval_ms=parse_duration_ms(self.interval, what="--interval"),
+            time_lag=self.time_lag, retention=retention, window=self.window)
+
+    def metric_filter(self):
+        """The exporter's allow/deny lists (UsageError naming the option for a bad regex)."""
+        from offsetkeeper.history.exporter import MetricFilter
+
+        return MetricFilter.parse(group_allow=self.group_allow, group_deny=self.group_deny,
+                                  topic_allow=self.topic_allow, topic_deny=self.topic_deny)
+
+
+@dataclass(frozen=True)
+class RecordRequest:
+    """`history record`: sample into `store` (None: $OFFSETKEEPER_HISTORY_STORE's default)
+    every interval until SIGTERM/SIGINT, or `once`; with `exporter` (HOST:PORT) also serve
+    Prometheus metrics. `log_to_stderr`: the sampler's one line per event on stderr."""
+
+    sampler: SamplerSettings
+    store: str | None = None
+    once: bool = False
+    exporter: str | None = None
+    log_to_stderr: bool = False
+
+    def __post_init__(self) -> None:
+        self.sampler.config()
+        self.sampler.metric_filter()
+        if self.exporter:
+            from offsetkeeper.netaddr import parse_listen
+
+            parse_listen(self.exporter, option="--exporter", example="127.0.0.1:9308")
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    """What was recorded, and the groups the principal may not read (a partial failure)."""
+
+    summary: RecordSummary
+    denied: dict[str, str] = field(default_factory=dict)  # group -> the error
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.denied else 0
+
+
+def record_history(conn: Connection, req: RecordRequest) -> RecordOutcome:
+    """Run the sampler (see `history.service.record`)."""
+    from offsetkeeper.history.service import record
+    from offsetkeeper.kafka.errors import is_denied
+
+    if req.log_to_stderr:
+        log_to_stderr()
+    summary = record(conn, req.store, req.sampler.config(), once=req.once, listen=req.exporter,
+                     metric_filter=req.sampler.metric_filter())
+    denied = {} if summary.last is None else \
+        {g: str(e) for g, e in summary.last.group_errors.items() if is_denied(e)}
+    return RecordOutcome(summary, denied)
+
+
+@dataclass(frozen=True)
+class ExporterRequest:
+    """`exporter`: serve metrics on `listen` from samples kept in memory (or also in `store`)."""
+
+    sampler: SamplerSettings
+    listen: str = "127.0.0.1:9308"
+    store: str | None = None
+    allowed_lag: int = 0
+    log_to_stderr: bool = False
+
+    def __post_init__(self) -> None:
+        from offsetkeeper.netaddr import parse_listen
+
+        parse_listen(self.listen, example="127.0.0.1:9308")
+        self.sampler.config()
+        self.sampler.metric_filter()
+
+
+def serve_exporter(conn: Connection, req: ExporterRequest) -> RecordSummary:
+    """Sample and serve the metrics until SIGTERM/SIGINT."""
+    from offsetkeeper.history.service import record
+
+    if req.log_to_stderr:
+        log_to_stderr()
+    return record(conn, req.store or "memory://", req.sampler.config(), listen=req.listen,
+                  allowed_lag=req.allowed_lag, metric_filter=req.sampler.metric_filter())
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is now (not the one at set-up time)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+class _IsoFormatter(logging.Formatter):
+    """Log times written like every other time: ISO-8601 UTC, milliseconds, Z."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return iso_ms(record.created * 1000) or ""
+
+
+def log_to_stderr() -> None:
+    """The sampler's log: one line per event on stderr, UTC timestamps (set up once)."""
+    logger = logging.getLogger("offsetkeeper.history")
+    if not any(getattr(h, "_offsetkeeper", False) for h in logger.handlers):
+        h = _StderrHandler()
+        h.setFormatter(_IsoFormatter("%(asctime)s %(levelname)s %(message)s"))
+        h._offsetkeeper = True  # type: ignore[attr-defined]
+        logger.addHandler(h)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+# -- reading --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TimeRange:
+    """`--since` / `--until` as given: ISO-8601 times or durations ago (None: open)."""
+
+    since: str | None = None
+    until: str | None = None
+
+    def ms(self) -> tuple[int | None, int | None]:
+        from offsetkeeper.history.timeparse import parse_when
+
+        lo = parse_when(self.since, what="--since") if self.since else None
+        hi = parse_when(self.until, what="--until") if self.until else None
+        if lo is not None and hi is not None and lo > hi:
+            raise UsageError(f"--since {self.since} is after --until {self.until}")
+        return lo, hi
+
+
+def _open(store: str | None):
+    from offsetkeeper.history.store import open_store
+
+    return open_store(store)
+
+
+def history_rows(group: str, *, store: str | None = None, topic: str | None = None,
+                 window: TimeRange = TimeRange()) -> list[dict]:
+    """One row per partition per sample of `group` (columns SHOW_COLUMNS)."""
+    from offsetkeeper.history.read import show_rows
+
+    lo, hi = window.ms()
+    with _open(store) as st:
+        return show_rows(st, group, topic=topic, since=lo, until=hi)
+
+
+def history_at(group: str, when: str, *, store: str | None = None) -> AtResult:
+    """The group's latest sample at or before `when` (ISO-8601 or a duration ago)."""
+    from offsetkeeper.history import read
+    from offsetkeeper.history.timeparse import parse_when
+
+    ts = parse_when(when, what="--time")
+    with _open(store) as st:
+        return read.at(st, group, ts)
+
+
+def plot_history(group: str, out: str, *, store: str | None = None, topic: str | None = None,
+                 window: TimeRange = TimeRange()) -> int:
+    """Write a PNG of lag and time lag to `out` (path or fsspec URL); the samples plotted."""
+    from offsetkeeper.history.plot import plot_history as plot
+
+    if not out.lower().endswith(".png"):
+        raise UsageError(f"--out {out} must be a .png file")
+    lo, hi = window.ms()
+    with _open(store) as st:
+        return plot(st, group, out, since=lo, until=hi, topic=topic)
+
+
+def export_history(to: str, *, store: str | None = None, groups: Sequence[str] = (),
+                   window: TimeRange = TimeRange()) -> ExportResult:
+    """Samples as Parquet partitioned by day under `to`."""
+    from offsetkeeper.history.spark_report import export_parquet
+
+    lo, hi = window.ms()
+    with _open(store) as st:
+        return export_parquet(st, to, since=lo, until=hi, groups=tuple(groups))
+
+
+def history_report(source: str, *, master: str | None = None) -> list[dict]:
+    """The daily report on Spark over a `history export` directory (columns REPORT_COLUMNS);
+    UsageError when it holds no samples."""
+    from offsetkeeper.history.spark_report import daily_report
+    from offsetkeeper.spark.session import get_spark
+
+    rows = daily_report(get_spark(master), source)
+    if not rows:
+        raise UsageError(f"history report: {source} holds no samples")
+    return rows
+
+
+# -- status ---------------------------------------------------------------------------------
+class FailOn(StrEnum):
+    """Which verdicts make `lag status` fail."""
+
+    err = "err"
+    warn = "warn"
+    incomplete = "incomplete"  # also "not enough samples" (a lagging, young window)
+
+
+@dataclass(frozen=True)
+class LagStatus:
+    """Burrow-style verdicts of groups, and those that fail under `fail_on`."""
+
+    groups: list[GroupStatus]
+    fail_on: FailOn = FailOn.err
+
+    @property
+    def failing(self) -> list[GroupStatus]:
+        bad = {Status.ERR} | ({Status.WARN} if self.fail_on is not FailOn.err else set())
+        return [g for g in self.groups
+                if g.status in bad or (g.undecided and self.fail_on is FailOn.incomplete)]
+
+    def rows(self, *, partitions: bool = False) -> list[dict]:
+        from offsetkeeper.history.read import status_rows
+
+        return status_rows(self.groups, partitions=partitions)
+
+    @staticmethod
+    def columns(*, partitions: bool = False) -> list[str]:
+        return PARTITION_STATUS_COLUMNS if partitions else STATUS_COLUMNS
+
+
+def lag_status(groups: Sequence[str] = (), *, all_groups: bool = False, window: int = 10,
+               allowed_lag: int = 0, fail_on: FailOn = FailOn.err,
+               store: str | None = None) -> LagStatus:
+    """Judge groups from their last `window` samples in the store."""
+    from offsetkeeper.history import read
+
+    with _open(store) as st:
+        result = read.status(st, groups, all_groups=all_groups, window=window,
+                             allowed_lag=allowed_lag)
+    return LagStatus(result, fail_on)
