@@ -35,7 +35,8 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from offsetkeeper.config import load_config_file, load_properties_file, resolve_connection
+from offsetkeeper.config import load_config_file, load_properties_file
+from offsetkeeper.kafka.connect import resolve_connection
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.integration

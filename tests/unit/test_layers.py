@@ -71,7 +71,6 @@ THIRD_PARTY: dict[str, dict[str, str]] = {
         "consumer": "the consumer library is a Kafka client",
         "restore": "restore produces records into the target and reads them back",
         "devbroker": "starts development brokers and probes them",
-        "config": "check_client_properties asks librdkafka to validate properties offline",
         "streaming.lag": "reads the timestamps of a streaming query's next records",
         "offsetlog.sample": "produces the sample __consumer_offsets log of the demo and tests",
         "demo": "demo parts seed a demo cluster",

@@ -3,9 +3,8 @@ checkpoint directories in the format of Spark's JVM Kafka source (no broker need
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given

@@ -15,8 +15,9 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from offsetkeeper.config import ConfigFile, Connection, resolve_connection
+from offsetkeeper.config import ConfigFile, Connection
 from offsetkeeper.errors import UnknownGroupError, UsageError
+from offsetkeeper.kafka.connect import resolve_connection
 from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
 PLAN_TTL_S = 15 * 60
