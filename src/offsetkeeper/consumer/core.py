@@ -45,6 +45,7 @@ from offsetkeeper.errors import (
 )
 from offsetkeeper.kafka.errors import (
     AUTHORIZATION,
+    PARTITION_EOF,
     connection_failure,
     is_retriable,
     translate,
@@ -488,7 +489,7 @@ class OffsetConsumer:
 
     def _handle_error(self, m, err: KafkaError) -> None:
         code = err.code()
-        if code == KafkaError._PARTITION_EOF:
+        if code == PARTITION_EOF:
             return
         if err.name() in AUTHORIZATION:
             # The ACLs will not change by retrying: one line naming the resource and operation.

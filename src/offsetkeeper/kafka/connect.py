@@ -18,7 +18,6 @@ from offsetkeeper.config import (
     prop_str,
 )
 from offsetkeeper.errors import ConfigError
-from offsetkeeper.redact import redact_text
 
 # Java client properties librdkafka does not know, and what to use instead.
 JAVA_ONLY = {
@@ -49,16 +48,15 @@ def check_client_properties(props: dict[str, str], *, source: str = "client prop
 
     from confluent_kafka import KafkaException, Producer
 
+    from offsetkeeper.kafka.errors import client_config_error
+
     quiet = logging.getLogger("offsetkeeper.librdkafka.check")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
     try:
         Producer({**props, "logger": quiet})
     except (KafkaException, ValueError, TypeError) as exc:
-        err = exc.args[0] if exc.args else exc
-        text = getattr(err, "str", lambda: str(err))()
-        text = redact_text(text, props)
-        raise ConfigError(f"{source}: {_first_line(Exception(text))}") from None
+        raise client_config_error(exc, props, where=source) from None
 
 
 def resolve_connection(
@@ -127,7 +125,3 @@ def connect_ref(
         {**conn.properties, **{k: prop_str(v) for k, v in ref.properties.items()}})
     check_client_properties(props, source="cluster properties in the file")
     return Connection(conn.bootstrap_servers, props, conn.name)
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0]

@@ -88,7 +88,7 @@ class _Producer:
     def __init__(self, cfg: WriterConfig) -> None:
         from confluent_kafka import Producer
 
-        self.errors: dict[tuple[str, int], str] = {}  # first failure per target partition
+        self.errors: dict[tuple[str, int], Any] = {}  # first failure (KafkaError) per target partition
         conf = {"linger.ms": "20", "batch.size": "1000000",
                 "queue.buffering.max.messages": "500000",
                 "queue.buffering.max.kbytes": str(QUEUE_KBYTES), **cfg.producer_conf,
@@ -150,10 +150,16 @@ class _Producer:
                 return
 
     def _on_error(self, err, msg) -> None:
-        self.errors.setdefault((msg.topic(), msg.partition()), str(err))
+        self.errors.setdefault((msg.topic(), msg.partition()), err)
 
     def error_for(self, target: TopicPartition) -> str | None:
-        return self.errors.get((target.topic, target.partition))
+        """The sentence for the first failed delivery to `target` (kafka.errors), or None."""
+        err = self.errors.get((target.topic, target.partition))
+        if err is None:
+            return None
+        from offsetkeeper.kafka.errors import delivery_message
+
+        return delivery_message(err, topic=target.topic, partition=target.partition)
 
 
 def _as_bytes(col: pa.Array) -> list[bytes]:
@@ -213,10 +219,11 @@ class RouteProducer:
         # the task's producer: this waits for the other routes' records too (they pause)
         remaining = self.shared.flush(120)
         if (err := self.shared.error_for(self.target)) is not None:
-            raise RestoreWriteError(f"producing to {self.target} failed: {err}")
+            raise RestoreWriteError(err)
         if remaining:
             raise RestoreWriteError(f"producing to {self.target}: {remaining} records not "
-                                    "acknowledged in 120 s")
+                                    "acknowledged in 120 s; check that the partition has a "
+                                    "leader and its broker is reachable, then run again")
 
     def _end_chunk(self) -> None:
         chunk, start = self.chunk, self.chunk_start
@@ -360,25 +367,32 @@ class RouteProducer:
                  hdrs: list | None, i: int, j: int) -> None:
         """The inner loop: one positional produce() per record, nothing else."""
         produce = self.producer.produce
-        if hdrs is None:
-            for v, k, t in zip(values[i:j], keys[i:j], tss[i:j], strict=True):
-                try:
-                    produce(topic, v, k, part, None, None, t)
-                except BufferError:
-                    self._retry(topic, v, k, part, t, None)
-        else:
-            for v, k, t, h in zip(values[i:j], keys[i:j], tss[i:j], hdrs[i:j], strict=True):
-                try:
-                    produce(topic, v, k, part, None, None, t, h)
-                except BufferError:
-                    self._retry(topic, v, k, part, t, h)
+        try:
+            if hdrs is None:
+                for v, k, t in zip(values[i:j], keys[i:j], tss[i:j], strict=True):
+                    try:
+                        produce(topic, v, k, part, None, None, t)
+                    except BufferError:
+                        self._retry(topic, v, k, part, t, None)
+            else:
+                for v, k, t, h in zip(values[i:j], keys[i:j], tss[i:j], hdrs[i:j], strict=True):
+                    try:
+                        produce(topic, v, k, part, None, None, t, h)
+                    except BufferError:
+                        self._retry(topic, v, k, part, t, h)
+        except Exception as exc:  # produce() refused a record (too large, unknown partition)
+            from offsetkeeper.kafka.errors import delivery_message, error_name
+
+            if not error_name(exc):
+                raise
+            raise RestoreWriteError(delivery_message(exc, topic=topic, partition=part)) from exc
 
     def _retry(self, topic: str, v, k, part: int, t: int, h) -> None:
         """The producer's queue is full: serve it until there is room, then produce."""
         while True:
             self.producer.poll(QUEUE_FULL_WAIT_S)
             if (err := self.shared.error_for(self.target)) is not None:
-                raise RestoreWriteError(f"producing to {self.target} failed: {err}")
+                raise RestoreWriteError(err)
             try:
                 self.producer.produce(topic, v, k, part, None, None, t, h)
                 return

@@ -32,7 +32,7 @@ from typing import Any
 from offsetkeeper.backup.manifest import Manifest
 from offsetkeeper.backup.read import Selection, check_segments, partition_segments, selection_stats
 from offsetkeeper.backup.task_failure import guarded, raise_failures
-from offsetkeeper.errors import ConfigError, OffsetkeeperError, RestoreWriteError, UsageError
+from offsetkeeper.errors import OffsetkeeperError, RestoreWriteError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_progress
@@ -141,7 +141,7 @@ def check_client_config(o: RestoreOptions) -> None:
     one-line ConfigError before any topic or state exists (secret values are never echoed)."""
     from confluent_kafka import Consumer, KafkaException, Producer
 
-    from offsetkeeper.redact import redact_text
+    from offsetkeeper.kafka.errors import client_config_error
 
     client = o.target.client_config()
     for kind, make, conf in (("producer", Producer, producer_config({**client, **dict(o.producer_properties)})),
@@ -149,10 +149,8 @@ def check_client_config(o: RestoreOptions) -> None:
         try:
             c = make({**conf, "log_level": "0"})
         except (KafkaException, ValueError, TypeError) as exc:
-            err = exc.args[0] if exc.args else exc
-            text = err.str() if hasattr(err, "str") else str(err)
-            text = redact_text(text, conf)
-            raise ConfigError(f"the restore's {kind} properties are not valid: {text}") from None
+            raise client_config_error(
+                exc, conf, where=f"the restore's {kind} properties are not valid") from None
         if kind == "consumer":
             c.close()
 

@@ -76,6 +76,8 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CkTP
 
+    from offsetkeeper.kafka.errors import denied, is_partition_eof, translate
+
     c = Consumer(consumer_config(consumer_conf))
     try:
         low, high = c.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=15)
@@ -89,7 +91,7 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
             if msg is None:
                 continue
             if msg.error():
-                if msg.error().code() == -191:  # _PARTITION_EOF
+                if is_partition_eof(msg.error()):
                     # the end of what there is to read: the last record (or, when the tail
                     # holds only control records, the read position) reached the log end
                     pos = c.position([CkTP(tp.topic, tp.partition)])[0].offset
@@ -99,11 +101,11 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
                 if msg.error().name() == "GROUP_AUTHORIZATION_FAILED":
                     continue  # the coordinator lookup of a group this reader never uses
                 if msg.error().name() == "TOPIC_AUTHORIZATION_FAILED":
-                    from offsetkeeper.kafka.errors import denied
-
                     raise RestoreWriteError(f"reading {tp} to resume failed: " + denied(
                         "TOPIC_AUTHORIZATION_FAILED", action="read records", topic=tp.topic))
-                raise RestoreWriteError(f"reading {tp} to resume failed: {msg.error().str()}")
+                raise RestoreWriteError(translate(
+                    msg.error(), action=f"reading {tp} to resume failed", topic=tp.topic,
+                    partition=tp.partition).message)
             out.append(msg)
             if msg.offset() >= high - 1:
                 return out
