@@ -18,8 +18,8 @@ from offsetkeeper.backup.config import BackupConfig
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.errors import PARTITION_EOF
 from offsetkeeper.restore.config import RestoreOptions
+from offsetkeeper.restore.resume import RESTORE_HEADERS
 from offsetkeeper.restore.three_phase import ThreePhaseOptions, run_three_phase
-from offsetkeeper.restore.writer import RESTORE_HEADERS
 from tests.kafkatools import commit, create_topic, produce
 from tests.restore_support import consume_all
 

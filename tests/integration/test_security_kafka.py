@@ -268,7 +268,7 @@ def test_history_record_and_lag_status(sec, env, mode, capsys, caplog):
 
 
 def test_exporter_serves_metrics_from_the_secured_cluster(sec, env, caplog):
-    from offsetkeeper.history.sample import SampleScope
+    from offsetkeeper.history.sample_cycle import SampleScope
     from offsetkeeper.history.sampler import SamplerConfig
     from offsetkeeper.history.service import record
 

@@ -128,7 +128,7 @@ def test_the_restore_producer_reports_its_first_failed_delivery_as_a_sentence():
     sentence for it, not librdkafka's text."""
     from offsetkeeper.models import TopicPartition
     from offsetkeeper.restore.produce import _Producer
-    from offsetkeeper.restore.writer import WriterConfig
+    from offsetkeeper.restore.resume import WriterConfig
 
     cfg = WriterConfig(restore_id="r", mapping_root="/nonexistent", offset_headers=True,
                        producer_conf={"bootstrap.servers": "127.0.0.1:1"}, consumer_conf={},

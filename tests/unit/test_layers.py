@@ -36,7 +36,7 @@ LAYERS = {
     1: {"kafka", "spark", "devbroker"},
     # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/
     # (its streaming source commits to groups through the reset executor).
-    2: {"reset", "snapshots", "backup", "restore", "inspect", "history", "consumer", "streaming",
+    2: {"reset", "snapshots", "backup", "restore", "describe", "history", "consumer", "streaming",
         "offsetlog", "zk", "spark.kafka", "groups"},
     3: {"ops", ""},  # "": the package root, the public surface re-exporting the ops layer
     4: {"cli", "web", "demo"},
@@ -51,7 +51,7 @@ DOMAIN_IMPORTS: dict[str, set[str]] = {
     "groups": set(),
     "zk": {"reset"},                                    # ZooKeeper offsets as a reset target
     "history": {"reset"},                               # history as a reset target
-    "inspect": set(),
+    "describe": set(),
     "snapshots": {"reset"},
     "streaming": {"reset"},
     "spark.kafka": {"reset", "streaming"},              # commits go through the executor
@@ -72,7 +72,7 @@ THIRD_PARTY: dict[str, dict[str, str]] = {
         "restore": "restore produces records into the target and reads them back",
         "devbroker": "starts development brokers and probes them",
         "streaming.lag": "reads the timestamps of a streaming query's next records",
-        "offsetlog.sample": "produces the sample __consumer_offsets log of the demo and tests",
+        "offsetlog.sample_log": "produces the sample __consumer_offsets log of the demo and tests",
         "demo": "demo parts seed a demo cluster",
     },
     "pyspark": {

@@ -91,7 +91,7 @@ def show(
 
     Example: offsetkeeper commits show payments --history /data/commit-history --since 2026-11-20T09:00:00Z
     """
-    from offsetkeeper.offsetlog.history import parse_time, show_group
+    from offsetkeeper.offsetlog.commit_history import parse_time, show_group
 
     rows = show_group(history, group, since_ms=parse_time(since, flag="--since") if since else None,
                       until_ms=parse_time(until, flag="--until") if until else None)
@@ -109,7 +109,7 @@ def at(
 
     Example: offsetkeeper commits at payments --history /data/commit-history --time 2026-11-20T09:40:00Z
     """
-    from offsetkeeper.offsetlog.history import at_rows, offsets_at, parse_time
+    from offsetkeeper.offsetlog.commit_history import at_rows, offsets_at, parse_time
 
     rows = at_rows(offsets_at(history, group, parse_time(time, flag="--time")))
     if not rows:
@@ -137,7 +137,7 @@ def generations(
     Example: offsetkeeper commits generations payments --history /data/commit-history
     """
     from offsetkeeper.errors import UnknownGroupError
-    from offsetkeeper.offsetlog.history import generation_rows
+    from offsetkeeper.offsetlog.commit_history import generation_rows
     from offsetkeeper.offsetlog.membership import member_rows, membership_rows
 
     if members:

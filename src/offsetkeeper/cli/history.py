@@ -106,7 +106,7 @@ def metric_filter(group_allow, group_deny, topic_allow, topic_deny):
 
 def sampler_config(group, all_groups, interval, retain, time_lag, window):
     """Build a SamplerConfig from the shared record/exporter options (UsageError on bad values)."""
-    from offsetkeeper.history.sample import SampleScope
+    from offsetkeeper.history.sample_cycle import SampleScope
     from offsetkeeper.history.sampler import SamplerConfig
     from offsetkeeper.history.store import RetentionPolicy
     from offsetkeeper.history.timeparse import parse_duration_ms

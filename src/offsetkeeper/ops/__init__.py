@@ -7,14 +7,14 @@ own layer or those below; tests/unit/test_layers.py enforces it):
     cli, web, demo              parse input, call ONE operation, render the result
     ops                         this package: requests -> domain calls -> outcomes
     reset, snapshots, backup,   domain logic (reset/ imports neither snapshots nor restore:
-    restore, inspect, history,  the executor gets its snapshot function injected)
+    restore, describe, history,  the executor gets its snapshot function injected)
     consumer, streaming, ...
     kafka, spark                the only code that talks to confluent-kafka / pyspark
     config, errors, models,     foundations
     storage, progress, redact
 """
 
-from offsetkeeper.inspect import (
+from offsetkeeper.describe import (
     OffsetRow,
     PartitionOffsets,
     describe_offsets,

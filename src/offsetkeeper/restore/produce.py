@@ -8,7 +8,7 @@ GIL while they work). The producer is warmed up (`_Producer.warm_up`) so that it
 producer id before the first batch is ready, and the cyclic garbage collector is off during the
 task. Per route:
 
-1. resume: `writer.RouteResume` finds what an earlier attempt wrote but did not map (the target
+1. resume: `resume.RouteResume` finds what an earlier attempt wrote but did not map (the target
    records after the last mapped one) and maps those rows instead of producing them;
 2. the remaining rows are produced in chunks of ``chunk_records``: the columns of each Arrow
    batch become Python lists once (``to_pylist``; the offset and timestamp headers are made by
@@ -47,7 +47,7 @@ from offsetkeeper.restore.derive import (
     proof_holds,
 )
 from offsetkeeper.restore.mapping import write_chunk
-from offsetkeeper.restore.writer import (
+from offsetkeeper.restore.resume import (
     OFFSET_HEADER,
     PARTITION_HEADER,
     TIMESTAMP_HEADER,
@@ -456,7 +456,7 @@ def _restore_routes(cfg: WriterConfig, routes: list[dict[str, Any]]) -> list[dic
             raise
         except Exception as exc:
             stop.set()
-            from offsetkeeper.backup.task_failure import one_line
+            from offsetkeeper.spark.task_failure import one_line
 
             raise RestoreWriteError(f"restoring {src} to {tgt} failed: {one_line(exc)}",
                                     topic=src.topic, partition=src.partition) from exc
@@ -478,7 +478,7 @@ def _restore_routes(cfg: WriterConfig, routes: list[dict[str, Any]]) -> list[dic
 def restore_task(cfg: WriterConfig, specs: Iterator[str]) -> Iterator[dict[str, Any]]:
     """Spark task (`RDD.mapPartitions` over task specs — JSON lists of routes: source, target,
     segments (or files), resume_after): produce each route's records with one producer; one
-    summary per route. Run it under backup.task_failure.guarded so that a failure reaches the
+    summary per route. Run it under spark.task_failure.guarded so that a failure reaches the
     driver as a typed TaskFailure.
 
     The plain RDD API is used on purpose: its Python workers start in ~3 s, Arrow UDF workers

@@ -31,7 +31,6 @@ from typing import Any
 
 from offsetkeeper.backup.manifest import Manifest
 from offsetkeeper.backup.read import Selection, check_segments, partition_segments, selection_stats
-from offsetkeeper.backup.task_failure import guarded, raise_failures
 from offsetkeeper.errors import OffsetkeeperError, RestoreWriteError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
@@ -48,6 +47,12 @@ from offsetkeeper.restore.plan import (
     topics_to_create,
 )
 from offsetkeeper.restore.produce import restore_task
+from offsetkeeper.restore.resume import (
+    WriterConfig,
+    consumer_config,
+    producer_config,
+    read_progress,
+)
 from offsetkeeper.restore.state import (
     RestoreState,
     RestoreStatus,
@@ -55,12 +60,7 @@ from offsetkeeper.restore.state import (
     load_state,
     save_state,
 )
-from offsetkeeper.restore.writer import (
-    WriterConfig,
-    consumer_config,
-    producer_config,
-    read_progress,
-)
+from offsetkeeper.spark.task_failure import guarded, raise_failures
 from offsetkeeper.storage import join
 
 
@@ -371,7 +371,7 @@ def _run_tasks(o: RestoreOptions, view: BackupView, routes: list[Route],
                     .mapPartitions(partial(guarded, restore_task, cfg)).collect())
     except Exception as exc:
         if type(exc).__module__.startswith(("pyspark", "py4j")):
-            from offsetkeeper.backup.task_failure import one_line
+            from offsetkeeper.spark.task_failure import one_line
 
             raise RestoreWriteError(f"restore {state.restore_id} stopped: the Spark job failed "
                                     f"({one_line(exc)}){suffix}") from None

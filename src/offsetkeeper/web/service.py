@@ -81,7 +81,7 @@ class GroupRow:
 def _describe(admin, ids: list[str]):
     """States, members and offsets of `ids` (one describe), dropping groups that vanished
     between listing and describing (a live cluster changes under us)."""
-    from offsetkeeper.inspect import describe_groups_offsets
+    from offsetkeeper.describe import describe_groups_offsets
 
     ids = list(ids)
     for _ in range(5):
@@ -146,7 +146,7 @@ def filter_sort(rows: list[GroupRow], *, q: str = "", state: str = "", status: s
 
 
 def _describe_one(admin, group: str):
-    from offsetkeeper.inspect import describe_groups_offsets
+    from offsetkeeper.describe import describe_groups_offsets
 
     return describe_groups_offsets(admin, [group])
 

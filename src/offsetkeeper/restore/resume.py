@@ -1,13 +1,15 @@
-"""The executor side of a restore: produce one target partition's records in source order.
+"""Where a restore route continues, and what a restore task reads (producing is produce.py).
 
-Runs inside Spark (`RDD.mapPartitions`), each task a set of routes (source partition -> target partition):
-the task reads that partition's Parquet files of the backup itself (in offset order, with the
-time window and the resume point applied), so no shuffle is needed. For each route it first finds where an earlier attempt stopped — the last mapped source
-offset, then the records on the target after the last mapped target offset, matched one by one
-with the next backup records (by the x-kafka-backup-offset header, or by key and value when
-headers are off) — so a rerun or a Spark task retry never writes a record twice or skips one.
-Then it produces the rest with an idempotent producer (acks=all), and after each chunk of
-records writes the delivery-report offsets as a mapping chunk (atomically).
+A restore task (Spark, `RDD.mapPartitions`) holds a set of routes (source partition -> target
+partition) and reads each route's Parquet files of the backup itself (`spec_records`,
+`route_records`: offset order, the time window and the resume point applied), so no shuffle is
+needed. Before producing, `RouteResume` finds where an earlier attempt stopped — the last mapped
+source offset, then the records on the target after the last mapped target offset
+(`read_target_tail`), matched one by one with the next backup records (by the
+x-kafka-backup-offset header, or by key and value when headers are off) — so a rerun or a
+Spark task retry never writes a record twice or skips one. Also here: the task's
+`WriterConfig`, the origin headers restore adds, the producer and read-back consumer
+configurations, and the per-route progress reports.
 
 Kafka clients are created here, inside the task; nothing unpicklable is captured.
 """
