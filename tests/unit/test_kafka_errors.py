@@ -148,3 +148,15 @@ def test_the_restore_producer_reports_its_first_failed_delivery_as_a_sentence():
     text = p.error_for(TopicPartition("orders", 2))
     assert text.startswith("producing to orders:2 failed: ") and "min.insync.replicas" in text
     p.p.flush(0)
+
+
+def test_the_consumer_library_masks_secrets_in_config_errors_too():
+    from offsetkeeper.consumer import OffsetConsumer
+    from offsetkeeper.errors import ConsumerConfigError
+
+    with pytest.raises(ConsumerConfigError) as info:
+        OffsetConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g",
+                        "sasl.password": SECRET, "security.protocol": SECRET}, ["t"])
+    assert SECRET not in info.value.message
+    assert info.value.message.startswith("invalid consumer configuration: ")
+    assert "security.protocol" in info.value.message
