@@ -36,7 +36,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
-from offsetkeeper.history.sample import CycleSampler, NextRecordTimes, SampleScope
+from offsetkeeper.history.sample_cycle import CycleSampler, NextRecordTimes, SampleScope
 from offsetkeeper.kafka.admin import KafkaAdmin
 
 

@@ -56,7 +56,7 @@ def main() -> None:
     from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.models import TopicPartition
     from offsetkeeper.restore.produce import restore_task
-    from offsetkeeper.restore.writer import WriterConfig
+    from offsetkeeper.restore.resume import WriterConfig
     from offsetkeeper.spark.kafka.options import parse_options
 
     if not args.parallel:  # one thread, so that cProfile sees the work

@@ -6,6 +6,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTP
 from confluent_kafka.admin import AdminClient
 
+from offsetkeeper.kafka.errors import PARTITION_EOF
+
 
 def watermarks(c: Consumer, topic: str, p: int, patience: float = 60.0) -> tuple[int, int]:
     """Log start/end, asked again while the partition's leader moves (fault tests)."""
@@ -40,7 +42,7 @@ def independent_read(bootstrap: str, topic: str, partitions: int,
                 m = c.poll(10)
                 assert m is not None, f"timed out reading {topic}:{p}"
                 if m.error():
-                    if m.error().code() == -191:  # _PARTITION_EOF
+                    if m.error().code() == PARTITION_EOF:
                         break
                     raise AssertionError(m.error().str())
                 out.append((p, m.offset(), m.timestamp()[1], m.key(), m.value(),

@@ -25,6 +25,7 @@ from offsetkeeper.backup.manifest import (
     now_iso,
     save_manifest,
 )
+from offsetkeeper.kafka.errors import PARTITION_EOF
 
 FILE_SCHEMA = pa.schema([
     ("offset", pa.int64()), ("timestamp", pa.int64()), ("timestamp_type", pa.int32()),
@@ -100,7 +101,7 @@ def consume_all(bootstrap: str, topic: str, partitions: Iterable[int], *,
                 m = c.poll(10)
                 assert m is not None, f"timed out reading {topic}:{p}"
                 if m.error():
-                    if m.error().code() == -191:
+                    if m.error().code() == PARTITION_EOF:
                         break
                     raise AssertionError(m.error().str())
                 out[p].append(m)

@@ -18,7 +18,7 @@ def main(bootstrap: str, topic: str, partitions: int, workdir: str) -> None:
     from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.models import TopicPartition
     from offsetkeeper.restore.produce import restore_task
-    from offsetkeeper.restore.writer import WriterConfig
+    from offsetkeeper.restore.resume import WriterConfig
     from offsetkeeper.spark.kafka.options import parse_options
 
     conn = Connection(bootstrap)

@@ -10,7 +10,7 @@ is an implementation detail.
 _EXPORTS = {
     "Connection": "offsetkeeper.config",
     "load_config_file": "offsetkeeper.config",
-    "resolve_connection": "offsetkeeper.config",
+    "resolve_connection": "offsetkeeper.kafka.connect",
     "ConfigError": "offsetkeeper.errors",
     "GroupActiveError": "offsetkeeper.errors",
     "KafkaOperationError": "offsetkeeper.errors",

@@ -1,7 +1,8 @@
-"""Rich tables printed whole: the one helper the command line and the demo parts share.
+"""Text shown to people: names made printable, and Rich tables printed whole — the helpers the
+command line, the dashboard and the demo parts share.
 
 A foundation module (it knows Rich, nothing of offsetkeeper), so that cli/ and web/ need not
-import each other to print a table the same way.
+import each other to render a name or a table the same way.
 """
 
 from __future__ import annotations
@@ -9,6 +10,14 @@ from __future__ import annotations
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
+
+
+def printable(text: object) -> str:
+    """`text` with every non-printable character (newline, ESC, NUL, U+2028 ...) escaped."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
 
 
 def print_table(table: Table, console: Console | None = None) -> None:

@@ -147,7 +147,7 @@ def test_history_lag_status_and_exporter_read_a_consumer_type_group(
     log end is OK, exit 0), and the Prometheus exporter serves its lag."""
     from offsetkeeper.config import Connection
     from offsetkeeper.history.exporter import LagCollector
-    from offsetkeeper.history.sample import SampleScope
+    from offsetkeeper.history.sample_cycle import SampleScope
     from offsetkeeper.history.sampler import Sampler, SamplerConfig
     from offsetkeeper.history.store import open_store
     from offsetkeeper.kafka.admin import KafkaAdmin

@@ -16,9 +16,10 @@ from confluent_kafka import TopicPartition as CkTP
 
 from offsetkeeper.backup.config import BackupConfig
 from offsetkeeper.config import Connection
+from offsetkeeper.kafka.errors import PARTITION_EOF
 from offsetkeeper.restore.config import RestoreOptions
+from offsetkeeper.restore.resume import RESTORE_HEADERS
 from offsetkeeper.restore.three_phase import ThreePhaseOptions, run_three_phase
-from offsetkeeper.restore.writer import RESTORE_HEADERS
 from tests.kafkatools import commit, create_topic, produce
 from tests.restore_support import consume_all
 
@@ -55,7 +56,7 @@ def _read_as_group(bootstrap: str, group: str, topic: str, partition: int) -> li
             m = c.poll(10)
             assert m is not None, f"timed out reading {topic}:{partition} as {group}"
             if m.error():
-                if m.error().code() == -191:
+                if m.error().code() == PARTITION_EOF:
                     return out
                 raise AssertionError(m.error().str())
             out.append(m)

@@ -125,7 +125,7 @@ def test_sampler_keeps_running_through_a_coordinator_crash(prod3, restore_nodes,
     """Invariant: `history record`'s sampler survives SIGKILL of its group's coordinator (no
     crash: librdkafka #5040 is avoided), records what it missed as failed cycles or a gap, and
     samples the right offsets again once the coordinator moved."""
-    from offsetkeeper.history.sample import SampleScope
+    from offsetkeeper.history.sample_cycle import SampleScope
     from offsetkeeper.history.sampler import Sampler, SamplerConfig
     from offsetkeeper.history.store import open_store
 
@@ -273,7 +273,7 @@ def test_exporter_keeps_serving_through_a_coordinator_crash(prod3, restore_nodes
     moved."""
     import urllib.request
 
-    from offsetkeeper.history.sample import SampleScope
+    from offsetkeeper.history.sample_cycle import SampleScope
     from offsetkeeper.history.sampler import SamplerConfig
     from offsetkeeper.history.service import record
 

@@ -16,7 +16,7 @@ import pytest
 
 from offsetkeeper.config import Connection
 from offsetkeeper.history.exporter import LagCollector
-from offsetkeeper.history.sample import FIRST_CHUNK, SampleScope
+from offsetkeeper.history.sample_cycle import FIRST_CHUNK, SampleScope
 from offsetkeeper.history.sampler import Sampler, SamplerConfig
 from offsetkeeper.history.store import open_store
 from offsetkeeper.kafka.admin import KafkaAdmin

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from offsetkeeper.history.sample import CycleSampler, SampleScope
+from offsetkeeper.history.sample_cycle import CycleSampler, SampleScope
 from offsetkeeper.history.store import open_store
 from tests.cli import run_cli
 from tests.kafkatools import commit, committed, create_topic, produce, produce_n

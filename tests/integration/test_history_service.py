@@ -15,7 +15,7 @@ import pytest
 
 from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
-from offsetkeeper.history.sample import SampleScope
+from offsetkeeper.history.sample_cycle import SampleScope
 from offsetkeeper.history.sampler import Sampler, SamplerConfig
 from offsetkeeper.history.service import record
 from offsetkeeper.history.store import open_store

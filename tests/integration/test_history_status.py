@@ -9,7 +9,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTP
 
 from offsetkeeper.history.read import status
-from offsetkeeper.history.sample import SampleScope
+from offsetkeeper.history.sample_cycle import SampleScope
 from offsetkeeper.history.sampler import Sampler, SamplerConfig
 from offsetkeeper.history.status import Status
 from offsetkeeper.history.store import open_store

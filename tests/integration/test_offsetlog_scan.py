@@ -19,7 +19,7 @@ from confluent_kafka import TopicPartition as CkTP
 from cli import run_cli
 from kafkatools import commit, committed, create_topic, produce, produce_n
 from offsetkeeper.offsetlog.records import OffsetCommitKey
-from offsetkeeper.offsetlog.sample import MINUTE, sample_log
+from offsetkeeper.offsetlog.sample_log import MINUTE, sample_log
 from offsetkeeper.times import iso_ms as iso
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -492,7 +492,7 @@ def test_a_commit_after_a_tombstone_is_not_a_rewind(spark, tmp_path):
     import pyarrow as pa
 
     from offsetkeeper.offsetlog.analytics import Report, run_report
-    from offsetkeeper.offsetlog.history import group_commits, show_rows
+    from offsetkeeper.offsetlog.commit_history import group_commits, show_rows
     from offsetkeeper.offsetlog.scan import COMMIT_COLUMNS, ScanSummary
 
     def row(i, offset, tombstone=False, partition=0):

@@ -16,8 +16,8 @@ from offsetkeeper.restore import produce
 from offsetkeeper.restore.config import RestoreOptions
 from offsetkeeper.restore.mapping import mapping_root_for, partition_mappings, read_mapping
 from offsetkeeper.restore.produce import restore_task
+from offsetkeeper.restore.resume import WriterConfig
 from offsetkeeper.restore.run import run_restore
-from offsetkeeper.restore.writer import WriterConfig
 from tests.kafkatools import produce as produce_records
 from tests.restore_support import consume_all, rec, write_backup
 

@@ -8,9 +8,9 @@ from offsetkeeper.config import Connection
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.restore.config import RestoreOptions
 from offsetkeeper.restore.mapping import mapping_root_for, partition_mappings, read_mapping
+from offsetkeeper.restore.resume import RESTORE_HEADERS
 from offsetkeeper.restore.run import run_restore
 from offsetkeeper.restore.translate import offsets_from_mapping
-from offsetkeeper.restore.writer import RESTORE_HEADERS
 from tests.restore_support import consume_all, rec, write_backup
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -35,7 +35,8 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from offsetkeeper.config import load_config_file, load_properties_file, resolve_connection
+from offsetkeeper.config import load_config_file, load_properties_file
+from offsetkeeper.kafka.connect import resolve_connection
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.integration
@@ -267,7 +268,7 @@ def test_history_record_and_lag_status(sec, env, mode, capsys, caplog):
 
 
 def test_exporter_serves_metrics_from_the_secured_cluster(sec, env, caplog):
-    from offsetkeeper.history.sample import SampleScope
+    from offsetkeeper.history.sample_cycle import SampleScope
     from offsetkeeper.history.sampler import SamplerConfig
     from offsetkeeper.history.service import record
 

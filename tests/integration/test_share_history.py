@@ -13,7 +13,7 @@ import pytest
 from offsetkeeper.devbroker import dist
 from offsetkeeper.history.exporter import LagCollector
 from offsetkeeper.history.read import status
-from offsetkeeper.history.sample import SampleScope
+from offsetkeeper.history.sample_cycle import SampleScope
 from offsetkeeper.history.sampler import Sampler, SamplerConfig
 from offsetkeeper.history.status import Status
 from offsetkeeper.history.store import open_store

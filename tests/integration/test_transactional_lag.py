@@ -13,10 +13,10 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from offsetkeeper.describe import describe_offsets
 from offsetkeeper.history.exporter import LagCollector
-from offsetkeeper.history.sample import CycleSampler, SampleScope
+from offsetkeeper.history.sample_cycle import CycleSampler, SampleScope
 from offsetkeeper.history.status import Status, evaluate_status
-from offsetkeeper.inspect import describe_offsets
 from offsetkeeper.models import TopicPartition
 from tests.cli import run_cli
 from tests.kafkatools import commit, create_topic

@@ -2,8 +2,9 @@
 
 import pytest
 
-from offsetkeeper.config import load_config_file, parse_properties, resolve_connection
+from offsetkeeper.config import load_config_file, parse_properties
 from offsetkeeper.errors import ConfigError
+from offsetkeeper.kafka.connect import resolve_connection
 from offsetkeeper.redact import MASK, redact_properties, redact_text
 
 
@@ -86,7 +87,8 @@ def test_properties_bad_line():
 def test_cluster_ref_in_another_file_and_flags_win(tmp_path):
     """Invariant: a backup/restore file's cluster reference keeps its own properties, and
     explicit flags replace the reference entirely."""
-    from offsetkeeper.config import ClusterRef, connect_ref
+    from offsetkeeper.config import ClusterRef
+    from offsetkeeper.kafka.connect import connect_ref
 
     cfg = load_config_file(write(tmp_path, "clusters:\n  dr:\n    bootstrap_servers: dr:9092\n"
                                            "    properties: {client.id: a, acks: all}\n"))

@@ -243,7 +243,7 @@ def test_store_urls_are_checked_and_passwords_never_shown(tmp_path):
     ({"config": {"group.id": "g"}, "store": "redis://h"}, "unsupported offset store URL"),
     # KIP-848: the group owns these; librdkafka's sentence says so, without its KafkaError repr
     ({"config": {"group.id": "g", "group.protocol": "consumer", "session.timeout.ms": 6000}},
-     "invalid consumer configuration: Failed to create consumer: `session.timeout.ms` is not "
+     "invalid consumer configuration: `session.timeout.ms` is not "
      "supported for `group.protocol=consumer`"),
     ({"config": {"group.id": "g", "group.protocol": "consumer",
                  "partition.assignment.strategy": "range"}}, "Use `group.remote.assignor` instead"),

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from offsetkeeper.config import (
-    check_client_properties,
-    load_config_file,
-    parse_properties,
-    resolve_connection,
-)
+from offsetkeeper.config import load_config_file, parse_properties
 from offsetkeeper.errors import ConfigError
+from offsetkeeper.kafka.connect import check_client_properties, resolve_connection
 
 
 def write(tmp_path, text: str | bytes, name="c.yaml"):

@@ -161,7 +161,7 @@ def test_overrun_message_says_what_to_do():
 def test_chunks_cover_every_group_once_in_growing_chunks(groups):
     """Invariant: a cycle's chunks hold every group exactly once, in order; the first chunk
     is small (the first metrics come early) and sizes double up to the cap (few rounds)."""
-    from offsetkeeper.history.sample import FIRST_CHUNK, MAX_CHUNK, chunked
+    from offsetkeeper.history.sample_cycle import FIRST_CHUNK, MAX_CHUNK, chunked
 
     chunks = list(chunked(groups))
     assert [g for c in chunks for g in c] == groups

@@ -534,7 +534,7 @@ def test_partial_and_late_cycles_record_gaps():
     """Invariant: a cycle that could not read some groups (a coordinator or broker down) or
     that came long after the previous one leaves a gap in the history, never a silent hole;
     an ordinary cycle leaves none."""
-    from offsetkeeper.history.sample import CycleResult
+    from offsetkeeper.history.sample_cycle import CycleResult
     from offsetkeeper.history.sampler import partial_gap
 
     ok = CycleResult(ts=20_000, samples=[], groups=24, duration_ms=100)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsetkeeper.history.sample import plan_batches, release_native_memory
+from offsetkeeper.history.sample_cycle import plan_batches, release_native_memory
 
 
 def test_batches_respect_the_record_budget_and_the_partition_cap():

@@ -11,7 +11,7 @@ import pytest
 from cli import run_cli
 from offsetkeeper.errors import StoreError, UnknownGroupError, UsageError
 from offsetkeeper.models import TopicPartition
-from offsetkeeper.offsetlog.history import group_commits, offsets_at, show_rows
+from offsetkeeper.offsetlog.commit_history import group_commits, offsets_at, show_rows
 from offsetkeeper.offsetlog.scan import COMMIT_COLUMNS, SCAN_FORMAT, ScanSummary
 from offsetkeeper.offsetlog.target import from_commit_history
 

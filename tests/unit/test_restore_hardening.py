@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offsetkeeper.backup.task_failure import TaskFailure, guarded, raise_failures
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import StoreError, UsageError
 from offsetkeeper.models import TopicPartition as TP
@@ -29,6 +28,7 @@ from offsetkeeper.restore.state import (
     resolve_restore,
     save_state,
 )
+from offsetkeeper.spark.task_failure import TaskFailure, guarded, raise_failures
 from tests.cli import run_cli
 from tests.restore_support import rec, write_backup
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offsetkeeper.restore.writer import (
+from offsetkeeper.restore.resume import (
     RESTORE_HEADERS,
     RestoreWriteError,
     WriterConfig,

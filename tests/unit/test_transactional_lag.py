@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from offsetkeeper.describe import OffsetRow
 from offsetkeeper.history.exporter import LagCollector
 from offsetkeeper.history.model import Sample
 from offsetkeeper.history.status import Status, evaluate_partition, evaluate_status
 from offsetkeeper.history.store.redis import _decode, _encode
-from offsetkeeper.inspect import OffsetRow
 from offsetkeeper.kafka.stable import (
     PROBE_MAX_RAW_LAG,
     LogOffsets,

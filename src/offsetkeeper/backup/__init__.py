@@ -7,8 +7,8 @@ Public surface (kept stable for restore and the demo):
   (progress: `offsetkeeper.progress.ProgressEvent`s, unit partitions)
 - `offsetkeeper.backup.read`: pyarrow reading of backup files checked against the manifest
   (`read_records`, `check_segments`, `Selection`, `selection_stats`)
-- `offsetkeeper.backup.task_failure`: Spark task failures as typed values (`guarded`,
-  `raise_failures`)
+- Spark task failures travel as typed values (`offsetkeeper.spark.task_failure`: `guarded`,
+  `raise_failures`; restore's tasks use them too)
 - `offsetkeeper.backup.manifest.Manifest`, `load_manifest`, `save_manifest`, `list_backups`,
   `read_backup_records`
 - `offsetkeeper.backup.checksum.record_checksums(df)`

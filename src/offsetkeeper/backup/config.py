@@ -32,11 +32,11 @@ from offsetkeeper.config import (
     ClusterRef,
     ConfigFile,
     Connection,
-    connect_ref,
     load_yaml_model,
     prop_str,
 )
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.connect import connect_ref
 from offsetkeeper.models import compile_pattern
 from offsetkeeper.spark.session import DEFAULT_MASTER
 

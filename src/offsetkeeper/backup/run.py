@@ -38,7 +38,6 @@ from offsetkeeper.backup.manifest import (
 )
 from offsetkeeper.backup.plan import RunPlan, plan_run
 from offsetkeeper.backup.task import BackupTaskConfig, backup_task
-from offsetkeeper.backup.task_failure import guarded, raise_failures
 from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
@@ -46,6 +45,7 @@ from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_progress
 from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
 from offsetkeeper.spark.kafka.planning import split_ranges
+from offsetkeeper.spark.task_failure import guarded, raise_failures
 
 
 def _event(backup_id: str, phase: str, done: int, total: int | None, records: int) -> ProgressEvent:
@@ -223,7 +223,7 @@ def _spec_context(spec: str) -> str:
 def _job_error(exc: Exception, backup_id: str) -> OffsetkeeperError:
     """One sentence for a Spark job that failed outside the tasks (their failures come back as
     typed TaskFailure rows): the first line of Spark's message."""
-    from offsetkeeper.backup.task_failure import one_line
+    from offsetkeeper.spark.task_failure import one_line
 
     return StoreError(f"backup {backup_id}: the Spark job failed ({one_line(exc)}); the run is not "
                       f"recorded (rerun it)")

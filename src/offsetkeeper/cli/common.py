@@ -8,11 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from offsetkeeper.cli.output import OutputFormat
-from offsetkeeper.config import (
-    Connection,
-    load_config_file,
-    resolve_connection,
-)
+from offsetkeeper.config import Connection, load_config_file
+from offsetkeeper.kafka.connect import resolve_connection
 
 BootstrapOpt = Annotated[
     str | None,

@@ -16,15 +16,15 @@ from offsetkeeper.cli.common import (
     group_ids,
 )
 from offsetkeeper.cli.output import OutputFormat, render_rows, say
-from offsetkeeper.errors import UsageError
-from offsetkeeper.groups import consumer_group_details, list_typed_groups
-from offsetkeeper.groups.listing import GROUP_TYPES
-from offsetkeeper.inspect import (
+from offsetkeeper.describe import (
     describe_offsets,
     describe_states,
     resolve_group_ids,
     rows_as_dicts,
 )
+from offsetkeeper.errors import UsageError
+from offsetkeeper.groups import consumer_group_details, list_typed_groups
+from offsetkeeper.groups.listing import GROUP_TYPES
 from offsetkeeper.kafka.admin import KafkaAdmin
 
 app = typer.Typer(help="List, describe and delete consumer groups.", no_args_is_help=True)

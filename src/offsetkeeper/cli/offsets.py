@@ -25,8 +25,8 @@ from offsetkeeper.cli.common import (
 from offsetkeeper.cli.output import OutputFormat, render_rows
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.reset_render import render_outcome
+from offsetkeeper.describe import rows_as_dicts, show_offsets
 from offsetkeeper.errors import UsageError
-from offsetkeeper.inspect import rows_as_dicts, show_offsets
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.ops import (
     DeleteRequest,

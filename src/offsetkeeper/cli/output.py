@@ -31,7 +31,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from offsetkeeper.tables import print_table
+from offsetkeeper.tables import print_table, printable
 from offsetkeeper.times import human_duration_ms, iso_ms
 
 
@@ -47,14 +47,6 @@ def stdout_console() -> Console:
 
 def stderr_console() -> Console:
     return Console(stderr=True, soft_wrap=True, highlight=False)
-
-
-def printable(text: object) -> str:
-    """`text` with every non-printable character (newline, ESC, NUL, U+2028 ...) escaped."""
-    s = str(text)
-    if s.isprintable():
-        return s
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
 
 
 def safe(text: object) -> str:

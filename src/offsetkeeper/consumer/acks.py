@@ -20,6 +20,12 @@ from itertools import islice
 from offsetkeeper.models import TopicPartition
 
 
+def tp_of(msg_or_tp) -> TopicPartition:
+    """The partition of a confluent-kafka Message or TopicPartition, as offsetkeeper's type."""
+    return TopicPartition(msg_or_tp.topic(), msg_or_tp.partition()) if callable(
+        getattr(msg_or_tp, "topic", None)) else TopicPartition(msg_or_tp.topic, msg_or_tp.partition)
+
+
 @dataclass
 class _Partition:
     delivered: deque[int] = field(default_factory=deque)  # delivered, not yet in the prefix

@@ -16,6 +16,12 @@ The application still receives confluent-kafka `Message` objects. What this laye
 Records count as *processed* when the application asks for the next one (`records()`) or the
 next batch (`poll()`) — the moment a Spring listener returns — or when it calls `ack(msg)` in the
 MANUAL modes.
+
+This module holds the public surface and the fetch loop (batches, the buffer, error events);
+the rest of `OffsetConsumer` is mixed in from modules named after what they hold:
+`arguments` (the constructor's checks), `commits` (acknowledgements, commit points, commits and
+their callback), `rebalance` (assign / revoke / lost) and `live_apply` (applying live resets and
+holding their partitions).
 """
 
 from __future__ import annotations
@@ -27,14 +33,18 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTP
 
 from offsetkeeper.consumer.acks import AckTracker
+from offsetkeeper.consumer.acks import tp_of as _tp
+from offsetkeeper.consumer.arguments import check_arguments
+from offsetkeeper.consumer.commits import CommitMachinery, CommitResult
+from offsetkeeper.consumer.live_apply import LiveResetApplication
 from offsetkeeper.consumer.metrics import ConsumerMetrics, Counters
 from offsetkeeper.consumer.policy import AckMode, CommitPolicy, commit_due
+from offsetkeeper.consumer.rebalance import RebalanceHandling
 from offsetkeeper.consumer.stores import OffsetStore, StoreTransaction, open_store
 from offsetkeeper.errors import (
     ConsumerConfigError,
@@ -45,42 +55,17 @@ from offsetkeeper.errors import (
 )
 from offsetkeeper.kafka.errors import (
     AUTHORIZATION,
+    PARTITION_EOF,
+    client_config_error,
     connection_failure,
-    is_retriable,
     translate,
 )
 from offsetkeeper.models import TopicPartition
 
 log = logging.getLogger("offsetkeeper.consumer")
 
-OFFSET_RESETS = ("earliest", "latest", "none")
-# Properties the policy and auto_offset_reset own: setting them too would contradict the policy.
-_OWNED_PROPERTIES = ("enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
-                     "auto.commit.interval.ms", "on_commit", "enable.partition.eof")
 
-
-@dataclass(frozen=True)
-class CommitResult:
-    """What the on-commit callback receives: the offsets, and the error if the commit failed."""
-
-    offsets: dict[TopicPartition, int]
-    error: OffsetkeeperError | None = None
-    partition_errors: dict[TopicPartition, str] = field(default_factory=dict)
-    asynchronous: bool = False
-    latency_s: float = 0.0
-    reason: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and not self.partition_errors
-
-
-def _tp(msg_or_tp) -> TopicPartition:
-    return TopicPartition(msg_or_tp.topic(), msg_or_tp.partition()) if callable(
-        getattr(msg_or_tp, "topic", None)) else TopicPartition(msg_or_tp.topic, msg_or_tp.partition)
-
-
-class OffsetConsumer:
+class OffsetConsumer(CommitMachinery, RebalanceHandling, LiveResetApplication):
     """A consumer of `topics` in the group of `config["group.id"]`, committing by `policy`.
 
     Every parameter is checked before anything connects: invalid values raise
@@ -113,34 +98,9 @@ class OffsetConsumer:
         max_poll_records: int = 500,
     ) -> None:
         conf = dict(config)
-        group = conf.get("group.id")
-        if not isinstance(group, str) or not group:
-            raise ConsumerConfigError(f"group.id={group!r} is invalid; expected a non-empty group name")
-        if group != group.lstrip():
-            # librdkafka strips leading whitespace from property values: the consumer would
-            # join and commit to another group than the one named.
-            raise ConsumerConfigError(f"group.id={group!r} starts with whitespace, which the Kafka "
-                                      "client drops (it would use another group); rename the group")
-        for key in _OWNED_PROPERTIES:
-            if key in conf:
-                raise ConsumerConfigError(
-                    f"consumer property {key!r} is set by OffsetConsumer (policy / auto_offset_reset); "
-                    "remove it from the config")
-        if isinstance(topics, str) or not topics or not all(isinstance(t, str) and t for t in topics):
-            raise ConsumerConfigError(f"topics={topics!r} is invalid; expected a non-empty list of topic names")
-        if auto_offset_reset not in OFFSET_RESETS:
-            raise ConsumerConfigError(
-                f"auto_offset_reset={auto_offset_reset!r} is invalid; expected earliest, latest or none")
-        if isinstance(max_poll_records, bool) or not isinstance(max_poll_records, int) or max_poll_records < 1:
-            raise ConsumerConfigError(f"max_poll_records={max_poll_records!r} is invalid; expected an integer >= 1")
-        if policy is not None and not isinstance(policy, CommitPolicy):
-            raise ConsumerConfigError(f"policy={policy!r} is invalid; expected a CommitPolicy")
-        if store is not None and policy is not None:
-            raise ConsumerConfigError(
-                "policy and store are exclusive: with an offset store, offsets are committed by "
-                "transaction(); drop policy=")
-        if mirror_to_kafka and store is None:
-            raise ConsumerConfigError("mirror_to_kafka=True needs an offset store (store=...)")
+        group = check_arguments(conf, topics, policy=policy, auto_offset_reset=auto_offset_reset,
+                                store=store, mirror_to_kafka=mirror_to_kafka,
+                                max_poll_records=max_poll_records)
         self.policy = policy or CommitPolicy()
         self.group = group
         self.topics = list(topics)
@@ -179,11 +139,8 @@ class OffsetConsumer:
         except (KafkaException, ValueError, TypeError) as exc:
             if self._owns_store and self._store:
                 self._store.close()
-            # librdkafka's own sentence (e.g. "`session.timeout.ms` is not supported for
-            # `group.protocol=consumer` ..."), not the KafkaError repr around it
-            why = exc.args[0].str() if isinstance(exc, KafkaException) and exc.args and \
-                isinstance(exc.args[0], KafkaError) else str(exc)
-            raise ConsumerConfigError(f"invalid consumer configuration: {why}") from None
+            raise ConsumerConfigError(client_config_error(
+                exc, self._base_conf, where="invalid consumer configuration").message) from None
 
         self._owner = f"{conf.get('client.id', 'offsetkeeper')}/{uuid.uuid4().hex[:12]}"
         self._tracker = AckTracker()
@@ -424,17 +381,6 @@ class OffsetConsumer:
         # BEFORE_PROCESSING acknowledges too (for the processed counter); it never commits then.
         return self._store is None and not self.policy.is_manual
 
-    def _ack_outstanding(self) -> None:
-        if not self._outstanding:
-            return
-        n = self._tracker.ack_many(self._outstanding)
-        self._outstanding = {}
-        if n:
-            self._counters.add(processed=n)
-            self._acked_since_commit += n
-            if self._store is None and self.policy.mode is AckMode.AUTO:
-                self._store_auto()
-
     def _finish_batch(self) -> None:
         """The previous poll's records are processed: Spring's commit point."""
         if self._auto_ack_enabled():
@@ -500,7 +446,7 @@ class OffsetConsumer:
 
     def _handle_error(self, m, err: KafkaError) -> None:
         code = err.code()
-        if code == KafkaError._PARTITION_EOF:
+        if code == PARTITION_EOF:
             return
         if err.name() in AUTHORIZATION:
             # The ACLs will not change by retrying: one line naming the resource and operation.
@@ -516,39 +462,7 @@ class OffsetConsumer:
             raise translate(KafkaException(err), action="consume", group=self.group)
         log.warning("consumer of group %s: %s", self.group, err.str())
 
-    # -- acknowledgements ---------------------------------------------------------------------
-    def _drain_cross_thread(self) -> None:
-        while self._cross_thread:
-            kind, tp, off = self._cross_thread.popleft()
-            if kind == "ack":
-                self._do_ack(tp, off, on_consumer_thread=False)
-            else:
-                self._do_nack(tp, off)
-
-    def _do_ack(self, tp: TopicPartition, offset: int, *, on_consumer_thread: bool,
-                allow_commit: bool = True) -> None:
-        if not self._tracker.ack(tp, offset):
-            return
-        self._counters.add(processed=1)
-        self._acked_since_commit += 1
-        if self._store is not None:
-            return
-        if self.policy.mode is AckMode.AUTO:
-            self._store_auto()
-        elif allow_commit and commit_due(self.policy, "ack", acked_since_commit=self._acked_since_commit,
-                                         seconds_since_commit=time.monotonic() - self._last_commit,
-                                         on_consumer_thread=on_consumer_thread):
-            self._commit_pending("ack")
-
-    def _do_nack(self, tp: TopicPartition, offset: int) -> None:
-        if not self._tracker.owns(tp):
-            return
-        self._tracker.rewind(tp, offset)
-        if tp in self._outstanding:
-            self._outstanding[tp] = [o for o in self._outstanding[tp] if o < offset]
-        self._drop_buffered(lambda t, o: t == tp and o >= offset)
-        self._seek(tp, offset)
-
+    # -- the fetched buffer ---------------------------------------------------------------------
     def _drop_buffered(self, pred) -> None:
         if self._buffer:
             self._buffer = deque(m for m in self._buffer if not pred(_tp(m), m.offset()))
@@ -560,261 +474,3 @@ class OffsetConsumer:
         except KafkaException as exc:
             log.warning("seek %s to %d failed: %s", tp, offset, exc)
             return False
-
-    def _store_auto(self) -> None:
-        offsets = self._tracker.committable()
-        if not offsets:
-            return
-        try:
-            self._c.store_offsets(offsets=[CkTP(tp.topic, tp.partition, o) for tp, o in offsets.items()])
-            self._tracker.mark_committed(offsets)
-        except KafkaException as exc:  # e.g. partition revoked meanwhile
-            log.warning("store_offsets failed: %s", exc)
-
-    # -- commits ------------------------------------------------------------------------------
-    def _commit_pending(self, reason: str, tps=None) -> None:
-        if self._store is not None or self.policy.mode is AckMode.BEFORE_PROCESSING:
-            return
-        if self.policy.mode is AckMode.AUTO:
-            self._store_auto()
-            return
-        offsets = self._tracker.committable(tps)
-        if offsets:
-            self._commit(offsets, reason=reason,
-                         asynchronous=self.policy.asynchronous and reason not in ("revoke", "close"))
-        self._acked_since_commit = 0
-        self._last_commit = time.monotonic()
-
-    def _commit(self, offsets: dict[TopicPartition, int], *, reason: str,
-                asynchronous: bool) -> CommitResult | None:
-        cks = [CkTP(tp.topic, tp.partition, o) for tp, o in sorted(offsets.items())]
-        start = time.monotonic()
-        if asynchronous:
-            self._async_inflight.append((start, offsets))
-            try:
-                self._c.commit(offsets=cks, asynchronous=True)
-            except KafkaException as exc:
-                self._async_inflight.pop()
-                return self._failed(offsets, translate(exc, action="commit offsets", group=self.group),
-                                    start, reason, asynchronous=True)
-            return None
-        attempt = 0
-        while True:
-            self._in_sync_commit = True
-            try:
-                res = self._c.commit(offsets=cks, asynchronous=False)
-                error = None
-            except KafkaException as exc:
-                res, error = None, exc
-            finally:
-                self._in_sync_commit = False
-            perr = {} if res is None else {_tp(r): r.error.name() for r in res if r.error}
-            retriable = (error is not None and is_retriable(error)) or (
-                perr and all(is_retriable(r.error) for r in res if r.error))
-            if (error is not None or perr) and retriable and attempt < self.policy.commit_retries:
-                attempt += 1
-                self._counters.add(commit_retries=1)
-                time.sleep(min(2.0, self.policy.commit_backoff_s * 2 ** (attempt - 1)))
-                continue
-            if error is not None:
-                return self._failed(offsets, translate(error, action="commit offsets", group=self.group),
-                                    start, reason, asynchronous=False)
-            if perr:
-                ok = {tp: o for tp, o in offsets.items() if tp not in perr}
-                self._tracker.mark_committed(ok)
-                return self._failed(offsets, None, start, reason, asynchronous=False, perr=perr)
-            latency = time.monotonic() - start
-            self._tracker.mark_committed(offsets)
-            self._counters.commit_done(latency, len(offsets))
-            result = CommitResult(offsets, latency_s=latency, reason=reason)
-            self._notify(result)
-            return result
-
-    def _failed(self, offsets, error, start, reason, *, asynchronous, perr=None) -> CommitResult:
-        self._counters.add(commit_failures=1)
-        result = CommitResult(offsets, error=error, partition_errors=perr or {},
-                              asynchronous=asynchronous, latency_s=time.monotonic() - start,
-                              reason=reason)
-        log.warning("commit of group %s failed: %s", self.group,
-                    error.message if error else perr)
-        self._notify(result)
-        return result
-
-    def _notify(self, result: CommitResult) -> None:
-        if self._on_commit_user is not None:
-            self._on_commit_user(result)
-
-    def _on_commit_cb(self, err, partitions) -> None:
-        """librdkafka's offset-commit callback (served from poll): async and auto commits."""
-        if self._in_sync_commit:
-            return  # the sync path reads its own result
-        if self._async_inflight:
-            start, offsets = self._async_inflight.popleft()
-        else:  # an auto commit (AUTO policy)
-            start, offsets = time.monotonic(), {_tp(p): p.offset for p in partitions or []}
-        if err is not None and err.code() == KafkaError._NO_OFFSET:
-            return  # auto commit with nothing new to commit
-        perr = {_tp(p): p.error.name() for p in partitions or [] if p.error}
-        if err is not None or perr:
-            exc = translate(KafkaException(err), action="commit offsets", group=self.group) \
-                if err is not None else None
-            self._failed(offsets, exc, start, "async", asynchronous=True, perr=perr)
-            return
-        latency = time.monotonic() - start
-        if self.policy.mode is not AckMode.AUTO:
-            self._tracker.mark_committed(offsets)
-        self._counters.commit_done(latency, len(offsets))
-        self._notify(CommitResult(offsets, asynchronous=True, latency_s=latency, reason="async"))
-
-    def _mirror_commit(self, offsets: dict[TopicPartition, int]) -> None:
-        """Informational copy of stored offsets in the Kafka group (for lag tools)."""
-        try:
-            self._c.commit(offsets=[CkTP(tp.topic, tp.partition, o) for tp, o in offsets.items()],
-                           asynchronous=True)
-        except KafkaException as exc:
-            log.info("mirror commit failed (ignored): %s", exc)
-
-    # -- rebalances ---------------------------------------------------------------------------
-    def _on_assign(self, consumer, partitions) -> None:
-        tps = [_tp(p) for p in partitions]
-        self._tracker.assign(tps)
-        try:
-            if self._store is not None and tps:
-                stored = self._store.claim(self.group, tps, self._owner)
-                for p in partitions:
-                    off = stored.get(_tp(p))
-                    if off is not None:
-                        p.offset = off  # seek-on-assign to the stored offset
-                    elif self.auto_offset_reset == "earliest":
-                        p.offset = OFFSET_BEGINNING
-                    # else: the group's Kafka commit, then auto.offset.reset (a migration path)
-        except OffsetkeeperError as exc:
-            self._pending_error = exc
-        finally:
-            if self._incremental:
-                consumer.incremental_assign(partitions)
-            else:
-                consumer.assign(partitions)
-        if self._on_assign_user:
-            self._on_assign_user(tps)
-
-    def _on_revoke(self, consumer, partitions) -> None:
-        tps = [_tp(p) for p in partitions]
-        if self._store is None:
-            if self._auto_ack_enabled():
-                self._ack_outstanding()
-            self._drain_cross_thread()
-            try:
-                if self.policy.mode is AckMode.AUTO:
-                    self._store_auto()
-                    if tps:
-                        self._in_sync_commit = True
-                        try:
-                            consumer.commit(asynchronous=False)
-                        except KafkaException as exc:
-                            if exc.args[0].code() != KafkaError._NO_OFFSET:
-                                log.warning("commit on revoke failed: %s", exc)
-                        finally:
-                            self._in_sync_commit = False
-                else:
-                    self._commit_pending("revoke", set(tps))
-            except Exception as exc:  # never let a failed commit break the rebalance
-                log.warning("commit on revoke failed: %s", exc)
-        self._tracker.revoke(tps)
-        self._release(tps)
-        for t in tps:
-            self._outstanding.pop(t, None)
-        self._drop_buffered(lambda t, o: t in set(tps))
-        if self._on_revoke_user:
-            self._on_revoke_user(tps)
-
-    def _on_lost(self, consumer, partitions) -> None:
-        # Lost (session expired, fenced): another member may own them already; committing
-        # would overwrite its progress, so pending acknowledgements are dropped.
-        tps = [_tp(p) for p in partitions]
-        self._tracker.revoke(tps)
-        self._release(tps)
-        for t in tps:
-            self._outstanding.pop(t, None)
-        self._cross_thread = deque(e for e in self._cross_thread if e[1] not in set(tps))
-        self._drop_buffered(lambda t, o: t in set(tps))
-        if self._on_revoke_user:
-            self._on_revoke_user(tps)
-
-    # -- live resets --------------------------------------------------------------------------
-    def _apply_live_resets(self) -> None:
-        watcher = self._watcher
-        owned = set(self._tracker.owned())
-        for req, tp, offset in watcher.pending(owned):
-            try:
-                self._check_in_log(tp, offset)
-                if self._store is not None:
-                    with self._store.transaction(self.group, self._owner) as tx:
-                        tx.set_offset(tp, offset)
-                if self._store is None or self._mirror:
-                    res = self._commit({tp: offset}, reason="live-reset", asynchronous=False)
-                    if res is None or not res.ok:
-                        raise OffsetkeeperError(
-                            res.error.message if res and res.error else f"commit failed: {res and res.partition_errors}")
-                self._pause(tp)
-                if not self._seek(tp, offset):
-                    self._resume(tp)
-                    continue  # not fetching yet; retried at the next poll
-                if self._store is None and self.policy.mode is AckMode.AUTO:
-                    # Otherwise the next auto commit would write the old stored position back.
-                    self._c.store_offsets(offsets=[CkTP(tp.topic, tp.partition, offset)])
-                self._tracker.reset(tp, offset)
-                self._outstanding.pop(tp, None)
-                self._drop_buffered(lambda t, o, tp=tp: t == tp)
-                self._held[tp] = (req.id, offset)
-                self._counters.add(live_resets_applied=1)
-                watcher.acknowledge(req, tp, offset, member=self._member_label(),
-                                    store=self._store is not None and not self._mirror)
-            except OffsetkeeperError as exc:
-                watcher.acknowledge(req, tp, offset, member=self._member_label(), error=exc.message)
-        for tp, (rid, offset) in list(self._held.items()):
-            if not watcher.is_open(rid):
-                del self._held[tp]
-                self._resume(tp)
-                self._seek(tp, offset)  # records fetched while held were never handed out
-        ignored = sum(watcher.ignored.values())
-        seen = self._counters.snapshot().live_reset_records_ignored
-        if ignored > seen:
-            self._counters.add(live_reset_records_ignored=ignored - seen)
-
-    def _check_in_log(self, tp: TopicPartition, offset: int) -> None:
-        """A signed request is still checked against the log: an offset outside it would make
-        the consumer fall back to auto.offset.reset (or fail) on every restart."""
-        try:
-            low, high = self._c.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=5,
-                                                      cached=False)
-        except KafkaException as exc:
-            raise OffsetkeeperError(f"cannot read the log start/end of {tp}: {exc}") from None
-        if not low <= offset <= high:
-            raise OffsetkeeperError(f"offset {offset} is outside the log of {tp} "
-                                    f"(log start {low}, log end {high})")
-
-    def _release(self, tps) -> None:
-        # a held partition that leaves must not come back paused
-        for t in tps:
-            if self._held.pop(t, None) is not None:
-                self._resume(t)
-
-    def _pause(self, tp: TopicPartition) -> None:
-        try:
-            self._c.pause([CkTP(tp.topic, tp.partition)])
-        except KafkaException as exc:
-            log.warning("pause %s failed: %s", tp, exc)
-
-    def _resume(self, tp: TopicPartition) -> None:
-        try:
-            self._c.resume([CkTP(tp.topic, tp.partition)])
-        except KafkaException as exc:
-            log.info("resume %s failed: %s", tp, exc)
-
-    def _member_label(self) -> str:
-        try:
-            member = self._c.memberid() or ""
-        except (KafkaException, RuntimeError):
-            member = ""
-        return member or self._owner

@@ -1,7 +1,7 @@
 """Offset history: sample committed offsets into a store, read them back, judge consumer status.
 
-    sample.py      one sampling cycle (batched reads through KafkaAdmin + next-record timestamps)
-    sampler.py     the long-running loop (gaps, bounded buffer, clean stop, retention)
+    sample_cycle.py  one sampling cycle (batched reads through KafkaAdmin + next-record timestamps)
+    sampler.py       the long-running loop (gaps, bounded buffer, clean stop, retention)
     store/         HistoryStore backends chosen by URL: SQLite, PostgreSQL, Redis, memory
     status.py      Burrow-style status (OK/WARN/ERR/STOP/STALL/REWIND), pure
     timelag.py     time lag: exact and interpolated, pure, never NaN

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
 from offsetkeeper.history.model import Cycle, Gap, Sample
-from offsetkeeper.history.sample import CycleResult, CycleSampler, SampleScope
+from offsetkeeper.history.sample_cycle import CycleResult, CycleSampler, SampleScope
 from offsetkeeper.history.status import DEFAULT_WINDOW
 from offsetkeeper.history.store.base import HistoryStore, RetentionPolicy, StoreUnavailable
 from offsetkeeper.history.timelag import DEFAULT_POINTS

@@ -1,16 +1,31 @@
-"""The one place where confluent-kafka / Kafka error codes become offsetkeeper errors."""
+"""The one place where confluent-kafka / Kafka errors become offsetkeeper errors.
+
+- request errors (admin requests, commits, offset reads): `translate`, `translate_code`,
+  `partition_error`, with one actionable sentence per code in ADVICE (RECEIVABLE lists the codes
+  those requests can answer with; a test fails when one has no advice);
+- authorization: `denied` names the resource and the ACL operation the principal needs;
+- connecting: `connection_failure` (SASL login, TLS handshake);
+- delivery reports of producers: `delivery_message` (DELIVERABLE, DELIVERY_ADVICE);
+- client configuration refused by librdkafka: `client_config_error` (secret values masked);
+- the end of a partition while reading, which is not a failure: `PARTITION_EOF`.
+"""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Mapping
 
 from confluent_kafka import KafkaError, KafkaException
 
 from offsetkeeper.errors import (
+    ConfigError,
     GroupActiveError,
     KafkaOperationError,
     OffsetkeeperError,
     UnknownGroupError,
     UnknownTopicError,
 )
+from offsetkeeper.redact import MASK, is_secret_key, redact_text
 
 # Error names that go away on their own: a retry with backoff is the right answer.
 RETRIABLE = frozenset(
@@ -151,9 +166,11 @@ def group_denied(name: str, *, action: str, group: str, topics: list[str]) -> st
     return denied(name, action=action, group=group, topic=", ".join(sorted(set(topics))))
 
 
-def denied(name: str, *, action: str, group: str | None = None, topic: str | None = None) -> str:
+def denied(name: str, *, action: str, group: str | None = None, topic: str | None = None,
+           subject: str | None = None) -> str:
     """One sentence for an authorization error: the resource refused and the ACL operation the
-    principal needs on it (e.g. `not authorized: this principal needs Read on group payments`)."""
+    principal needs on it (e.g. `not authorized: this principal needs Read on group payments`).
+    `subject` starts the sentence instead of `action` (e.g. `producing to orders:3`)."""
     group_op, topic_op = ACL_OPERATIONS.get(action, (None, None))
     if name == "GROUP_AUTHORIZATION_FAILED":
         what = f"{group_op or 'Describe'} on group {group}" if group else \
@@ -163,7 +180,7 @@ def denied(name: str, *, action: str, group: str | None = None, topic: str | Non
             f"{topic_op or 'Describe'} on the topic"
     else:
         what = "an operation on the cluster resource"
-    return (f"{action}: {DENIED_MARK}{name}): this principal needs {what}; "
+    return (f"{subject or action}: {DENIED_MARK}{name}): this principal needs {what}; "
             "grant it with an ACL (kafka-acls --add)")
 
 
@@ -272,3 +289,150 @@ def connection_failure(name: str, detail: str, *, bootstrap: str) -> Offsetkeepe
             f"connect to {bootstrap}: TLS failed: {reason}; check ssl.ca.location and the other "
             "ssl.* settings in the command config", code=name, retriable=False)
     return None
+
+
+# --- reading records -----------------------------------------------------------------------
+# A consumer with enable.partition.eof reached the end of a partition: not a failure (librdkafka
+# reports it as an error event, code -191).
+PARTITION_EOF = KafkaError._PARTITION_EOF
+
+
+def is_partition_eof(err: KafkaError | None) -> bool:
+    """True for the end-of-partition event of a consumer (see PARTITION_EOF)."""
+    return err is not None and err.code() == PARTITION_EOF
+
+
+# --- delivery reports ----------------------------------------------------------------------
+# Why a record was not delivered, and what to do (the sentence starts with "producing to T:P
+# failed: "). Every code of DELIVERABLE has one; tests/unit/test_kafka_errors.py checks them.
+DELIVERY_ADVICE = {
+    "_MSG_TIMED_OUT": "records were not acknowledged within message.timeout.ms; check that the "
+                      "partition has a leader and its broker is reachable, then run again",
+    "MSG_SIZE_TOO_LARGE": "a record is larger than the producer's message.max.bytes or the "
+                          "topic's max.message.bytes; raise them (the producer properties, "
+                          "kafka-configs --alter) or write smaller records",
+    "RECORD_LIST_TOO_LARGE": "a batch of records is larger than the broker accepts; lower "
+                             "batch.size in the producer properties or raise the topic's "
+                             "max.message.bytes",
+    "NOT_ENOUGH_REPLICAS": "the partition has fewer in-sync replicas than the topic's "
+                           "min.insync.replicas; bring its replicas' brokers back, then run again",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "the partition lost in-sync replicas while writing (fewer "
+                                        "than min.insync.replicas); bring its replicas' brokers "
+                                        "back, then run again",
+    "UNKNOWN_TOPIC_OR_PART": "the topic or partition does not exist; create it (or add "
+                             "partitions), then run again",
+    "_UNKNOWN_TOPIC": "the topic does not exist; create it, then run again",
+    "_UNKNOWN_PARTITION": "the topic has no such partition; add partitions or write to an "
+                          "existing one",
+    "INVALID_TIMESTAMP": "a record's timestamp is too far from the broker's clock for the topic "
+                         "(message.timestamp.*.max.ms); raise that topic setting or use "
+                         "message.timestamp.type=LogAppendTime",
+    "INVALID_RECORD": "the broker refused a record as invalid (a compacted topic needs a key on "
+                      "every record); check the topic's cleanup.policy and the records",
+    "INVALID_MSG": "the broker found a record corrupt (checksum mismatch); check the network "
+                       "and the broker, then run again",
+    "_FATAL": "the idempotent producer hit a fatal error and stopped (the broker lost records it "
+              "had acknowledged?); check the brokers, then run again",
+    "OUT_OF_ORDER_SEQUENCE_NUMBER": "the broker lost records it had acknowledged (out-of-order "
+                                    "sequence; unclean leader election?); check the brokers, "
+                                    "then run again",
+    "UNKNOWN_PRODUCER_ID": "the broker no longer knows this producer (its state expired); run "
+                           "again",
+    "INVALID_PRODUCER_EPOCH": "another producer fenced this one; make sure one job writes at a "
+                              "time, then run again",
+    "PRODUCER_FENCED": "another producer with the same transactional.id fenced this one; make "
+                       "sure one job writes at a time, then run again",
+    "DUPLICATE_SEQUENCE_NUMBER": "the broker saw a record twice (duplicate sequence); run again",
+    "_PURGE_QUEUE": "records were dropped because the producer was closed before sending them; "
+                    "run again",
+    "_PURGE_INFLIGHT": "records were dropped because the producer was closed while sending "
+                       "them; run again",
+    "_QUEUE_FULL": "the producer's queue is full; lower the write rate or raise "
+                   "queue.buffering.max.messages in the producer properties",
+    "POLICY_VIOLATION": "a broker policy refused the records; check the brokers' policies",
+    "KAFKA_STORAGE_ERROR": "the partition's broker has a storage error; check its disks, then run "
+                           "again",
+    "REQUEST_TIMED_OUT": "the partition's broker did not answer in time; check its load, then run "
+                         "again",
+    "NOT_LEADER_FOR_PARTITION": "the partition's leader moved and the producer ran out of retries; "
+                              "run again",
+    "LEADER_NOT_AVAILABLE": "the partition has no leader (its brokers are down?); check the "
+                            "brokers, then run again",
+    "_TRANSPORT": "the connection to the partition's leader broke; check the network and the "
+                  "broker, then run again",
+    "NETWORK_EXCEPTION": "the connection to the partition's leader broke; check the network and "
+                         "the broker, then run again",
+    "_ALL_BROKERS_DOWN": "no broker is reachable; check bootstrap.servers and the network",
+    "INVALID_REQUIRED_ACKS": "the broker refused the producer's acks setting; use acks=all",
+    "UNSUPPORTED_FOR_MESSAGE_FORMAT": "the topic's message format is too old for these records "
+                                      "(headers need 0.11 or later); raise the topic's "
+                                      "message.format.version",
+    "UNSUPPORTED_COMPRESSION_TYPE": "the broker does not support the producer's "
+                                    "compression.type; choose another in the producer "
+                                    "properties",
+    "CLUSTER_AUTHORIZATION_FAILED": f"{DENIED_MARK}CLUSTER_AUTHORIZATION_FAILED): this principal "
+                                    "needs IdempotentWrite on the cluster (brokers before 2.8); "
+                                    "grant it with an ACL (kafka-acls --add)",
+    "_SSL": "the TLS handshake with the partition's broker failed; check ssl.ca.location and "
+            "the other ssl.* settings",
+    "_AUTHENTICATION": ADVICE["_AUTHENTICATION"],
+    "SASL_AUTHENTICATION_FAILED": ADVICE["SASL_AUTHENTICATION_FAILED"],
+}
+
+# Every error a producer's delivery report (or a produce() call) can carry for offsetkeeper's
+# producers (restore, the Spark sink): each has advice naming what to do.
+DELIVERABLE = frozenset({*DELIVERY_ADVICE, "TOPIC_AUTHORIZATION_FAILED",
+                         "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"})
+
+
+def delivery_message(err: KafkaError | KafkaException | str, *, topic: str,
+                     partition: int | None = None) -> str:
+    """One sentence for a record that was not delivered: the partition (or topic) and what to
+    do, e.g. `producing to orders:3 failed: a record is larger than the topic accepts; raise
+    ...`. `err` is the error of a delivery report, a produce() call's exception, or a name."""
+    if isinstance(err, KafkaException) and err.args and isinstance(err.args[0], KafkaError):
+        err = err.args[0]
+    name = err.name() if isinstance(err, KafkaError) else str(err)
+    where = f"{topic}:{partition}" if partition is not None and partition >= 0 else topic
+    subject = f"producing to {where} failed"
+    if name == "TOPIC_AUTHORIZATION_FAILED":
+        return denied(name, action="produce", topic=topic, subject=subject)
+    if name == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED":
+        return (f"{subject}: {DENIED_MARK}{name}): this principal needs Write on the "
+                "transactional id; grant it with an ACL (kafka-acls --add)")
+    advice = DELIVERY_ADVICE.get(name)
+    if advice is None:
+        detail = err.str() if isinstance(err, KafkaError) else ""
+        advice = (f"Kafka error {name}" + (f" ({detail})" if detail and detail != name else "")
+                  + "; check the broker logs, then run again")
+    return f"{subject}: {advice}"
+
+
+# --- client configuration ------------------------------------------------------------------
+_INVALID_VALUE = re.compile(r'Invalid value "(?P<value>.*)" for configuration property '
+                            r'"(?P<key>[^"]+)"', re.S)
+
+
+def client_config_error(exc: BaseException, props: Mapping[str, str], *,
+                        where: str) -> ConfigError:
+    """The ConfigError for client properties librdkafka refused (building a client raised
+    `exc`): one line naming the property, with what to do; never a secret value (the value of
+    any secret-looking property of `props` is masked wherever it appears, and so is the value
+    quoted for a secret property whatever its length)."""
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    text = err.str() if isinstance(err, KafkaError) else str(err)
+    text = _INVALID_VALUE.sub(
+        lambda m: (f'Invalid value "{MASK}" for configuration property "{m["key"]}"'
+                   if is_secret_key(m["key"]) else m[0]), text)
+    text = redact_text(text, props)
+    lines = text.strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    text = re.sub(r"^Failed to create (producer|consumer|client): ", "", text)
+    if text.startswith("Unsupported SASL mechanism"):
+        text += (" (sasl.mechanism: use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or "
+                 "OAUTHBEARER)")
+    elif text.startswith("No such configuration property"):
+        text += " (check the name: librdkafka's properties are listed in its CONFIGURATION.md)"
+    elif text.startswith("Invalid value"):
+        text += " (check the value: librdkafka's CONFIGURATION.md lists the allowed ones)"
+    return ConfigError(f"{where}: {text}")

@@ -117,10 +117,9 @@ class NextRecordTimes:
         return out
 
     def _fetch(self, todo: dict[Key, int], deadline: float, ends: dict[Key, int]) -> None:
-        from confluent_kafka import KafkaError
         from confluent_kafka import TopicPartition as CkTP
 
-        from offsetkeeper.kafka.errors import AUTHORIZATION
+        from offsetkeeper.kafka.errors import AUTHORIZATION, PARTITION_EOF
 
         c = self._client()
         self.fetched += len(todo)
@@ -144,7 +143,7 @@ class NextRecordTimes:
                         continue  # the rest of a tail, or a partition already answered
                     err = m.error()
                     if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
+                        if err.code() == PARTITION_EOF:
                             ends[key] = max(off, m.offset())
                             done.append(CkTP(*key))
                         else:
@@ -184,10 +183,9 @@ class NextRecordTimes:
         records — and the first one's timestamp: `(count, ts | None)`; None when the broker did
         not answer in time. Meant for short ranges (a few offsets below the last stable
         offset); cached by range."""
-        from confluent_kafka import KafkaError
         from confluent_kafka import TopicPartition as CkTP
 
-        from offsetkeeper.kafka.errors import AUTHORIZATION
+        from offsetkeeper.kafka.errors import AUTHORIZATION, PARTITION_EOF
 
         out: dict[Key, tuple[int, int | None] | None] = {}
         todo: dict[Key, tuple[int, int]] = {}
@@ -226,7 +224,7 @@ class NextRecordTimes:
                         continue
                     err = m.error()
                     if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
+                        if err.code() == PARTITION_EOF:
                             del remaining[key]
                             done.append(CkTP(*key))
                         continue

@@ -7,7 +7,7 @@ import logging
 import time
 from pathlib import Path
 
-from offsetkeeper.offsetlog.sample import MINUTE, produce_sample, sample_log
+from offsetkeeper.offsetlog.sample_log import MINUTE, produce_sample, sample_log
 from offsetkeeper.times import iso_ms
 
 LOG_TOPIC = "offsets-log"

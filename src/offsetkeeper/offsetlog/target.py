@@ -1,7 +1,7 @@
 """A reset target from the commit history: `offsets reset --to-commit-time T --commit-history DIR`.
 
 Each group is reset to the offsets it had committed as of T, replayed from the scanned
-`__consumer_offsets` log (offsetlog.history.offsets_at). Partitions the group had not committed
+`__consumer_offsets` log (offsetlog.commit_history.offsets_at). Partitions the group had not committed
 by T, or whose offsets were deleted or expired by T, are left out (and so left unchanged).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from offsetkeeper.errors import UnknownGroupError, UsageError
 from offsetkeeper.models import TopicPartition
-from offsetkeeper.offsetlog.history import offsets_at
+from offsetkeeper.offsetlog.commit_history import offsets_at
 from offsetkeeper.reset.targets import FromOffsets
 from offsetkeeper.times import iso_ms
 
@@ -39,6 +39,6 @@ def from_commit_history(history: str | None, time_ms: int, groups: list[str] | t
 
 def commit_time_target(history: str | None, time_text: str, groups) -> FromOffsets:
     """`--to-commit-time T --commit-history DIR` for the given groups."""
-    from offsetkeeper.offsetlog.history import parse_time
+    from offsetkeeper.offsetlog.commit_history import parse_time
 
     return from_commit_history(history, parse_time(time_text, flag="--to-commit-time"), list(groups))

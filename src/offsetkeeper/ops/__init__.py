@@ -11,14 +11,14 @@ own layer or those below; tests/unit/test_layers.py enforces it):
                                 zk, streaming, backup, restore, live, streams_reset, ui); the
                                 modules not re-exported here are imported by name
     reset, snapshots, backup,   domain logic (reset/ imports neither snapshots nor restore:
-    restore, inspect, history,  the executor gets its snapshot function injected)
+    restore, describe, history,  the executor gets its snapshot function injected)
     consumer, streaming, ...
     kafka, spark                the only code that talks to confluent-kafka / pyspark
     config, errors, models,     foundations
     storage, progress, redact
 """
 
-from offsetkeeper.inspect import (
+from offsetkeeper.describe import (
     OffsetRow,
     PartitionOffsets,
     describe_offsets,

@@ -50,7 +50,7 @@ def scan_commits(req: ScanRequest, *, progress: ProgressFn = no_progress) -> Sca
 
 
 def _time(text: str | None, flag: str) -> int | None:
-    from offsetkeeper.offsetlog.history import parse_time
+    from offsetkeeper.offsetlog.commit_history import parse_time
 
     return parse_time(text, flag=flag) if text else None
 
@@ -59,7 +59,7 @@ def group_commits(history: str, group: str, *, since: str | None = None,
                   until: str | None = None) -> list[dict]:
     """A group's commits in log order with the change per partition (`since`/`until`: ISO-8601,
     UTC when no zone)."""
-    from offsetkeeper.offsetlog.history import show_group
+    from offsetkeeper.offsetlog.commit_history import show_group
 
     return show_group(history, group, since_ms=_time(since, "--since"),
                       until_ms=_time(until, "--until"))
@@ -68,7 +68,7 @@ def group_commits(history: str, group: str, *, since: str | None = None,
 def commits_at(history: str, group: str, time: str) -> list[dict]:
     """The group's committed offsets as of `time`, replayed from the log; OffsetkeeperError when
     it had committed nothing by then."""
-    from offsetkeeper.offsetlog.history import at_rows, offsets_at
+    from offsetkeeper.offsetlog.commit_history import at_rows, offsets_at
 
     rows = at_rows(offsets_at(history, group, _time(time, "--time")))
     if not rows:
@@ -87,7 +87,7 @@ class Generations:
 
 def group_generations(history: str, group: str, *, members: bool = False) -> Generations:
     """Generations or members of a group from the history; UnknownGroupError when it has none."""
-    from offsetkeeper.offsetlog.history import generation_rows
+    from offsetkeeper.offsetlog.commit_history import generation_rows
     from offsetkeeper.offsetlog.membership import member_rows, membership_rows
 
     if members:

@@ -51,7 +51,7 @@ class SamplerSettings:
 
     def config(self):
         """The sampler's SamplerConfig (UsageError naming the option on a bad value)."""
-        from offsetkeeper.history.sample import SampleScope
+        from offsetkeeper.history.sample_cycle import SampleScope
         from offsetkeeper.history.sampler import SamplerConfig
         from offsetkeeper.history.store import RetentionPolicy
         from offsetkeeper.history.timeparse import parse_duration_ms

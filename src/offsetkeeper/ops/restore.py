@@ -68,7 +68,8 @@ class ValidateRequest:
 def validate(req: ValidateRequest, *, spark=None):
     """Compare the restore's target with the backup manifest and (with groups) the committed
     group offsets with the translation of the chosen source offsets."""
-    from offsetkeeper.config import load_config_file, prop_str, resolve_connection
+    from offsetkeeper.config import load_config_file, prop_str
+    from offsetkeeper.kafka.connect import resolve_connection
     from offsetkeeper.ops.reset import snapshot_store_url
     from offsetkeeper.restore.config import parse_properties
     from offsetkeeper.restore.validate import validate_restore

@@ -299,7 +299,8 @@ def split_backup_ref(ref: str) -> tuple[str, str]:
 def build_restore_options(req: RestoreRequest, *, file: RestoreFile | None = None) -> RestoreOptions:
     """Merge the YAML file (loaded once; or given as `file`), the main config file and the flags
     of `req` (flags win) into checked RestoreOptions."""
-    from offsetkeeper.config import connect_ref, load_config_file
+    from offsetkeeper.config import load_config_file
+    from offsetkeeper.kafka.connect import connect_ref
 
     cfg = load_config_file(req.config)
     f = file if file is not None else (load_restore_file(req.file) if req.file else None)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from offsetkeeper.models import TopicPartition
-from offsetkeeper.restore.writer import (
+from offsetkeeper.restore.resume import (
     OFFSET_HEADER,
     PARTITION_HEADER,
     TIMESTAMP_HEADER,

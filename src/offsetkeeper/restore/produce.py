@@ -8,7 +8,7 @@ GIL while they work). The producer is warmed up (`_Producer.warm_up`) so that it
 producer id before the first batch is ready, and the cyclic garbage collector is off during the
 task. Per route:
 
-1. resume: `writer.RouteResume` finds what an earlier attempt wrote but did not map (the target
+1. resume: `resume.RouteResume` finds what an earlier attempt wrote but did not map (the target
    records after the last mapped one) and maps those rows instead of producing them;
 2. the remaining rows are produced in chunks of ``chunk_records``: the columns of each Arrow
    batch become Python lists once (``to_pylist``; the offset and timestamp headers are made by
@@ -47,7 +47,7 @@ from offsetkeeper.restore.derive import (
     proof_holds,
 )
 from offsetkeeper.restore.mapping import write_chunk
-from offsetkeeper.restore.writer import (
+from offsetkeeper.restore.resume import (
     OFFSET_HEADER,
     PARTITION_HEADER,
     TIMESTAMP_HEADER,
@@ -88,7 +88,7 @@ class _Producer:
     def __init__(self, cfg: WriterConfig) -> None:
         from confluent_kafka import Producer
 
-        self.errors: dict[tuple[str, int], str] = {}  # first failure per target partition
+        self.errors: dict[tuple[str, int], Any] = {}  # first failure (KafkaError) per target partition
         conf = {"linger.ms": "20", "batch.size": "1000000",
                 "queue.buffering.max.messages": "500000",
                 "queue.buffering.max.kbytes": str(QUEUE_KBYTES), **cfg.producer_conf,
@@ -150,10 +150,16 @@ class _Producer:
                 return
 
     def _on_error(self, err, msg) -> None:
-        self.errors.setdefault((msg.topic(), msg.partition()), str(err))
+        self.errors.setdefault((msg.topic(), msg.partition()), err)
 
     def error_for(self, target: TopicPartition) -> str | None:
-        return self.errors.get((target.topic, target.partition))
+        """The sentence for the first failed delivery to `target` (kafka.errors), or None."""
+        err = self.errors.get((target.topic, target.partition))
+        if err is None:
+            return None
+        from offsetkeeper.kafka.errors import delivery_message
+
+        return delivery_message(err, topic=target.topic, partition=target.partition)
 
 
 def _as_bytes(col: pa.Array) -> list[bytes]:
@@ -213,10 +219,11 @@ class RouteProducer:
         # the task's producer: this waits for the other routes' records too (they pause)
         remaining = self.shared.flush(120)
         if (err := self.shared.error_for(self.target)) is not None:
-            raise RestoreWriteError(f"producing to {self.target} failed: {err}")
+            raise RestoreWriteError(err)
         if remaining:
             raise RestoreWriteError(f"producing to {self.target}: {remaining} records not "
-                                    "acknowledged in 120 s")
+                                    "acknowledged in 120 s; check that the partition has a "
+                                    "leader and its broker is reachable, then run again")
 
     def _end_chunk(self) -> None:
         chunk, start = self.chunk, self.chunk_start
@@ -360,25 +367,32 @@ class RouteProducer:
                  hdrs: list | None, i: int, j: int) -> None:
         """The inner loop: one positional produce() per record, nothing else."""
         produce = self.producer.produce
-        if hdrs is None:
-            for v, k, t in zip(values[i:j], keys[i:j], tss[i:j], strict=True):
-                try:
-                    produce(topic, v, k, part, None, None, t)
-                except BufferError:
-                    self._retry(topic, v, k, part, t, None)
-        else:
-            for v, k, t, h in zip(values[i:j], keys[i:j], tss[i:j], hdrs[i:j], strict=True):
-                try:
-                    produce(topic, v, k, part, None, None, t, h)
-                except BufferError:
-                    self._retry(topic, v, k, part, t, h)
+        try:
+            if hdrs is None:
+                for v, k, t in zip(values[i:j], keys[i:j], tss[i:j], strict=True):
+                    try:
+                        produce(topic, v, k, part, None, None, t)
+                    except BufferError:
+                        self._retry(topic, v, k, part, t, None)
+            else:
+                for v, k, t, h in zip(values[i:j], keys[i:j], tss[i:j], hdrs[i:j], strict=True):
+                    try:
+                        produce(topic, v, k, part, None, None, t, h)
+                    except BufferError:
+                        self._retry(topic, v, k, part, t, h)
+        except Exception as exc:  # produce() refused a record (too large, unknown partition)
+            from offsetkeeper.kafka.errors import delivery_message, error_name
+
+            if not error_name(exc):
+                raise
+            raise RestoreWriteError(delivery_message(exc, topic=topic, partition=part)) from exc
 
     def _retry(self, topic: str, v, k, part: int, t: int, h) -> None:
         """The producer's queue is full: serve it until there is room, then produce."""
         while True:
             self.producer.poll(QUEUE_FULL_WAIT_S)
             if (err := self.shared.error_for(self.target)) is not None:
-                raise RestoreWriteError(f"producing to {self.target} failed: {err}")
+                raise RestoreWriteError(err)
             try:
                 self.producer.produce(topic, v, k, part, None, None, t, h)
                 return
@@ -442,7 +456,7 @@ def _restore_routes(cfg: WriterConfig, routes: list[dict[str, Any]]) -> list[dic
             raise
         except Exception as exc:
             stop.set()
-            from offsetkeeper.backup.task_failure import one_line
+            from offsetkeeper.spark.task_failure import one_line
 
             raise RestoreWriteError(f"restoring {src} to {tgt} failed: {one_line(exc)}",
                                     topic=src.topic, partition=src.partition) from exc
@@ -464,7 +478,7 @@ def _restore_routes(cfg: WriterConfig, routes: list[dict[str, Any]]) -> list[dic
 def restore_task(cfg: WriterConfig, specs: Iterator[str]) -> Iterator[dict[str, Any]]:
     """Spark task (`RDD.mapPartitions` over task specs — JSON lists of routes: source, target,
     segments (or files), resume_after): produce each route's records with one producer; one
-    summary per route. Run it under backup.task_failure.guarded so that a failure reaches the
+    summary per route. Run it under spark.task_failure.guarded so that a failure reaches the
     driver as a typed TaskFailure.
 
     The plain RDD API is used on purpose: its Python workers start in ~3 s, Arrow UDF workers

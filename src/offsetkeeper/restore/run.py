@@ -31,8 +31,7 @@ from typing import Any
 
 from offsetkeeper.backup.manifest import Manifest
 from offsetkeeper.backup.read import Selection, check_segments, partition_segments, selection_stats
-from offsetkeeper.backup.task_failure import guarded, raise_failures
-from offsetkeeper.errors import ConfigError, OffsetkeeperError, RestoreWriteError, UsageError
+from offsetkeeper.errors import OffsetkeeperError, RestoreWriteError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_progress
@@ -48,6 +47,12 @@ from offsetkeeper.restore.plan import (
     topics_to_create,
 )
 from offsetkeeper.restore.produce import restore_task
+from offsetkeeper.restore.resume import (
+    WriterConfig,
+    consumer_config,
+    producer_config,
+    read_progress,
+)
 from offsetkeeper.restore.state import (
     RestoreState,
     RestoreStatus,
@@ -55,12 +60,7 @@ from offsetkeeper.restore.state import (
     load_state,
     save_state,
 )
-from offsetkeeper.restore.writer import (
-    WriterConfig,
-    consumer_config,
-    producer_config,
-    read_progress,
-)
+from offsetkeeper.spark.task_failure import guarded, raise_failures
 from offsetkeeper.storage import join
 
 
@@ -141,7 +141,7 @@ def check_client_config(o: RestoreOptions) -> None:
     one-line ConfigError before any topic or state exists (secret values are never echoed)."""
     from confluent_kafka import Consumer, KafkaException, Producer
 
-    from offsetkeeper.redact import redact_text
+    from offsetkeeper.kafka.errors import client_config_error
 
     client = o.target.client_config()
     for kind, make, conf in (("producer", Producer, producer_config({**client, **dict(o.producer_properties)})),
@@ -149,10 +149,8 @@ def check_client_config(o: RestoreOptions) -> None:
         try:
             c = make({**conf, "log_level": "0"})
         except (KafkaException, ValueError, TypeError) as exc:
-            err = exc.args[0] if exc.args else exc
-            text = err.str() if hasattr(err, "str") else str(err)
-            text = redact_text(text, conf)
-            raise ConfigError(f"the restore's {kind} properties are not valid: {text}") from None
+            raise client_config_error(
+                exc, conf, where=f"the restore's {kind} properties are not valid") from None
         if kind == "consumer":
             c.close()
 
@@ -373,7 +371,7 @@ def _run_tasks(o: RestoreOptions, view: BackupView, routes: list[Route],
                     .mapPartitions(partial(guarded, restore_task, cfg)).collect())
     except Exception as exc:
         if type(exc).__module__.startswith(("pyspark", "py4j")):
-            from offsetkeeper.backup.task_failure import one_line
+            from offsetkeeper.spark.task_failure import one_line
 
             raise RestoreWriteError(f"restore {state.restore_id} stopped: the Spark job failed "
                                     f"({one_line(exc)}){suffix}") from None

@@ -74,7 +74,8 @@ def build_three_phase_options(req: ThreePhaseRequest) -> ThreePhaseOptions:
     """Merge the YAML file (loaded once), the config file and the flags (flags win). The
     snapshot store (auto-snapshot and `snapshot:ID`) is resolved by the one resolver:
     --snapshot-store, $OFFSETKEEPER_SNAPSHOT_STORE, the config's snapshots.store, the default."""
-    from offsetkeeper.config import connect_ref, load_config_file
+    from offsetkeeper.config import load_config_file
+    from offsetkeeper.kafka.connect import connect_ref
     from offsetkeeper.snapshots.store import resolve_store_url
 
     r = req.restore

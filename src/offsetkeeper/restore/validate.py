@@ -27,9 +27,9 @@ from typing import Any
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
 from offsetkeeper.models import TopicPartition
+from offsetkeeper.restore.resume import OFFSET_HEADER
 from offsetkeeper.restore.state import RestoreState
 from offsetkeeper.restore.translate import TranslatedOffset, load_restore_mappings, translate_groups
-from offsetkeeper.restore.writer import OFFSET_HEADER
 
 HEADER_PREFIX = "x-kafka-backup-"
 
@@ -127,7 +127,7 @@ def _without_restore_headers(batch):
 def target_checksum_task(client: dict, specs) -> list[dict[str, Any]]:
     """Spark task over JSON specs `[topic, partition, start, end]`: read the target records in
     [start, end) and return their count and checksum (restore headers stripped). Run under
-    backup.task_failure.guarded: a failure comes back as a typed TaskFailure."""
+    spark.task_failure.guarded: a failure comes back as a typed TaskFailure."""
     from offsetkeeper.backup import checksum as ck
     from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
     from offsetkeeper.spark.kafka.read import RangeStats, read_batches
@@ -155,8 +155,8 @@ def _target_checksums(spark, target: Connection, state: RestoreState) -> dict[To
     ends recorded before and after), read in Spark tasks; a task failure raises its typed error."""
     from functools import partial
 
-    from offsetkeeper.backup.task_failure import guarded, raise_failures
     from offsetkeeper.errors import KafkaOperationError
+    from offsetkeeper.spark.task_failure import guarded, raise_failures
 
     specs = [json.dumps([r.target_topic, r.target_partition, r.start_log_end, r.end_log_end])
              for r in state.routes if (r.end_log_end or 0) > r.start_log_end]
@@ -171,7 +171,7 @@ def _target_checksums(spark, target: Connection, state: RestoreState) -> dict[To
 
 
 def _record_at(conn: Connection, tp: TopicPartition, offset: int):
-    from offsetkeeper.restore.writer import read_target_tail
+    from offsetkeeper.restore.resume import read_target_tail
 
     msgs = read_target_tail(conn.client_config(), tp, offset)
     return msgs[0] if msgs and msgs[0].offset() == offset else None

@@ -32,7 +32,7 @@ QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 # ``warm_up()`` function has it called too (to run its code once, for lazy imports and set-up).
 WORKER_IMPORTS = (
     "pyarrow", "pyarrow.parquet", "numpy", "confluent_kafka", "fsspec",
-    "offsetkeeper.backup.task_failure", "offsetkeeper.backup.task",
+    "offsetkeeper.spark.task_failure", "offsetkeeper.backup.task",
 )
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *,

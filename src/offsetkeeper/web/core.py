@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from offsetkeeper.cli.output import printable
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
 from offsetkeeper.redact import mask_url
+from offsetkeeper.tables import printable
 from offsetkeeper.web import security as sec
 from offsetkeeper.web.checkpoints import CheckpointEntry
 from offsetkeeper.web.data import HistoryView
@@ -72,7 +72,7 @@ def _jsonable(obj: Any) -> Any:
 
 def _shown(value: Any) -> Any:
     """Every value a template prints: text with control and bidi characters (U+202E ...)
-    escaped exactly as the CLI prints them (`cli.output.printable`), so a name cannot reorder
+    escaped exactly as the CLI prints them (`tables.printable`), so a name cannot reorder
     or hide what is around it; markup we built (charts) passes as is. Then autoescaped."""
     if isinstance(value, str) and not isinstance(value, Markup):
         return printable(value)

@@ -15,8 +15,9 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from offsetkeeper.config import ConfigFile, Connection, resolve_connection
+from offsetkeeper.config import ConfigFile, Connection
 from offsetkeeper.errors import UnknownGroupError, UsageError
+from offsetkeeper.kafka.connect import resolve_connection
 from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
 PLAN_TTL_S = 15 * 60
@@ -82,7 +83,7 @@ class GroupRow:
 def _describe(admin, ids: list[str]):
     """States, members and offsets of `ids` (one describe), dropping groups that vanished
     between listing and describing (a live cluster changes under us)."""
-    from offsetkeeper.inspect import describe_groups_offsets
+    from offsetkeeper.describe import describe_groups_offsets
 
     ids = list(ids)
     for _ in range(5):
@@ -224,7 +225,7 @@ def filter_sort(rows: list[GroupRow], *, q: str = "", state: str = "", status: s
 
 
 def _describe_one(admin, group: str):
-    from offsetkeeper.inspect import describe_groups_offsets
+    from offsetkeeper.describe import describe_groups_offsets
 
     return describe_groups_offsets(admin, [group])
 

@@ -13,7 +13,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from offsetkeeper.cli.output import printable
+from offsetkeeper.tables import printable
 
 Point = tuple[float, float]  # (x, y): x is epoch milliseconds for time charts
 

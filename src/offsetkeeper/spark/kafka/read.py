@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from offsetkeeper.arrowbuf import binaries, ints, repeated_string
-from offsetkeeper.kafka.errors import AUTHORIZATION, denied
+from offsetkeeper.kafka.errors import AUTHORIZATION, PARTITION_EOF, denied, translate
 from offsetkeeper.spark.kafka.options import OffsetRange, SourceOptions
 from offsetkeeper.spark.kafka.planning import detect_gap
 from offsetkeeper.spark.kafka.reports import write_report
@@ -171,7 +171,7 @@ def read_batches(opts: SourceOptions, r: OffsetRange, stats: RangeStats) -> Iter
                 for m in msgs:
                     err = m.error()
                     if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
+                        if err.code() == PARTITION_EOF:
                             done = True
                             break
                         if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
@@ -181,7 +181,9 @@ def read_batches(opts: SourceOptions, r: OffsetRange, stats: RangeStats) -> Iter
                         if err.name() in AUTHORIZATION:
                             raise RuntimeError(f"reading {r.topic}:{r.partition}: " + denied(
                                 err.name(), action="read records", topic=r.topic))
-                        raise RuntimeError(f"reading {r.topic}:{r.partition}: {err.str()}")
+                        raise RuntimeError(translate(
+                            err, action=f"reading {r.topic}:{r.partition}", topic=r.topic,
+                            partition=r.partition).message)
                     off = m.offset()
                     if off >= r.end:
                         done = True

@@ -98,6 +98,8 @@ def produce_batches(opts: SinkOptions, batches: Iterator) -> int:
     """
     from confluent_kafka import KafkaException, Producer
 
+    from offsetkeeper.kafka.errors import delivery_message
+
     conf = {"linger.ms": "5", **opts.kafka, "enable.idempotence": "true", "acks": "all"}
     producer = Producer(conf)
     errors: list[str] = []
@@ -106,7 +108,7 @@ def produce_batches(opts: SinkOptions, batches: Iterator) -> int:
     def on_delivery(err, msg) -> None:
         nonlocal delivered
         if err is not None:
-            errors.append(f"{msg.topic()}:{msg.partition()}: {err.str()}")
+            errors.append(delivery_message(err, topic=msg.topic(), partition=msg.partition()))
         else:
             delivered += 1
 
@@ -132,8 +134,9 @@ def produce_batches(opts: SinkOptions, batches: Iterator) -> int:
                     break
                 except BufferError:
                     producer.poll(0.1)
-                except KafkaException as exc:
-                    raise KafkaOperationError(f"producing to {topic}: {exc}") from exc
+                except KafkaException as exc:  # refused at once (too large, unknown partition)
+                    raise KafkaOperationError(delivery_message(
+                        exc, topic=topic, partition=kw.get("partition"))) from exc
             sent += 1
             if errors:
                 break
@@ -142,8 +145,9 @@ def produce_batches(opts: SinkOptions, batches: Iterator) -> int:
             break
     remaining = producer.flush(opts.flush_timeout_s)
     if errors or remaining:
-        detail = errors[0] if errors else f"{remaining} record(s) unacknowledged after " \
-                                          f"{opts.flush_timeout_s:.0f} s"
+        detail = errors[0] if errors else (
+            f"{remaining} record(s) unacknowledged after {opts.flush_timeout_s:.0f} s; check that "
+            "the brokers are reachable, or raise flushTimeoutMs")
         raise KafkaOperationError(f"delivery failed ({len(errors) + remaining} of {sent} "
                                   f"records): {detail}")
     return delivered

@@ -1,13 +1,15 @@
-"""The executor side of a restore: produce one target partition's records in source order.
+"""Where a restore route continues, and what a restore task reads (producing is produce.py).
 
-Runs inside Spark (`RDD.mapPartitions`), each task a set of routes (source partition -> target partition):
-the task reads that partition's Parquet files of the backup itself (in offset order, with the
-time window and the resume point applied), so no shuffle is needed. For each route it first finds where an earlier attempt stopped — the last mapped source
-offset, then the records on the target after the last mapped target offset, matched one by one
-with the next backup records (by the x-kafka-backup-offset header, or by key and value when
-headers are off) — so a rerun or a Spark task retry never writes a record twice or skips one.
-Then it produces the rest with an idempotent producer (acks=all), and after each chunk of
-records writes the delivery-report offsets as a mapping chunk (atomically).
+A restore task (Spark, `RDD.mapPartitions`) holds a set of routes (source partition -> target
+partition) and reads each route's Parquet files of the backup itself (`spec_records`,
+`route_records`: offset order, the time window and the resume point applied), so no shuffle is
+needed. Before producing, `RouteResume` finds where an earlier attempt stopped — the last mapped
+source offset, then the records on the target after the last mapped target offset
+(`read_target_tail`), matched one by one with the next backup records (by the
+x-kafka-backup-offset header, or by key and value when headers are off) — so a rerun or a
+Spark task retry never writes a record twice or skips one. Also here: the task's
+`WriterConfig`, the origin headers restore adds, the producer and read-back consumer
+configurations, and the per-route progress reports.
 
 Kafka clients are created here, inside the task; nothing unpicklable is captured.
 """
@@ -76,6 +78,8 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CkTP
 
+    from offsetkeeper.kafka.errors import denied, is_partition_eof, translate
+
     c = Consumer(consumer_config(consumer_conf))
     try:
         low, high = c.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=15)
@@ -89,7 +93,7 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
             if msg is None:
                 continue
             if msg.error():
-                if msg.error().code() == -191:  # _PARTITION_EOF
+                if is_partition_eof(msg.error()):
                     # the end of what there is to read: the last record (or, when the tail
                     # holds only control records, the read position) reached the log end
                     pos = c.position([CkTP(tp.topic, tp.partition)])[0].offset
@@ -99,11 +103,11 @@ def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start
                 if msg.error().name() == "GROUP_AUTHORIZATION_FAILED":
                     continue  # the coordinator lookup of a group this reader never uses
                 if msg.error().name() == "TOPIC_AUTHORIZATION_FAILED":
-                    from offsetkeeper.kafka.errors import denied
-
                     raise RestoreWriteError(f"reading {tp} to resume failed: " + denied(
                         "TOPIC_AUTHORIZATION_FAILED", action="read records", topic=tp.topic))
-                raise RestoreWriteError(f"reading {tp} to resume failed: {msg.error().str()}")
+                raise RestoreWriteError(translate(
+                    msg.error(), action=f"reading {tp} to resume failed", topic=tp.topic,
+                    partition=tp.partition).message)
             out.append(msg)
             if msg.offset() >= high - 1:
                 return out

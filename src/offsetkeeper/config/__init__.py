@@ -1,0 +1,47 @@
+"""Configuration: the YAML config file, property files, and the Connection value.
+
+- `file`: the config file (``--config``; its format is in that module's docstring) and its models;
+- `loading`: reading YAML files safely (size and alias bounds, strict UTF-8, ``${VAR}``);
+- `properties`: Java-style client property files (``--command-config``);
+- `connection`: `Connection`, one cluster's bootstrap servers and librdkafka properties.
+
+Which cluster a command talks to is resolved (and its properties checked by librdkafka) in
+`offsetkeeper.kafka.connect`.
+"""
+
+from offsetkeeper.config.connection import Connection
+from offsetkeeper.config.file import (
+    CONFIG_ENV,
+    DEFAULT_CONFIG_PATH,
+    ClusterModel,
+    ClusterRef,
+    ConfigFile,
+    SnapshotsModel,
+    SparkModel,
+    UiCheckpointModel,
+    UiModel,
+    load_config_file,
+)
+from offsetkeeper.config.loading import (
+    MAX_CONFIG_BYTES,
+    MAX_YAML_ALIASES,
+    MAX_YAML_NODES,
+    InputTooLarge,
+    expand_env,
+    expanded_size,
+    load_yaml_model,
+    read_text_strict,
+)
+from offsetkeeper.config.properties import (
+    java_jaas_to_librdkafka,
+    load_properties_file,
+    parse_properties,
+    prop_str,
+)
+
+__all__ = ["CONFIG_ENV", "DEFAULT_CONFIG_PATH", "MAX_CONFIG_BYTES", "MAX_YAML_ALIASES",
+           "MAX_YAML_NODES", "ClusterModel", "ClusterRef", "ConfigFile", "Connection",
+           "InputTooLarge", "SnapshotsModel", "SparkModel", "UiCheckpointModel", "UiModel",
+           "expand_env", "expanded_size", "java_jaas_to_librdkafka", "load_config_file",
+           "load_properties_file", "load_yaml_model", "parse_properties", "prop_str",
+           "read_text_strict"]

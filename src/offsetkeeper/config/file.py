@@ -1,0 +1,113 @@
+"""The configuration file: named clusters, the snapshot store, Spark and the dashboard.
+
+The YAML file (``--config``, else ``$OFFSETKEEPER_CONFIG``, else
+``~/.config/offsetkeeper/config.yaml``) looks like::
+
+    default_cluster: prod
+    clusters:
+      prod:
+        bootstrap_servers: kafka-1:9092,kafka-2:9092
+        command_config: /etc/kafka/client.properties   # optional
+        properties:                                      # librdkafka, passed through
+          security.protocol: SASL_SSL
+          sasl.mechanism: SCRAM-SHA-512
+          sasl.username: ops
+          sasl.password: ${KAFKA_PASSWORD}
+    snapshots:
+      store: /var/lib/offsetkeeper/snapshots
+    spark:
+      master: local[*]
+      conf: {spark.driver.memory: 2g}
+    ui:                                                  # `offsetkeeper ui` (docs/dashboard.md)
+      token: ${OFFSETKEEPER_UI_TOKEN}
+      history_store: /var/lib/offsetkeeper/history.db
+      backup_destinations: [/backups]
+      checkpoints:                                       # Spark streaming checkpoints to show
+        - {name: orders-job, path: /chk/orders, cluster: prod}
+
+``${VAR}`` (and ``${VAR:-default}``) is expanded from the environment; unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from offsetkeeper.config.loading import load_yaml_model
+from offsetkeeper.errors import ConfigError
+
+CONFIG_ENV = "OFFSETKEEPER_CONFIG"
+DEFAULT_CONFIG_PATH = Path("~/.config/offsetkeeper/config.yaml")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterModel(_Strict):
+    bootstrap_servers: str
+    command_config: str | None = None
+    properties: dict[str, str | int | bool] = Field(default_factory=dict)
+
+
+class ClusterRef(_Strict):
+    """A cluster named inside another YAML file (a backup's source, a restore's target)."""
+
+    cluster: str | None = None
+    bootstrap_servers: str | None = None
+    command_config: str | None = None
+    properties: dict[str, str | int | bool] = Field(default_factory=dict)
+
+
+class SnapshotsModel(_Strict):
+    store: str | None = None
+
+
+class SparkModel(_Strict):
+    master: str = "local[*]"
+    conf: dict[str, str | int | bool] = Field(default_factory=dict)
+
+
+class UiCheckpointModel(_Strict):
+    """A Spark Structured Streaming checkpoint the dashboard shows (its lag on `cluster`)."""
+
+    path: str                       # local path or fsspec URL of the checkpoint directory
+    name: str | None = None         # default: the last part of the path
+    cluster: str | None = None      # default: the dashboard's default cluster
+    source: int | None = None       # the query's Kafka source, when it has several
+
+
+class UiModel(_Strict):
+    """The web dashboard: its access token, history store, backup destinations and streaming
+    checkpoints to list."""
+
+    token: str | None = Field(default=None, repr=False)
+    history_store: str | None = None
+    backup_destinations: list[str] = Field(default_factory=list)
+    checkpoints: list[UiCheckpointModel] = Field(default_factory=list)
+
+
+class ConfigFile(_Strict):
+    default_cluster: str | None = None
+    clusters: dict[str, ClusterModel] = Field(default_factory=dict)
+    snapshots: SnapshotsModel = Field(default_factory=SnapshotsModel)
+    spark: SparkModel = Field(default_factory=SparkModel)
+    ui: UiModel = Field(default_factory=UiModel)
+
+
+
+def load_config_file(path: str | Path | None = None) -> ConfigFile:
+    """Load the YAML config; a missing default file is an empty config, a missing named one an error.
+
+    ``${VAR}`` inside ``clusters`` is expanded only when a command uses that cluster
+    (`resolve_connection`), so an unset variable of one cluster never breaks the others.
+    """
+    explicit = path is not None or CONFIG_ENV in os.environ
+    p = Path(path or os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG_PATH).expanduser()
+    if not p.exists():
+        if explicit:
+            raise ConfigError(f"config file {p} does not exist")
+        return ConfigFile()
+    return load_yaml_model(p, ConfigFile, kind="config file", lazy=("clusters",))

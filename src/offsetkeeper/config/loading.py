@@ -1,0 +1,173 @@
+"""Reading YAML configuration files safely: bounded size and alias expansion, strict UTF-8,
+``${VAR}`` expansion from the environment, validation into a pydantic model, and one-line
+ConfigErrors naming the file (and the line or key) on any problem."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from offsetkeeper.errors import ConfigError
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: Any, *, where: str = "config") -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string inside `value`."""
+    if isinstance(value, str):
+
+        def sub(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            if name in os.environ:
+                return os.environ[name]
+            if default is not None:
+                return default
+            raise ConfigError(f"{where}: environment variable {name} is not set (used as ${{{name}}})")
+
+        return _ENV_REF.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: expand_env(v, where=where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v, where=where) for v in value]
+    return value
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# Bounds of every YAML and properties file, checked before and while parsing: a config with
+# nested anchors (a "billion laughs" YAML bomb) once grew to 4.8 GB when its aliases were expanded.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024   # the file
+MAX_YAML_ALIASES = 1_000             # `*name` references in one document
+MAX_YAML_NODES = 1_000_000           # scalars, lists and mappings, aliases expanded
+
+
+class InputTooLarge(ValueError):
+    """A YAML document beyond the bounds above (the message says which)."""
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML without implicit timestamps: `2026-02-30` or `09:40` stay the strings the user
+    wrote (parsed and checked where they are used) instead of failing inside the YAML parser.
+
+    Bounded: at most MAX_YAML_ALIASES aliases, and at most MAX_YAML_NODES nodes once every
+    alias is expanded (counted on the composed graph, before anything is built), so nested
+    anchors cannot expand into gigabytes; a recursive alias is refused."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise InputTooLarge(f"more than {MAX_YAML_ALIASES:,} YAML aliases (the limit)")
+        return super().compose_node(parent, index)
+
+    def construct_document(self, node):
+        expanded_size(node, MAX_YAML_NODES)
+        return super().construct_document(node)
+
+
+def expanded_size(root: yaml.Node, limit: int) -> int:
+    """Nodes of a composed YAML graph with every alias expanded (shared nodes counted once per
+    reference): linear in the graph, InputTooLarge beyond `limit` or for a recursive alias."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:   # iterative post-order: deep nesting cannot exhaust Python's stack
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            total = 1 + sum(sizes[id(c)] for c in _children(node))
+            if total > limit:
+                raise InputTooLarge(f"more than {limit:,} YAML nodes once its aliases are "
+                                    "expanded (the limit; nested anchors?)")
+            sizes[key] = total
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise InputTooLarge("a YAML alias refers to a node that contains it (recursive)")
+        on_path.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                raise InputTooLarge("a YAML alias refers to a node that contains it (recursive)")
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [x for kv in node.value for x in kv]
+    return []
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def read_text_strict(path: Path, *, kind: str, limit: int = MAX_CONFIG_BYTES) -> str:
+    """A file's text, decoded as UTF-8 strictly; ConfigError naming the file and line. Files
+    larger than `limit` bytes are refused before they are read further."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError(f"{kind} {path} cannot be read: {exc.strerror or exc}") from exc
+    if len(data) > limit:
+        raise ConfigError(f"{kind} {path} is larger than {limit // (1024 * 1024)} MiB (the limit "
+                          "of a configuration file)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{kind} {path} line {line}: not UTF-8 text "
+                          f"(byte 0x{data[exc.start]:02x})") from None
+
+
+def load_yaml_model(path: str | Path, model: type[M], *, kind: str, lazy: tuple[str, ...] = ()) -> M:
+    """Read a YAML file into `model`: ${ENV} expanded (except under the top-level keys in
+    `lazy`), one-line ConfigError on any problem (`kind` names the file, e.g. "backup file")."""
+    p = Path(path).expanduser()
+    text = read_text_strict(p, kind=kind)
+    try:
+        raw = yaml.load(text, Loader=_Loader) or {}
+    except InputTooLarge as exc:
+        raise ConfigError(f"{kind} {p} is refused: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{kind} {p} is nested too deeply to read") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{kind} {p} is not valid YAML: {_first_line(exc)}") from exc
+    except ValueError as exc:
+        raise ConfigError(f"{kind} {p} holds a value YAML cannot read: {_first_line(exc)}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{kind} {p} must hold a mapping at the top level")
+    expanded = {k: (v if k in lazy else expand_env(v, where=str(p))) for k, v in raw.items()}
+    try:
+        return model.model_validate(expanded)
+    except ValidationError as exc:
+        errors = exc.errors()
+        # An unknown key usually explains a "missing" one (a typo): report it first.
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        loc = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise ConfigError(f"{kind} {p}: unknown key '{loc}'") from None
+        raise ConfigError(f"{kind} {p}: '{loc}' {err['msg'].lower()}") from None
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0]
