@@ -209,7 +209,7 @@ def test_reset_to_commit_time_applies_the_replayed_offsets(log, scanned, bootstr
     r = run_cli(capsys, *args, "-o", "json")
     assert r.code == 0, r.err
     assert committed(bootstrap, g1, data, 2) == {0: -1001, 1: -1001}  # dry run changed nothing
-    r = run_cli(capsys, *args, "--execute", "--no-snapshot")
+    r = run_cli(capsys, *args, "--execute", "--no-snapshot", "-o", "csv")  # notes whole
     assert r.code == 0, r.err
     assert "clamped to log end (asked 25)" in r.out and "commit of" in r.out
     assert committed(bootstrap, g1, data, 2) == {0: 7, 1: 20}

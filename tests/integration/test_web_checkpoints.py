@@ -95,7 +95,7 @@ def test_checkpoint_detail(setup, topic):
     assert r.status_code == 200
     d = r.json()["checkpoint"]
     assert d["batch"] == 1 and d["position_from"] == "offsets/1 (committed)"
-    assert d["batch_time"] == "2023-11-14T22:13:20+00:00"   # batchTimestampMs of the batch
+    assert d["batch_time"] == "2023-11-14T22:13:20.000Z"   # batchTimestampMs of the batch
     parts = {p["partition"]: p for p in d["partitions"]}
     assert parts[0] | {"time_lag_s": None} == {
         "topic": topic, "partition": 0, "offset": 12, "pending_offset": 15, "log_start": 0,

@@ -1,4 +1,4 @@
-"""Spark Structured Streaming checkpoints for the dashboard: read-only, through streaming.ops.
+"""Spark Structured Streaming checkpoints for the dashboard: read-only, through ops.streaming.
 
 Only checkpoints from the configuration (`ui.checkpoints`) or `offsetkeeper ui --checkpoint`
 are read: the browser names one by its index, never by a path. A checkpoint that is missing,
@@ -133,7 +133,7 @@ def _status(error, st, total_lag: int | None, *, now: float | None = None) -> st
     uses to call a query alive (stopped, or stuck); LAGGING: records wait, batches still run."""
     import time
 
-    from offsetkeeper.streaming.ops import DEFAULT_ALIVE_WINDOW_S
+    from offsetkeeper.ops.streaming import DEFAULT_ALIVE_WINDOW_S
 
     if error:
         return "ERROR"
@@ -154,7 +154,7 @@ def _read(admin_of, e: CheckpointEntry, *, time_lag: bool):
     that cannot be reached still leaves the checkpoint's own facts on the page. Whatever goes
     wrong (a corrupt or hostile file, fsspec without the filesystem's package such as s3fs, an
     unknown URL scheme) is this checkpoint's row, never a failed page."""
-    from offsetkeeper.streaming import ops
+    from offsetkeeper.ops import streaming as ops
 
     def load():
         try:
