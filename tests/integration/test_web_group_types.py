@@ -148,6 +148,10 @@ def test_streams_group_page_is_streams_groups_describe(web, groups4, bootstrap, 
     html = web.get("/c/default/group", params={"g": tg.streams, "type": "streams"}).text
     for part in ('id="topology-table"', 'id="processes-table"', "0:[0,1]", tg.streams_input):
         assert part in html, part
+    # names are data: a hostile name on the typed page is escaped and a 404, never markup
+    for kind in ("share", "streams"):
+        r = web.get("/c/default/group", params={"g": "<script>x</script>\u202e", "type": kind})
+        assert r.status_code == 404 and "<script>x" not in r.text and "&lt;script&gt;" in r.text
 
 
 @needs_helper
