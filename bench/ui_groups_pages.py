@@ -5,12 +5,17 @@ Creates G groups with committed offsets on a broker (a fresh local Apache Kafka 
 the same run on the same data, each the median of --repeat runs (server time: GET through the
 ASGI app in-process, history cold = every group's history read again, as after a new cycle):
   (a) the groups page as served now: page 1 of 100 rows sorted by name; a name filter that
-      keeps 1% of the groups; page 50; sorted by lag (the path that describes every group
-      the filter keeps, to sort them);
+      keeps 1% of the groups; page 50; sorted by lag — ordered by each group's last sampled
+      cycle in the history store (cold: every group's last cycle read again; warm: between
+      cycles), then only the page described — and sorted by lag without a history store
+      (beyond 1,000 groups: the page's groups only, said on the page);
   (b) yardstick: the old full page — every group described, its history read, filtered,
       sorted and rendered as one table (`service.overview` + the template, what the page did
       before paging);
-  (c) yardstick: a plain listing of the groups (one ListGroups request, no describe).
+  (c) yardstick: a plain listing of the groups (one ListGroups request, no describe), and
+      the typed listing the page now makes (`groups list`: + one ListGroups of the Java client);
+  (d) yardstick: sorting by lag the old way — every group the filter keeps described, then
+      sorted (what the page did before; once, ~1 min at 10,000 groups; --skip-describe-all).
 Prints one JSON document.
 
     .venv/bin/python bench/ui_groups_pages.py --groups 10000
@@ -91,6 +96,8 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=20, help="history cycles per group")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--bootstrap-server", default=None)
+    ap.add_argument("--skip-describe-all", action="store_true",
+                    help="skip yardstick (d), the old sort by lag (~1 min at 10,000 groups)")
     args = ap.parse_args()
 
     run = uuid.uuid4().hex[:8]
@@ -120,6 +127,7 @@ def main() -> None:
 
             def cold():
                 dash.history._cache.clear()
+                dash.history._last.clear()
 
             def get(**params):
                 r = c.get("/c/default/groups", params=params)
@@ -142,6 +150,20 @@ def main() -> None:
                 log(f"timing {k}")
                 out[k] = median_time(lambda p=p: get(**p), args.repeat, cold)
             warm = median_time(get, args.repeat)
+            lag_desc = dict(sort="lag", dir="desc")
+            doc = get(**lag_desc, format="json").json()
+            assert doc["order"] == "history", doc["order"]
+            by_lag_warm = median_time(lambda: get(**lag_desc), args.repeat)
+            # the store's order: the first row has the largest lag of the last cycle
+            no_store = TestClient(create_app(
+                UiSettings(snapshot_store=str(Path(d) / "snaps"), allowed_hosts=("127.0.0.1",)),
+                Clusters(ConfigFile(), bootstrap=bootstrap), None), base_url="http://127.0.0.1")
+
+            def get_no_store():
+                r = no_store.get("/c/default/groups", params={**lag_desc, "q": f"bench-pg-{run}"})
+                assert r.status_code == 200 and 'id="order-note"' in r.text, r.text[:300]
+            log("timing the lag sort without a history store (page only)")
+            by_lag_no_store = median_time(get_no_store, args.repeat)
 
             admin = dash.admin("default")
             tpl = dash.templates.env.get_template("groups.html")
@@ -163,6 +185,17 @@ def main() -> None:
 
             listing_s = median_time(lambda: list_groups(admin), args.repeat)
             listed = len(list_groups(admin))
+            from offsetkeeper.ops.groups_view import typed_groups
+
+            typed_listing_s = median_time(lambda: typed_groups(admin), args.repeat)
+            describe_all_s = None
+            if not args.skip_describe_all:
+                log("yardstick: sorting by lag the old way (every group described), once")
+
+                def old_lag_sort():
+                    rows, _ = overview(admin, dash.history, groups)
+                    return filter_sort(rows, sort="lag", desc=True)[:100]
+                describe_all_s = median_time(old_lag_sort, 1, cold)
         finally:
             if ctx is not None:
                 ctx.__exit__(None, None, None)
@@ -176,9 +209,14 @@ def main() -> None:
         "load_average_1m": round(os.getloadavg()[0], 2),
         **{k: round(v, 4) for k, v in out.items()},
         "page1_between_cycles_s": round(warm, 4),
+        "page1_by_lag_desc_history_warm_s": round(by_lag_warm, 4),
+        "page1_by_lag_desc_no_store_page_only_s": round(by_lag_no_store, 4),
         "filtered_rows": n_filtered,
         "yardstick_old_full_page_s": round(old_s, 4),
         "yardstick_list_groups_s": round(listing_s, 4),
+        "yardstick_typed_listing_s": round(typed_listing_s, 4),
+        "yardstick_old_sort_by_lag_describe_all_s": (None if describe_all_s is None
+                                                     else round(describe_all_s, 2)),
         "ratio_old_full_page_vs_page1": round(old_s / out["page1_by_name_s"], 1),
         "ratio_page1_vs_list_groups": round(out["page1_by_name_s"] / listing_s, 1),
         "target_s": 2.0,

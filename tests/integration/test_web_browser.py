@@ -298,3 +298,59 @@ def test_streaming_checkpoints_pages(browser, bootstrap, tmp_path, topic):
         shot(d, "19-streaming-checkpoint")
     finally:
         srv.stop()
+
+
+def test_groups_of_every_type(browser, bootstrap, tmp_path, tmp_path_factory, topic):
+    """The groups page in a browser with a classic, a consumer-protocol, a share and a streams
+    group (type and protocol columns, the type filter), and the share and streams groups'
+    pages reached by their links. Screenshots: 20-groups-types, 21-share-group, 22-streams-group."""
+    import uuid
+
+    from offsetkeeper.kafka import jvm
+    from tests.group_types_support import typed_groups
+
+    if not jvm.available():
+        pytest.skip("the JVM admin helper is not built (scripts/setup.sh)")
+    token = f"b{uuid.uuid4().hex[:8]}"
+    with typed_groups(bootstrap, token, str(tmp_path_factory.mktemp("streams-state"))) as tg:
+        srv = Server(make_app(bootstrap, tmp_path))
+        try:
+            d = browser
+            deadline = time.monotonic() + 60
+            while True:
+                d.get(f"{srv.url}/c/default/groups?q={token}")
+                rows = {r.get_attribute("data-type") for r in
+                        all_by(d, "#groups-table tbody tr[data-type]")}
+                if rows == {"classic", "consumer", "share", "streams"}:
+                    break
+                assert time.monotonic() < deadline, rows
+                time.sleep(1)
+            text = by(d, "#groups-table").text
+            for g in (tg.classic, tg.consumer, tg.share, tg.streams):
+                assert g in text
+            head = by(d, "#groups-table thead").text
+            assert "type" in head and "protocol" in head
+            shot(d, "20-groups-types")
+            from selenium.webdriver.support.ui import Select
+
+            Select(by(d, "#filter-type")).select_by_value("streams")
+            by(d, "#group-filter button").click()
+            deadline = time.monotonic() + 30
+            while "type=streams" not in d.current_url:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            assert [a.text for a in all_by(d, "#groups-table td.name a")] == [tg.streams]
+            d.get(f"{srv.url}/c/default/groups?q={token}")
+            next(a for a in all_by(d, "#groups-table td.name a") if a.text == tg.share).click()
+            assert by(d, "#group-name").text == tg.share
+            assert by(d, "#group-type").text == "share"
+            assert len(all_by(d, "#partitions-table tbody tr")) == 3
+            shot(d, "21-share-group")
+            d.back()
+            next(a for a in all_by(d, "#groups-table td.name a") if a.text == tg.streams).click()
+            assert by(d, "#group-name").text == tg.streams
+            assert "0:[0,1]" in by(d, "#members-table").text
+            assert tg.streams_input in by(d, "#topology-table").text
+            shot(d, "22-streams-group")
+        finally:
+            srv.stop()

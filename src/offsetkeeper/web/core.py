@@ -25,6 +25,7 @@ from starlette.templating import Jinja2Templates
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
 from offsetkeeper.redact import mask_url
 from offsetkeeper.tables import printable
+from offsetkeeper.times import iso_ms
 from offsetkeeper.web import security as sec
 from offsetkeeper.web.checkpoints import CheckpointEntry
 from offsetkeeper.web.data import HistoryView
@@ -91,6 +92,7 @@ class Dashboard:
                           autoescape=select_autoescape(default=True, default_for_string=True),
                           finalize=_shown)
         env.filters["dur"] = human_duration
+        env.filters["iso"] = lambda ms: iso_ms(ms) or "-"
         env.filters["q"] = lambda s: quote(str(s), safe="")
         env.globals["sparkline"] = sparkline
         self.templates = Jinja2Templates(env=env)

@@ -24,6 +24,7 @@ log = logging.getLogger("offsetkeeper.web")
 SPARK_CYCLES = 20
 PREWARM_MAX = 5000   # groups read at start, newest first
 BATCH = 100          # groups per history store call on the groups page (see _refresh)
+LAST_BATCH = 1000    # groups per store call when only their last cycle is read (sorting)
 RANGES_MS = {"1h": 3600_000, "24h": 86_400_000, "7d": 7 * 86_400_000}
 
 
@@ -49,6 +50,17 @@ class GroupHistory:
     last_sample_ms: int | None = None
     partitions: tuple[PartitionVerdict, ...] = ()
     error: str | None = None               # this group's history could not be read
+
+
+@dataclass(frozen=True)
+class LastCycle:
+    """A group's last sampled cycle: what the groups page sorts by lag, time lag and members
+    when a history store is configured (no describe of every group)."""
+
+    ts: int
+    lag: int
+    time_lag_s: float
+    members: int
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,8 @@ class HistoryView:
         self._stop = threading.Event()
         self._warmer: threading.Thread | None = None
         self._known: int | None = None   # groups with samples, as of the last look
+        # group -> its LastCycle (valid while the store's last sample time of it is the same)
+        self._last: dict[str, LastCycle] = {}
 
     def close(self) -> None:
         self._stop.set()
@@ -221,6 +235,28 @@ class HistoryView:
                 log.warning("history of group %r unreadable", g, exc_info=True)
                 out[g] = GroupHistory(error=f"its history is unreadable: {message(exc)}")
         return out
+
+    def last_cycles(self, names: Sequence[str]) -> dict[str, LastCycle]:
+        """The last sampled cycle of each of `names` that the store has samples of: one query
+        for every group's last sample time, then only the groups with a newer cycle than last
+        time are read (their last cycle only, LAST_BATCH groups per store call). A store that
+        cannot be reached raises; a group whose records cannot be decoded is left out."""
+        with self._lock:
+            last = {g.group: g.last_ts for g in self._store.groups()}
+        self._known = len(last)
+        stale = [g for g in dict.fromkeys(names) if g in last
+                 and (g not in self._last or self._last[g].ts != last[g])]
+        for i in range(0, len(stale), LAST_BATCH):
+            chunk = stale[i:i + LAST_BATCH]
+            for g, samples in self._read_chunk(chunk, 1).items():
+                if isinstance(samples, GroupHistory) or not samples:
+                    continue
+                ts = max(s.ts for s in samples)
+                now = [s for s in samples if s.ts == ts]
+                self._last[g] = LastCycle(ts, sum(max(0, s.lag) for s in now),
+                                          max(s.time_lag_s for s in now),
+                                          max(s.members for s in now))
+        return {g: self._last[g] for g in names if g in last and g in self._last}
 
     def series(self, group: str, range_key: str, *, now_ms: int | None = None) -> Series:
         """Total lag and max time lag per cycle over the last 1h, 24h or 7d."""

@@ -9,7 +9,7 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from offsetkeeper.errors import UsageError
+from offsetkeeper.errors import UnknownGroupError, UsageError
 from offsetkeeper.web import backups as bk
 from offsetkeeper.web import checkpoints as ck
 from offsetkeeper.web import security as sec
@@ -82,11 +82,17 @@ async def logout(dash: Dashboard, request: Request) -> Response:
 
 
 def groups_query(params) -> GroupsQuery:
-    """The groups page's query string: q, state, status, sort, dir, page, per."""
+    """The groups page's query string: q, state, type, status, sort, dir, page, per."""
+    from offsetkeeper.ops.groups_view import GROUP_TYPES
+
     sort = params.get("sort", "group")
     if sort not in SORT_KEYS:
         raise HttpError(400, f"sort '{sort}' is not one of {', '.join(SORT_KEYS)}")
+    group_type = params.get("type", "")
+    if group_type and group_type not in GROUP_TYPES:
+        raise HttpError(400, f"type '{group_type}' is not one of {', '.join(GROUP_TYPES)}")
     return GroupsQuery(q=params.get("q", ""), state=params.get("state", ""),
+                       group_type=group_type,
                        status=params.get("status", ""), sort=sort,
                        desc=params.get("dir", "asc") == "desc",
                        page=_int_param(params, "page", 1, 1, 10**9),
@@ -109,8 +115,9 @@ def groups_data(dash: Dashboard, cluster: str, params) -> dict:
     p = groups_page(admin, dash.history, gq)
     return {"rows": p.rows, "total": p.total, "matched": p.matched, "page": p.page,
             "pages": p.pages, "per": gq.per_page, "history_error": p.history_error,
-            "states": p.states, "q": gq.q, "state": gq.state, "status": gq.status,
-            "sort": gq.sort, "desc": gq.desc}
+            "states": p.states, "types": p.types, "q": gq.q, "state": gq.state,
+            "type": gq.group_type, "status": gq.status, "sort": gq.sort, "desc": gq.desc,
+            "note": p.note, "order": p.order, "order_note": p.order_note}
 
 
 @handler
@@ -119,7 +126,8 @@ async def groups(dash: Dashboard, request: Request) -> Response:
     d = await in_thread(groups_data, dash, cluster, request.query_params)
     data = {"cluster": cluster, "total": d["total"], "matched": d["matched"],
             "page": d["page"], "pages": d["pages"], "per_page": d["per"], "groups": d["rows"],
-            "history_error": d["history_error"]}
+            "history_error": d["history_error"], "note": d["note"], "order": d["order"],
+            "order_note": d["order_note"]}
     return dash.page(request, "groups.html", {**d, "cluster": cluster,
                                               "empty_store": _empty_store(dash)}, data=data)
 
@@ -146,13 +154,69 @@ def _group_param(request: Request) -> str:
     return g
 
 
+def _group_kind(request: Request) -> str:
+    """The `type` the groups page's link names (share or streams), or "" to find out."""
+    from offsetkeeper.ops.groups_view import GROUP_TYPES
+
+    kind = request.query_params.get("type", "")
+    if kind and kind not in GROUP_TYPES:
+        raise HttpError(400, f"type '{kind}' is not one of {', '.join(GROUP_TYPES)}")
+    return kind
+
+
+def _helper_missing() -> str | None:
+    """The JVM helper's one sentence when it is not installed, else None."""
+    from offsetkeeper.kafka.jvm import JvmHelperUnavailable, helper_command
+
+    try:
+        helper_command()
+    except JvmHelperUnavailable as exc:
+        return exc.message
+    return None
+
+
+def _detect_kind(admin, name: str) -> str:
+    """share or streams when the cluster says so, else "" (the consumer group page)."""
+    from offsetkeeper.ops.groups_view import TYPED, group_info
+
+    info = group_info(admin, name)
+    t = getattr(info, "group_type", "")
+    return t if t in TYPED else ""
+
+
 @handler
 async def group(dash: Dashboard, request: Request) -> Response:
+    """A group's page, by its type: a share or streams group gets its own (`typed_group`);
+    classic and consumer groups this one."""
+    from offsetkeeper.ops.groups_view import TYPED
+
     cluster = request.path_params["cluster"]
     name = _group_param(request)
     rng = _range(request)
     admin = dash.admin(cluster)
-    view = await in_thread(group_view, admin, name, dash.history)
+    kind = _group_kind(request)
+    if kind not in TYPED:
+        kind = await in_thread(_detect_kind, admin, name)
+    if kind in TYPED:
+        return await typed_group(dash, request, cluster, admin, name, kind)
+    try:
+        view = await in_thread(group_view, admin, name, dash.history)
+    except UnknownGroupError as exc:
+        # Without the JVM helper a share group looks like a group that does not exist
+        # (librdkafka cannot see it): say so with the helper's sentence.
+        missing = _helper_missing()
+        if missing:
+            raise HttpError(404, f"{exc.message}; if it is a share or streams group, it cannot "
+                                 f"be seen without the JVM admin helper: {missing}") from None
+        raise
+    type_note = None
+    if not view.members and view.state == "dead":
+        # ... and a streams group with committed offsets as a member-less Dead classic group
+        missing = _helper_missing()
+        if missing:
+            type_note = ("librdkafka reads this group as a member-less Dead group, as it reads "
+                         "every streams group (even a running one): its real type and state "
+                         f"need the JVM admin helper: {missing}")
     charts = None
     series = None
     if dash.history is not None:
@@ -166,13 +230,23 @@ async def group(dash: Dashboard, request: Request) -> Response:
                              since_ms=series.since_ms, until_ms=series.until_ms),
                   time_chart(series.time_lag, title=f"time lag, last {rng}", unit="duration",
                              since_ms=series.since_ms, until_ms=series.until_ms))
-    data = {"group": view, "range": rng,
+    data = {"group": view, "range": rng, "type_note": type_note,
             "series": None if series is None else {"lag": series.lag,
                                                    "time_lag": series.time_lag}}
     return dash.page(request, "group.html", {"cluster": cluster, "v": view, "range": rng,
                                              "ranges": list(RANGES_MS), "charts": charts,
+                                             "type_note": type_note,
                                              "empty_store": _empty_store(dash)},
                      data=data)
+
+
+async def typed_group(dash: Dashboard, request: Request, cluster: str, admin, name: str,
+                      kind: str) -> Response:
+    from offsetkeeper.web.typed_groups import share_view, streams_view
+
+    view = await in_thread(share_view if kind == "share" else streams_view, admin, name)
+    return dash.page(request, "typed_group.html", {"cluster": cluster, "v": view},
+                     data={"group": view})
 
 
 # -- snapshots ------------------------------------------------------------------------------------

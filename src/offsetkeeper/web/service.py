@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from offsetkeeper.config import ConfigFile, Connection
 from offsetkeeper.errors import UnknownGroupError, UsageError
 from offsetkeeper.kafka.connect import resolve_connection
+from offsetkeeper.ops.groups_view import GroupRow as TypedRow
+from offsetkeeper.times import iso_ms
 from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
 PLAN_TTL_S = 15 * 60
@@ -78,6 +80,10 @@ class GroupRow:
     reason: str
     spark: tuple[float, ...] = ()
     error: str | None = None        # this group's history could not be read
+    group_type: str = ""            # classic, consumer, share, streams ("" when not known)
+    protocol: str | None = None     # consumer, share, streams, connect, "" (simple); None: unknown
+    txn_since: int | None = None    # an open transaction holds a partition back since (ms)
+    describe_error: str | None = None   # this group could not be described (share/streams)
 
 
 def _describe(admin, ids: list[str]):
@@ -96,50 +102,91 @@ def _describe(admin, ids: list[str]):
     return describe_groups_offsets(admin, ids)
 
 
-def overview(admin, history: HistoryView | None, ids: list[str] | None = None
-             ) -> tuple[list[GroupRow], str | None]:
-    """Groups `ids` (default: every group) with state, members, lag now, and (from the
-    history) status, time lag and a sparkline; the second value is a history error to show."""
+def _txn_since(offset_rows) -> int | None:
+    """The oldest open transaction holding back one of a group's partitions (ms), if any."""
+    held = [r.open_transaction_since for r in offset_rows
+            if r.last_stable_offset is not None and r.last_stable_offset < r.log_end_offset
+            and r.open_transaction_since is not None]
+    return min(held) if held else None
+
+
+def overview(admin, history: HistoryView | None, ids: list[str] | None = None,
+             listed: dict[str, TypedRow] | None = None) -> tuple[list[GroupRow], str | None]:
+    """Groups `ids` (default: every group librdkafka lists) with state, members, lag now, and
+    (from the history) status, time lag and a sparkline; the second value is a history error
+    to show. `listed` (the typed listing's rows) gives each group its type and protocol: share
+    and streams groups are read through the Java client (`ops.groups_view.group_summaries`, in
+    a thread while librdkafka describes the others)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from offsetkeeper.ops.groups_view import TYPED, group_summaries
+
     if ids is None:
         from offsetkeeper.ops import list_groups
 
         ids = [g.group_id for g in list_groups(admin)]
     if not ids:
         return [], None
+    listed = listed or {}
+    typed = [(g, listed[g].group_type) for g in ids if g in listed
+             and listed[g].group_type in TYPED]
+    typed_ids = {g for g, _ in typed}
+    plain = [g for g in ids if g not in typed_ids]
     infos, rows = [], []
-    for i in range(0, len(ids), DESCRIBE_CHUNK):
-        # At most DESCRIBE_CHUNK groups' requests in flight: with 10,000 groups at once
-        # librdkafka aborted the process (rd_kafka_enq_once_del_source_return: Assertion
-        # `eonce->refcnt > 0'), taking the dashboard down with it.
-        more_infos, more_rows = _describe(admin, ids[i:i + DESCRIBE_CHUNK])
-        infos += more_infos
-        rows += more_rows
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="typed-page") as pool:
+        summaries_f = pool.submit(group_summaries, admin, typed) if typed else None
+        for i in range(0, len(plain), DESCRIBE_CHUNK):
+            # At most DESCRIBE_CHUNK groups' requests in flight: with 10,000 groups at once
+            # librdkafka aborted the process (rd_kafka_enq_once_del_source_return: Assertion
+            # `eonce->refcnt > 0'), taking the dashboard down with it.
+            more_infos, more_rows = _describe(admin, plain[i:i + DESCRIBE_CHUNK])
+            infos += more_infos
+            rows += more_rows
+        summaries = summaries_f.result() if summaries_f else {}
     lag: dict[str, int] = defaultdict(int)
     parts: dict[str, int] = defaultdict(int)
+    per_group: dict[str, list] = defaultdict(list)
     for r in rows:
         parts[r.group] += 1
+        per_group[r.group].append(r)
         if r.lag is not None:
             # A negative lag (committed past the log end) is shown per partition, not netted.
             lag[r.group] += max(0, r.lag)
     hist: dict[str, GroupHistory] = {}
     err = None
+    shown = [i.group_id for i in infos] + [g for g in ids if g in summaries]
     if history is not None:
         # Not in a thread next to the cluster calls: CPU-bound history parsing holding the GIL
         # delays every wake-up of the many small cluster waits (measured: slower overall).
-        hist, err = safe(lambda: history.groups([i.group_id for i in infos]), {})
+        hist, err = safe(lambda: history.groups(shown), {})
     out = []
     for i in infos:
         h = hist.get(i.group_id, GroupHistory())
+        x = listed.get(i.group_id)
         out.append(GroupRow(i.group_id, i.state, len(i.members), parts[i.group_id],
                             lag[i.group_id] if parts[i.group_id] else None, h.time_lag_s,
-                            h.status, h.reason, h.spark, h.error))
+                            h.status, h.reason, h.spark, h.error,
+                            x.group_type if x else (i.group_type or ""),
+                            x.protocol if x else None, _txn_since(per_group[i.group_id])))
+    for g in ids:
+        sm = summaries.get(g)
+        if sm is None:
+            continue
+        h = hist.get(g, GroupHistory())
+        out.append(GroupRow(g, sm.state, sm.members, sm.partitions, sm.lag, h.time_lag_s,
+                            h.status, h.reason, h.spark, h.error, sm.group_type,
+                            listed[g].protocol, None, sm.error))
     return out, err
 
 
 PER_PAGE = 100
 MAX_PER_PAGE = 500
-# Sorting by these needs no describe: the listing (one ListGroups request) has name and state.
-LISTING_SORTS = ("group", "state")
+# Sorting by these needs no describe: the listing (one ListGroups request) has name, state, type.
+LISTING_SORTS = ("group", "state", "type")
+# Sorting by these needs a fact of every group the filter keeps: from the history store's last
+# cycle when one is configured, else by describing each of them (up to LIVE_SORT_MAX groups).
+FACT_SORTS = ("members", "lag", "time_lag", "status")
+LIVE_SORT_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -153,6 +200,7 @@ class GroupsQuery:
     desc: bool = False
     page: int = 1
     per_page: int = PER_PAGE
+    group_type: str = ""
 
 
 @dataclass(frozen=True)
@@ -166,47 +214,122 @@ class GroupsPage:
     pages: int
     states: list[str]
     history_error: str | None
+    types: list[str] = field(default_factory=list)
+    note: str | None = None       # the typed listing is incomplete (JVM helper missing/failed)
+    order: str = "live"           # listing | history | live | page (see groups_page)
+    order_note: str | None = None  # how the rows were ordered, when it is not exact and live
 
 
 def groups_page(admin, history: HistoryView | None, gq: GroupsQuery) -> GroupsPage:
     """The groups page: filter, sort and cut a page on the server, describing and reading the
     history of as few groups as the query allows.
 
-    Name and state come from the listing, so the default view (sorted by name or state,
-    filtered by name or state) describes only the page's groups: with 10,000 groups a page
-    costs one ListGroups plus one describe of 100 groups. Sorting by members, lag, time lag or
-    status, or filtering by status, needs those facts for every group the filter keeps, so it
-    describes them all (the filter narrows that first)."""
-    from offsetkeeper.ops import list_groups
+    The listing (`groups list`: one ListGroups of librdkafka and one of the Java client) has
+    name, state and type, so the default view — sorted by name, state or type, filtered by
+    name, state or type — describes only the page's groups. Sorting by lag, time lag or
+    members, or by or for status, needs a fact of every group the filter keeps:
+    - with a history store, its last sampled cycle (lag, time lag, members) or its status
+      window, read for every kept group (cached until a newer cycle), then only the page's
+      groups are described: the order is the last cycle's, the columns are live (`order`
+      "history", said on the page);
+    - without one, every kept group is described when they are at most LIVE_SORT_MAX (exact
+      and live, `order` "live"); beyond that only the page's groups, by name, are sorted
+      (`order` "page", said on the page): describing 10,000 groups took 68 s."""
+    from offsetkeeper.ops.groups_view import typed_groups
 
-    listing = list_groups(admin)
+    listing, note = typed_groups(admin)
+    listed = {g.group_id: g for g in listing}
     ql = gq.q.lower()
     kept = [g for g in listing if (not ql or ql in g.group_id.lower())
-            and (not gq.state or g.state == gq.state)]
+            and (not gq.state or g.state == gq.state)
+            and (not gq.group_type or g.group_type == gq.group_type)]
     states = sorted({g.state for g in listing})
+    types = sorted({g.group_type for g in listing})
     per = gq.per_page
-    if gq.sort in LISTING_SORTS and not gq.status:
-        key = (lambda g: g.group_id) if gq.sort == "group" else (lambda g: (g.state, g.group_id))
-        kept.sort(key=key, reverse=gq.desc)
-        pages = max(1, -(-len(kept) // per))
+
+    def cut(ordered: list[str], order: str, order_note: str | None = None) -> GroupsPage:
+        pages = max(1, -(-len(ordered) // per))
         page = min(gq.page, pages)
-        ids = [g.group_id for g in kept[(page - 1) * per:page * per]]
-        rows, herr = overview(admin, history, ids)
-        # The describe may see a state newer than the listing's; keep the listing's order.
-        order = {g: i for i, g in enumerate(ids)}
-        rows.sort(key=lambda r: order[r.group])
-        return GroupsPage(rows, len(listing), len(kept), page, pages, states, herr)
-    rows, herr = overview(admin, history, [g.group_id for g in kept])
-    shown = filter_sort(rows, status=gq.status, sort=gq.sort, desc=gq.desc)
-    pages = max(1, -(-len(shown) // per))
-    page = min(gq.page, pages)
-    return GroupsPage(shown[(page - 1) * per:page * per], len(listing), len(shown), page, pages,
-                      states, herr)
+        ids = ordered[(page - 1) * per:page * per]
+        rows, herr = overview(admin, history, ids, listed)
+        # The describe may see a state newer than the listing's; keep the order made.
+        at = {g: i for i, g in enumerate(ids)}
+        rows.sort(key=lambda r: at[r.group])
+        if order == "page":
+            rows = filter_sort(rows, sort=gq.sort, desc=gq.desc)
+        return GroupsPage(rows, len(listing), len(ordered), page, pages, states, herr, types,
+                          note, order, order_note)
+
+    hist_err = None
+    if gq.status:
+        # Statuses come from the history store: its status window of every kept group.
+        hist, hist_err = (None, "no history store is configured (--history-store)") \
+            if history is None else safe(lambda: history.groups([g.group_id for g in kept]), None)
+        if hist is None:
+            return cut([], "live", f"No group can be filtered by status: {hist_err}.")
+        kept = [g for g in kept if (hist[g.group_id].status or "") == gq.status]
+    if gq.sort in LISTING_SORTS:
+        key = {"group": lambda g: g.group_id, "state": lambda g: (g.state, g.group_id),
+               "type": lambda g: (g.group_type, g.group_id)}[gq.sort]
+        kept.sort(key=key, reverse=gq.desc)
+        return cut([g.group_id for g in kept], "listing")
+    ids = [g.group_id for g in kept]
+    what = gq.sort.replace("_", " ")
+    if history is not None:
+        ordered = _order_by_history(history, gq, ids)
+        if isinstance(ordered, tuple):
+            ordered, newest = ordered
+            when = f" (newest {iso_ms(newest)})" if newest is not None else ""
+            last = "last" if gq.desc else "first"
+            return cut(ordered, "history", (
+                "Ordered by each group's status in the history store." if gq.sort == "status"
+                else f"Ordered by the {what} of each group's last sampled cycle in the history "
+                f"store{when}; the numbers shown are live, so neighbours can differ from the "
+                f"order.") + f" Groups the store has no samples of come {last}.")
+        hist_err = f"the history store cannot be read ({ordered}); "
+    if len(ids) <= LIVE_SORT_MAX:
+        rows, herr = overview(admin, history, ids, listed)
+        shown = filter_sort(rows, sort=gq.sort, desc=gq.desc)
+        pages = max(1, -(-len(shown) // per))
+        page = min(gq.page, pages)
+        return GroupsPage(shown[(page - 1) * per:page * per], len(listing), len(shown), page,
+                          pages, states, herr, types, note, "live")
+    ids.sort()
+    fix = ("" if hist_err else ", or configure a history store (--history-store) to order "
+           "them by its last sampled cycle")
+    return cut(ids, "page", f"Sorted by {what} within this page only: {hist_err or ''}ordering "
+               f"all {len(ids):,} groups would describe each of them (about a minute at 10,000 "
+               f"groups). Narrow the filter to at most {LIVE_SORT_MAX:,} groups for an exact "
+               f"order{fix}.")
+
+
+def _order_by_history(history: HistoryView, gq: GroupsQuery, ids: list[str]
+                      ) -> tuple[list[str], int | None] | str:
+    """`ids` ordered by the history store's status (status window) or last cycle (lag, time
+    lag, members), with the newest sample time; or the store's error."""
+    if gq.sort == "status":
+        hist, err = safe(lambda: history.groups(ids), None)
+        if hist is None:
+            return err or "unknown error"
+        return sorted(ids, key=lambda g: (_STATUS_RANK.get(hist[g].status or "", -1), g),
+                      reverse=gq.desc), None
+    last, err = safe(lambda: history.last_cycles(ids), None)
+    if last is None:
+        return err or "unknown error"
+
+    def key(g: str):
+        c = last.get(g)
+        v = -1 if c is None else {"lag": c.lag, "time_lag": c.time_lag_s,
+                                  "members": c.members}[gq.sort]
+        return (v, g)
+    return (sorted(ids, key=key, reverse=gq.desc),
+            max((c.ts for c in last.values()), default=None))
 
 
 SORT_KEYS = {
     "group": lambda r: r.group,
     "state": lambda r: (r.state, r.group),
+    "type": lambda r: (r.group_type, r.group),
     "members": lambda r: (r.members, r.group),
     "lag": lambda r: (-1 if r.lag is None else r.lag, r.group),
     "time_lag": lambda r: (-1.0 if r.time_lag_s is None else r.time_lag_s, r.group),
@@ -243,6 +366,27 @@ class GroupView:
     total_lag: int
     history: GroupHistory
     history_error: str | None = None
+    # Partitions an open transaction holds back (LSO < log end): since when (the oldest, ms;
+    # None when its first record could not be read), how many, and the records behind the LSO
+    # that read_committed consumers cannot read yet. None when no transaction holds the group.
+    transaction: dict | None = None
+
+
+def _transaction(parts: list[dict]) -> dict | None:
+    held = [p for p in parts if p["last_stable_offset"] is not None
+            and p["log_end"] is not None and p["last_stable_offset"] < p["log_end"]]
+    if not held:
+        return None
+    since = [p["open_transaction_since"] for p in held if p["open_transaction_since"] is not None]
+    waiting = [p for p in held if p["committed"] is not None
+               and p["committed"] >= p["last_stable_offset"]]
+    return {"since": min(since) if since else None,
+            "since_iso": iso_ms(min(since)) if since else None,
+            "age_s": max(0.0, time.time() - min(since) / 1000) if since else None,
+            "partitions": [f"{p['topic']}:{p['partition']}" for p in held],
+            "behind_lso": sum(p["log_end"] - p["last_stable_offset"] for p in held),
+            # consumers caught up to the LSO: they wait for the producer, not the reverse
+            "waiting_at_lso": len(waiting)}
 
 
 def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
@@ -267,7 +411,7 @@ def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
                 "group_instance_id": m.group_instance_id,
                 "assignment": [str(tp) for tp in m.assignment]} for m in info.members]
     return GroupView(group, info.state, info.coordinator, info.assignor, members, parts,
-                     sum(max(0, p["lag"] or 0) for p in parts), h, err)
+                     sum(max(0, p["lag"] or 0) for p in parts), h, err, _transaction(parts))
 
 
 @dataclass

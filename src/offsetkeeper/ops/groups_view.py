@@ -1,0 +1,116 @@
+"""Groups of every Kafka 4 type as the dashboard shows them: the typed listing (`groups list`),
+which type one group is, and the share and streams groups' own views (`share-groups describe`,
+`streams-groups describe`) — the same library calls the command line makes.
+
+Share and streams groups are read through Kafka's Java admin client (the JVM helper, one
+process per call: ~1 s each), so `group_summaries` reads the groups of one page with one call
+per type, both types side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
+from offsetkeeper.groups import describe_share_groups, describe_streams_groups, list_typed_groups
+from offsetkeeper.groups.listing import GROUP_TYPES, GroupRow
+from offsetkeeper.groups.share import ShareGroupView
+from offsetkeeper.groups.streams import StreamsGroupView
+from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.kafka.group_types import state_key
+from offsetkeeper.models import GroupInfo
+
+__all__ = ["GROUP_TYPES", "TYPED", "GroupRow", "GroupSummary", "group_info", "group_summaries",
+           "share_group", "streams_group", "typed_groups"]
+
+# The types whose groups librdkafka cannot describe (the Java client does).
+TYPED = ("share", "streams")
+
+
+def typed_groups(admin: KafkaAdmin) -> tuple[list[GroupRow], str | None]:
+    """Every group with its type, protocol and real state, as `groups list` shows them; and a
+    note when the JVM helper is missing or failed (then classic and consumer groups only)."""
+    return list_typed_groups(admin)
+
+
+def group_info(admin: KafkaAdmin, group: str) -> GroupInfo | OffsetkeeperError:
+    """What the cluster says about one group, its type included: librdkafka's describe,
+    corrected for share and streams groups (which it reads as member-less Dead classic groups)
+    by the Java client when the helper is installed. Errors are returned, not raised."""
+    return admin.describe_groups_each([group])[group]
+
+
+def share_group(admin: KafkaAdmin, group: str) -> ShareGroupView:
+    """`share-groups describe G`: state, members with assignments, and per partition the start
+    offset, lag (KIP-1226) and log start/end. Raises JvmHelperUnavailable without the helper."""
+    return describe_share_groups(admin, [group])[0]
+
+
+def streams_group(admin: KafkaAdmin, group: str) -> StreamsGroupView:
+    """`streams-groups describe G`: topology, members with processes and tasks, committed
+    offsets of the input topics with log end and lag. Raises JvmHelperUnavailable without the
+    helper."""
+    return describe_streams_groups(admin, [group])[0]
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """One share or streams group on the groups page."""
+
+    group: str
+    group_type: str
+    state: str              # lower-case, as `groups list`
+    members: int
+    partitions: int
+    lag: int | None
+    error: str | None = None
+
+
+def _summaries(admin: KafkaAdmin, group_type: str, ids: list[str]) -> dict[str, GroupSummary]:
+    describe = describe_share_groups if group_type == "share" else describe_streams_groups
+    ids = list(ids)
+    gone: list[str] = []
+    views: list = []
+    while ids:
+        try:
+            views = describe(admin, ids)
+            break
+        except UnknownGroupError as exc:  # deleted since it was listed: leave it out
+            if exc.group not in ids:
+                raise
+            ids.remove(exc.group)
+            gone.append(exc.group)
+    out = {}
+    for v in views:
+        lags = [r.lag for r in v.offsets if r.lag is not None]
+        out[v.detail.group_id] = GroupSummary(
+            v.detail.group_id, group_type, state_key(v.detail.state), len(v.detail.members),
+            len(v.offsets), sum(max(0, x) for x in lags) if lags else None)
+    return out
+
+
+def group_summaries(admin: KafkaAdmin, groups: Iterable[tuple[str, str]]
+                    ) -> dict[str, GroupSummary]:
+    """State, members, partitions and total lag of the given (group, type) pairs of type share
+    or streams: one describe per type, the two types at the same time. A type whose describe
+    fails gives its groups a summary with `error` (the rest of the page is still shown); a
+    group deleted since it was listed is left out."""
+    by_type: dict[str, list[str]] = {t: [] for t in TYPED}
+    for g, t in groups:
+        if t in by_type:
+            by_type[t].append(g)
+    todo = {t: ids for t, ids in by_type.items() if ids}
+    if not todo:
+        return {}
+    out: dict[str, GroupSummary] = {}
+    with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="typed-groups") as pool:
+        futures = {t: pool.submit(_summaries, admin, t, ids) for t, ids in todo.items()}
+        for t, fut in futures.items():
+            try:
+                out.update(fut.result())
+            except OffsetkeeperError as exc:
+                for g in todo[t]:
+                    out[g] = GroupSummary(g, t, "unknown", 0, 0, None, exc.message)
+    return out
