@@ -168,3 +168,24 @@ def test_time_field_is_iso_utc(typed, expected):
     from offsetkeeper.web.timefield import datetime_local_to_iso
 
     assert datetime_local_to_iso(typed) == expected
+
+
+def test_typed_listing_is_reused_for_its_ttl_per_cluster():
+    """Invariant: the groups page's typed listing (one Java admin call) is fetched once per
+    cluster within LISTING_TTL_S and again after it; clusters never share an entry."""
+    from offsetkeeper.web.service import ListingCache
+
+    now = [100.0]
+    cache = ListingCache(ttl_s=10.0, clock=lambda: now[0])
+    calls: list[str] = []
+
+    def fetch(name):
+        return lambda: calls.append(name) or (name, len(calls))
+
+    assert cache.get("a", fetch("a")) == ("a", 1)
+    now[0] += 9.9
+    assert cache.get("a", fetch("a")) == ("a", 1)
+    assert cache.get("b", fetch("b")) == ("b", 2)
+    now[0] += 0.2
+    assert cache.get("a", fetch("a")) == ("a", 3)
+    assert calls == ["a", "b", "a"]

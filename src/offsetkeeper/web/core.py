@@ -33,6 +33,7 @@ from offsetkeeper.web.http_error import HttpError
 from offsetkeeper.web.itemerr import guarded
 from offsetkeeper.web.service import (
     Clusters,
+    ListingCache,
     PlanBook,
 )
 from offsetkeeper.web.svg import human_duration, sparkline
@@ -87,6 +88,7 @@ class Dashboard:
                  history: HistoryView | None) -> None:
         self.settings, self.clusters, self.history = settings, clusters, history
         self.plans = PlanBook()
+        self.listings = ListingCache()
         self.sessions = sec.Sessions()
         env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
                           autoescape=select_autoescape(default=True, default_for_string=True),

@@ -111,8 +111,11 @@ def _int_param(params, name: str, default: int, lo: int, hi: int) -> int:
 def groups_data(dash: Dashboard, cluster: str, params) -> dict:
     """The groups page's data (also used by the benchmark)."""
     gq = groups_query(params)
+    from offsetkeeper.ops.groups_view import typed_groups
+
     admin = dash.admin(cluster)
-    p = groups_page(admin, dash.history, gq)
+    p = groups_page(admin, dash.history, gq,
+                    listing=lambda: dash.listings.get(cluster, lambda: typed_groups(admin)))
     return {"rows": p.rows, "total": p.total, "matched": p.matched, "page": p.page,
             "pages": p.pages, "per": gq.per_page, "history_error": p.history_error,
             "states": p.states, "types": p.types, "q": gq.q, "state": gq.state,

@@ -220,7 +220,37 @@ class GroupsPage:
     order_note: str | None = None  # how the rows were ordered, when it is not exact and live
 
 
-def groups_page(admin, history: HistoryView | None, gq: GroupsQuery) -> GroupsPage:
+# The typed listing (types and states of every group) is one Java admin call, 1.2-1.7 s: kept
+# this long per cluster, so paging, filtering and sorting do not pay it on every load. States
+# may be this old on the page (a dashboard refreshes slower; the group page reads live).
+LISTING_TTL_S = 10.0
+
+
+class ListingCache:
+    """The typed group listing per cluster, reused for `ttl_s` seconds."""
+
+    def __init__(self, ttl_s: float = LISTING_TTL_S, clock=None) -> None:
+        import time
+
+        self.ttl_s, self._clock = ttl_s, clock or time.monotonic
+        self._entries: dict[str, tuple[float, object]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cluster: str, fetch):
+        """`fetch()`'s answer for `cluster`, fetched again once older than `ttl_s`."""
+        now = self._clock()
+        with self._lock:
+            hit = self._entries.get(cluster)
+        if hit is not None and now - hit[0] < self.ttl_s:
+            return hit[1]
+        value = fetch()
+        with self._lock:
+            self._entries[cluster] = (self._clock(), value)
+        return value
+
+
+def groups_page(admin, history: HistoryView | None, gq: GroupsQuery, *,
+                listing=None) -> GroupsPage:
     """The groups page: filter, sort and cut a page on the server, describing and reading the
     history of as few groups as the query allows.
 
@@ -237,7 +267,7 @@ def groups_page(admin, history: HistoryView | None, gq: GroupsQuery) -> GroupsPa
       (`order` "page", said on the page): describing 10,000 groups took 68 s."""
     from offsetkeeper.ops.groups_view import typed_groups
 
-    listing, note = typed_groups(admin)
+    listing, note = listing() if listing is not None else typed_groups(admin)
     listed = {g.group_id: g for g in listing}
     ql = gq.q.lower()
     kept = [g for g in listing if (not ql or ql in g.group_id.lower())
