@@ -114,6 +114,9 @@ EXPECTATIONS = [
     Expect("offsets show --topic orders:0,1 --at 2026-11-20T09:40:00Z", _offsets_at_0940),
     Expect("--to-datetime 2026-11-20T09:40:00Z --execute", _reset_to_0940),
     Expect("--to-datetime 2026-11-20T09:40:00Z", _unchanged),
+    Expect("--group-pattern 'pay*' --topic orders --to-earliest --summary",
+           lambda r, b: "dry run" in r.out
+           and re.search(r"^payments\s+empty\s+2\s+2\s+2\s+0\s+\d+\s+0", r.out, re.M)),
     Expect("--all-groups --all-topics --to-latest --execute", _bulk_to_latest),
     Expect("snapshots create -g payments", lambda r, b: "saved: 1 group, 2 partitions" in r.out),
     Expect("snapshots list", lambda r, b: "payments" not in r.err and "snap-" in r.out),
