@@ -173,7 +173,6 @@ def test_revoke_commits_acknowledged_offsets(bootstrap, unique, strategy):
     other member, which continues from there."""
     t, g = unique("reb"), unique("g")
     create_topic(bootstrap, t, 4)
-    produce_n(bootstrap, t, 4, 20)
     conf = _conf(bootstrap, g, **{"partition.assignment.strategy": strategy})
     commits: list = []
     revoked_b: list = []
@@ -183,8 +182,13 @@ def test_revoke_commits_acknowledged_offsets(bootstrap, unique, strategy):
                        on_revoke=revoked_b.extend, on_commit=commits.append, live_reset=False)
     pa, pb = _Polling(a), _Polling(b)
     try:
+        # records only once both members hold partitions: B then has processed, uncommitted
+        # records when it leaves (had it read everything before A joined, the join's revoke
+        # would have committed them and B's own revoke would find nothing to commit)
         assert _wait_for(lambda: a.assignment() and b.assignment()
-                         and a.metrics().processed + b.metrics().processed == 80)
+                         and len(a.assignment()) + len(b.assignment()) == 4)
+        produce_n(bootstrap, t, 4, 20)
+        assert _wait_for(lambda: a.metrics().processed + b.metrics().processed == 80)
         # TIME (1 hour) has not committed; a revoke when B joined may have (Kafka 3.9 revokes
         # A's partitions when B joins a moment after A's first assignment)
         assert all(r.reason == "revoke" for r in commits)
