@@ -5,4 +5,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
-exec .venv/bin/python -m pytest "$@"
+# Stacks of a native crash (a segfault in a C library) land here and are printed if one happens.
+crash_log="$(mktemp -t offsetkeeper-test-crash.XXXXXX)"
+export OFFSETKEEPER_TEST_CRASH_LOG="$crash_log"
+set +e
+.venv/bin/python -m pytest "$@"
+rc=$?
+set -e
+if [ "$rc" -gt 128 ] && [ -s "$crash_log" ]; then
+    echo "test.sh: pytest died of signal $((rc - 128)); the stacks at the crash:" >&2
+    cat "$crash_log" >&2
+fi
+rm -f "$crash_log"
+exit "$rc"

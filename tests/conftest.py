@@ -21,6 +21,14 @@ from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
 
+# A native crash (librdkafka, pyarrow) kills the whole run; pytest's own faulthandler writes to a
+# stderr its capture has replaced, so the stacks go to a file scripts/test.sh prints on a crash.
+_CRASH_LOG = os.environ.get("OFFSETKEEPER_TEST_CRASH_LOG")
+if _CRASH_LOG:
+    import faulthandler
+
+    faulthandler.enable(open(_CRASH_LOG, "w"), all_threads=True)  # noqa: SIM115 - lives with the run
+
 # No per-example deadline: it is a timing assertion, and this 2-core machine runs brokers, Spark
 # and other suites beside the tests (examples are bounded by max_examples instead).
 settings.register_profile("offsetkeeper", deadline=None)
