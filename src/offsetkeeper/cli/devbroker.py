@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from offsetkeeper import devbroker
 from offsetkeeper.cli.common import OutputOpt
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows
+from offsetkeeper.ops import devbroker
 
 app = typer.Typer(help="Run a local Apache Kafka cluster (KRaft) for development and demos.",
                   no_args_is_help=True)

@@ -16,16 +16,17 @@ from offsetkeeper.cli.common import (
     group_ids,
 )
 from offsetkeeper.cli.output import OutputFormat, render_rows, say
-from offsetkeeper.describe import (
+from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.ops.groups import (
+    GROUP_TYPES,
+    consumer_group_details,
     describe_offsets,
     describe_states,
+    list_typed_groups,
     resolve_group_ids,
     rows_as_dicts,
 )
-from offsetkeeper.errors import UsageError
-from offsetkeeper.groups import consumer_group_details, list_typed_groups
-from offsetkeeper.groups.listing import GROUP_TYPES
-from offsetkeeper.kafka.admin import KafkaAdmin
 
 app = typer.Typer(help="List, describe and delete consumer groups.", no_args_is_help=True)
 

@@ -25,7 +25,6 @@ from offsetkeeper.cli.common import (
 from offsetkeeper.cli.output import OutputFormat, render_rows
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.reset_render import render_outcome
-from offsetkeeper.describe import rows_as_dicts, show_offsets
 from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.ops import (
@@ -37,6 +36,7 @@ from offsetkeeper.ops import (
     target_from_flags,
 )
 from offsetkeeper.ops import delete as ops_delete
+from offsetkeeper.ops.groups import rows_as_dicts, show_offsets
 from offsetkeeper.reset.parse import parse_time, parse_topic_spec
 from offsetkeeper.reset.plan import TopicSpec
 

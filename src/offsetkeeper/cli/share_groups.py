@@ -40,7 +40,7 @@ from offsetkeeper.cli.typed_groups import (
     states_option,
 )
 from offsetkeeper.errors import UsageError
-from offsetkeeper.groups import describe_share_groups, list_typed_groups
+from offsetkeeper.ops.groups import describe_share_groups, list_typed_groups
 
 app = typer.Typer(help="List, describe and reset share groups (KIP-932; needs Java).",
                   no_args_is_help=True)

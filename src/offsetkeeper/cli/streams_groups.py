@@ -35,7 +35,7 @@ from offsetkeeper.cli.typed_groups import (
     states_option,
 )
 from offsetkeeper.errors import UsageError
-from offsetkeeper.groups import describe_streams_groups, list_streams_groups
+from offsetkeeper.ops.groups import describe_streams_groups, list_streams_groups
 
 app = typer.Typer(help="List and describe streams groups (KIP-1071; needs Java).",
                   no_args_is_help=True)

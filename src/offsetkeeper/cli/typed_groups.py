@@ -13,7 +13,7 @@ import typer
 from offsetkeeper.cli.common import connection, group_ids
 from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.kafka.jvm import helper_command
+from offsetkeeper.ops.groups import helper_command
 
 
 def connect(bootstrap, command_config, cluster, config) -> KafkaAdmin:

@@ -1,0 +1,13 @@
+"""Development brokers (`dev-broker start|stop|status|kafka-tool`): Apache Kafka on this machine."""
+
+from offsetkeeper.devbroker import (
+    DEFAULT_PORT,
+    BrokerStatus,
+    as_dict,
+    run_kafka_tool,
+    start,
+    status,
+    stop,
+)
+
+__all__ = ["DEFAULT_PORT", "BrokerStatus", "as_dict", "run_kafka_tool", "start", "status", "stop"]
