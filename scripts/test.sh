@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 # Stacks of a native crash (a segfault in a C library) land here and are printed if one happens.
-crash_log="$(mktemp -t offsetkeeper-test-crash.XXXXXX)"
+crash_log="${TMPDIR:-/tmp}/offsetkeeper-test-crash-$$.log"
+: > "$crash_log"
 export OFFSETKEEPER_TEST_CRASH_LOG="$crash_log"
 set +e
 .venv/bin/python -m pytest "$@"

@@ -65,6 +65,19 @@ def _delimiter(body: str) -> str:
         salt += 1
 
 
+def _skipped(g, offsets, deletes, *, what: str, nothing: str) -> str | None:
+    """The script's comment for a group it cannot act on (refused, nothing to do, or a name
+    no shell word can hold: a NUL byte), or None."""
+    why = None
+    if g.refused:
+        why = comment_text(g.refused)
+    elif not offsets and not deletes:
+        why = nothing
+    elif "\x00" in g.group or any("\x00" in tp.topic for tp in [*dict(offsets), *deletes]):
+        why = "a name holds a NUL byte, which no shell can pass to a command"
+    return None if why is None else f"# SKIPPED {what} {comment_text(g.group)}: {why}"
+
+
 def plan_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str | None = None) -> str:
     """A reviewable shell script of kafka-consumer-groups.sh commands equivalent to the plan
     (kafka-share-groups.sh for a share group's plan: `share_script`)."""
@@ -85,18 +98,11 @@ def plan_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str 
     ]
     cc = f" --command-config {shlex.quote(command_config)}" if command_config else ""
     for g in plan.groups:
-        if g.refused:
-            out.append(f"# SKIPPED group {comment_text(g.group)}: {comment_text(g.refused)}")
-            continue
         offsets = sorted(g.offsets.items())
         deletes = sorted(g.deletes)
-        if not offsets and not deletes:
-            out.append(f"# SKIPPED group {comment_text(g.group)}: nothing to commit")
-            continue
-        if "\x00" in g.group or any("\x00" in tp.topic for tp in [*dict(offsets), *deletes]):
-            # A shell word cannot hold a NUL byte: such a name cannot be passed on.
-            out.append(f"# SKIPPED group {comment_text(g.group)}: a name holds a NUL byte, "
-                       "which no shell can pass to a command")
+        skipped = _skipped(g, offsets, deletes, what="group", nothing="nothing to commit")
+        if skipped:
+            out.append(skipped)
             continue
         for topic in sorted({tp.topic for tp in deletes}):
             parts = ",".join(str(tp.partition) for tp in deletes if tp.topic == topic)
@@ -148,18 +154,12 @@ def share_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str
         "clamped" in p.note for p in plan.partitions())
     for g in plan.groups:
         name = comment_text(g.group)
-        if g.refused:
-            out.append(f"# SKIPPED share group {name}: {comment_text(g.refused)}")
-            continue
         offsets = sorted(g.offsets.items())
         deletes = sorted(g.deletes) if plan.kind.value == "reset" else \
             sorted(p.tp for p in g.partitions if p.changes)
-        if not offsets and not deletes:
-            out.append(f"# SKIPPED share group {name}: nothing to change")
-            continue
-        if "\x00" in g.group or any("\x00" in tp.topic for tp in [*dict(offsets), *deletes]):
-            out.append(f"# SKIPPED share group {name}: a name holds a NUL byte, which no shell "
-                       "can pass to a command")
+        skipped = _skipped(g, offsets, deletes, what="share group", nothing="nothing to change")
+        if skipped:
+            out.append(skipped)
             continue
         for topic in sorted({tp.topic for tp in deletes}):
             out.append(f"# share group {name}: delete the start offsets of topic "
