@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         c.stop()
 
     def idle(consumer: OffsetConsumer) -> None:  # on the consumer thread
-        if args.until_end and time.monotonic() - last_record[0] > 1.0 and _at_end(consumer):
+        if args.until_end and time.monotonic() - last_record[0] > 1.0 and _at_end(consumer, args.topic):
             consumer.stop()
 
     if args.duration:
@@ -117,31 +117,35 @@ def main(argv: list[str] | None = None) -> None:
     c.close()
 
 
-def _at_end(c: OffsetConsumer) -> bool:
-    """Every owned partition read to its log end. A partition with nothing fetched since the
-    assignment has no position yet: its committed (or stored) offset is where it stands."""
+def _at_end(c: OffsetConsumer, topic: str) -> bool:
+    """Every partition of the topic read to its log end, not only the owned ones: under the
+    consumer protocol a killed member keeps its partitions until its session expires, so the
+    last process can own part of the topic for a while, and finishing that part is not the end.
+    An owned partition stands at its position; one with nothing fetched since the assignment,
+    or one owned by somebody else, stands at the group's committed (or stored) offset."""
     from confluent_kafka import TopicPartition as CkTP
 
-    tps = [CkTP(tp.topic, tp.partition) for tp in c.assignment()]
-    if not tps:
+    meta = c.kafka.list_topics(topic, timeout=10).topics.get(topic)
+    if meta is None or meta.error is not None or not meta.partitions:
         return False
-    positions = c.kafka.position(tps)
-    unknown = [CkTP(p.topic, p.partition) for p in positions if p.offset < 0]
-    known = {(p.topic, p.partition): p.offset for p in positions if p.offset >= 0}
-    if unknown:
+    everything = [CkTP(topic, p) for p in sorted(meta.partitions)]
+    owned = [CkTP(tp.topic, tp.partition) for tp in c.assignment() if tp.topic == topic]
+    known = {(p.topic, p.partition): p.offset for p in c.kafka.position(owned) if p.offset >= 0}
+    rest = [tp for tp in everything if (tp.topic, tp.partition) not in known]
+    if rest:
         if c._store is not None:
             stored = c._store.load(c.group)
-            for p in unknown:
+            for p in rest:
                 known[(p.topic, p.partition)] = stored.get(TopicPartition(p.topic, p.partition), -1)
         else:
-            for p in c.kafka.committed(unknown, timeout=10):
+            for p in c.kafka.committed(rest, timeout=10):
                 known[(p.topic, p.partition)] = p.offset
-    for (topic, part), pos in known.items():
-        _lo, hi = c.kafka.get_watermark_offsets(CkTP(topic, part), timeout=5, cached=False)
-        if pos < hi:
+    for tp in everything:
+        lo, hi = c.kafka.get_watermark_offsets(tp, timeout=5, cached=False)
+        at = known.get((tp.topic, tp.partition), -1)
+        if (at if at >= 0 else lo) < hi:  # no offset yet: the lab's reset policy is earliest
             return False
     return True
-
 
 if __name__ == "__main__":
     main()
