@@ -9,6 +9,7 @@ group.protocol=streams) for streams groups.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -303,6 +304,39 @@ def test_helper_connects_to_a_sasl_ssl_cluster_and_keeps_the_password_out(capsys
         jvm.call(conf, "list-groups", timeout=10)
     assert "Wr0ng-Secret-Value" not in str(exc.value) and "\n" not in str(exc.value)
     assert "authentication" in str(exc.value).lower(), exc.value
+    session = jvm.HelperSession(conf)  # the facade's path: the same refusal, the same care
+    try:
+        with pytest.raises(OffsetkeeperError) as exc:
+            session.call("list-groups", timeout=10)
+    finally:
+        session.close()
+    assert "Wr0ng-Secret-Value" not in str(exc.value) and "\n" not in str(exc.value)
+    assert "authentication" in str(exc.value).lower(), exc.value
+
+
+def test_the_facade_serves_every_java_call_from_one_helper_process(bootstrap, share):
+    """One JVM per admin facade: the listing, the describe and the offsets come from the same
+    helper process, whose answers equal one-process-per-call answers; close() ends it."""
+    from offsetkeeper.config import Connection
+    from offsetkeeper.kafka.admin import KafkaAdmin
+
+    g = share["group"]
+    admin = KafkaAdmin(Connection(bootstrap_servers=bootstrap))
+    try:
+        listed = {x.group_id: x for x in admin.list_all_groups()}
+        pid = admin._jvm_session._proc.pid
+        offsets = admin.share_group_offsets([g])[g]
+        described = admin.describe_share_groups([g])[g]
+        assert admin._jvm_session._proc.pid == pid
+    finally:
+        admin.close()
+    assert listed[g].group_type.lower() == "share" and described.group_id == g
+    once = jvm.parse_share_offsets(jvm.call({"bootstrap.servers": bootstrap},
+                                            "list-share-group-offsets", {"groups": [g]})[0])
+    assert [(o.topic, o.partition, o.start_offset) for o in offsets] == \
+        [(o.topic, o.partition, o.start_offset) for o in once]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
 
 
 def test_streams_group_not_ready_while_an_input_topic_is_missing(capsys, bootstrap, unique,

@@ -154,6 +154,7 @@ class KafkaAdmin(JvmGroupsAdmin):
     def close(self) -> None:
         self._admin = None  # AdminClient has no close(); dropping it frees librdkafka's handle
         self._retired.clear()
+        self.close_jvm()
 
     def reconnect(self) -> None:
         """Use a fresh client from now on (after the cluster was unreachable).

@@ -201,12 +201,17 @@ def partition_error(name: str, *, group: str, tp: object, action: str = "commit 
     return advice.format(what=f"{tp} of group {group}")
 
 
+def _advise(advice: str, what: str) -> str:
+    # Without a group or topic to name, "the request for the request timed out" reads as a typo.
+    return advice.format(what=what).replace("the request for the request", "the request")
+
+
 def translate_code(name: str, *, action: str, detail: str = "", group: str | None = None,
                    retriable: bool | None = None) -> OffsetkeeperError:
     """The OffsetkeeperError for a bare error code name (e.g. from librdkafka's C API)."""
     what = group if group is not None else "the request"
     advice = ADVICE.get(name)
-    text = advice.format(what=what) if advice else f"{what}: {detail or 'Kafka error ' + name}"
+    text = _advise(advice, what) if advice else f"{what}: {detail or 'Kafka error ' + name}"
     message = denied(name, action=action, group=group) if name in AUTHORIZATION \
         else f"{action}: {text}"
     ctx = {"group": group}
@@ -266,7 +271,7 @@ def translate(
         detail = raw.str() if isinstance(raw, KafkaError) else str(raw)
         advice = f"{what}: {detail}" if detail else f"{what}: Kafka error {name or type(err).__name__}"
     message = denied(name, action=action, group=group, topic=topic) if name in AUTHORIZATION \
-        else f"{action}: {advice.format(what=what)}"
+        else f"{action}: {_advise(advice, what)}"
     if name == "GROUP_ID_NOT_FOUND":
         return UnknownGroupError(message, **ctx)
     if name in {"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "_NOENT"}:

@@ -4,9 +4,11 @@ confluent-kafka 2.16 has no admin calls for share groups (KIP-932) or streams gr
 (KIP-1071), and its describe of consumer-protocol groups (KIP-848) reads Assigning/Reconciling
 as UNKNOWN and lacks the KIP-1099 epochs. Those calls go to `jvm/admin-helper` (built by
 scripts/setup.sh into ``~/.cache/offsetkeeper/admin-helper-<version>/``; ``$OFFSETKEEPER_ADMIN_HELPER``
-points elsewhere): one `java` process per call, one JSON request on its stdin
-``{"op", "config", "args"}``, one JSON answer on its stdout ``{"ok": true, "result"}`` or
-``{"ok": false, "error": {"code", "exception", "message"}}``.
+points elsewhere). Its line protocol: a JSON request on stdin ``{"op", "config", "args"}``,
+a JSON answer on stdout ``{"ok": true, "result"}`` or ``{"ok": false, "error": {"code",
+"exception", "message"}}``. `call()` runs one process for one request; `HelperSession` keeps one
+process and one Java Admin client for request after request (``{"op": "session", "config"}``
+first, then ``{"op", "args"}`` lines), which is what the admin facade uses.
 
 Client properties are librdkafka's (`Connection.client_config()`); `java_properties` maps the
 common ones to the Java client's. They travel on stdin only, never on argv, and error text is
@@ -16,8 +18,9 @@ Start-up cost (measured here: 2 cores shared with other test runs, load average 
 one-node cluster on localhost, 5 runs each): a `ping` that creates no client 0.28-0.48 s
 (median 0.41 s); `list-groups` (JVM start, Admin client, metadata, one ListGroups) 0.80-1.37 s
 (median 1.1 s); `describe-share-groups` 0.56-1.38 s (median 0.8 s). On an idle machine the
-same calls took 0.25 s and 0.7-0.8 s. A warm librdkafka client answers ListGroups in ~5 ms:
-each helper call costs one JVM start, so the helper serves operators' commands, not loops.
+same calls took 0.25 s and 0.7-0.8 s. A warm librdkafka client answers ListGroups in ~5 ms;
+so does a warm session (bench/jvm_session.py measures both): a facade pays for the JVM start
+once, not once per call.
 
 `JvmGroupsAdmin` is mixed into `kafka.admin.KafkaAdmin`, so the rest of offsetkeeper sees one
 admin facade (`admin.list_all_groups()`, `admin.describe_share_groups(...)` ...).
@@ -27,9 +30,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +56,7 @@ from offsetkeeper.kafka.group_types import (
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.redact import redact_text
 
-HELPER_VERSION = "2"  # = <version> of jvm/admin-helper/pom.xml
+HELPER_VERSION = "3"  # = <version> of jvm/admin-helper/pom.xml
 HELPER_ENV = "OFFSETKEEPER_ADMIN_HELPER"
 MAIN_CLASS = "io.offsetkeeper.admin.Main"
 JVM_FLAGS = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
@@ -172,29 +179,164 @@ def _secrets(conf: Mapping[str, str]) -> dict[str, str]:
     return {k: str(v) for k, v in conf.items()}
 
 
+def _request(conf: Mapping[str, Any], op: str, args: Mapping[str, Any] | None,
+             timeout: float) -> tuple[dict, dict[str, str]]:
+    props = java_properties(conf)
+    request = {"op": op, "config": props,
+               "args": {**(args or {}), "timeout_ms": int(timeout * 1000)}}
+    return request, {**_secrets(conf), **props}
+
+
+def _no_answer(op: str, waited: float) -> KafkaOperationError:
+    return KafkaOperationError(f"{op}: the Java admin client did not answer within {waited:g} s; "
+                               "is the cluster reachable?", code="_TIMED_OUT", retriable=True)
+
+
 def call(conf: Mapping[str, Any], op: str, args: Mapping[str, Any] | None = None, *,
          timeout: float = 15.0, grace: float = PROCESS_GRACE_S) -> Any:
-    """Run one helper operation with the librdkafka properties `conf`; its result.
+    """Run one helper operation with the librdkafka properties `conf` in a process of its own;
+    its result.
 
     A cluster's error becomes the translated OffsetkeeperError (kafka/errors.translate_code),
     a missing Java or jar JvmHelperUnavailable; secret values never appear in messages.
     """
-    props = java_properties(conf)
-    request = {"op": op, "config": props,
-               "args": {**(args or {}), "timeout_ms": int(timeout * 1000)}}
+    request, secrets = _request(conf, op, args, timeout)
     argv = helper_command()
     try:
         proc = subprocess.run(argv, input=json.dumps(request) + "\n", capture_output=True,
                               text=True, timeout=timeout + grace)
     except subprocess.TimeoutExpired:
-        raise KafkaOperationError(f"{op}: the Java admin client did not answer within "
-                                  f"{timeout + grace:g} s; is the cluster reachable?",
-                                  code="_TIMED_OUT", retriable=True) from None
+        raise _no_answer(op, timeout + grace) from None
     except OSError as exc:
         raise JvmHelperUnavailable(f"cannot start java for the admin helper: {exc.strerror}") from None
-    secrets = {**_secrets(conf), **props}
     answer = parse_answer(proc.stdout, stderr=proc.stderr, returncode=proc.returncode)
     return unwrap(answer, action=op.replace("-", " "), secrets=secrets)
+
+
+class HelperSession:
+    """One helper process with one Java Admin client, serving request after request.
+
+    A JVM start and an Admin client cost about a second (see the module docstring); a share
+    group reset needs some ten calls. The session starts on the first call and ends with
+    `close()`. Calls are serialized (one request line, one answer line). A call that gets no
+    answer in time kills the process, since its state is unknown; the next call starts a new one.
+    A process that dies is replaced once per call. No secrets on argv: the properties go on stdin.
+    """
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        self._conf = dict(conf)
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: deque[str] = deque(maxlen=20)
+        self._err_pump: threading.Thread | None = None
+
+    def call(self, op: str, args: Mapping[str, Any] | None = None, *, timeout: float = 15.0,
+             grace: float = PROCESS_GRACE_S) -> Any:
+        """As `call()`, on the session's process."""
+        request, secrets = _request(self._conf, op, args, timeout)
+        with self._lock:
+            for attempt in (1, 2):
+                started = self._proc is not None and self._proc.poll() is None
+                if not started:
+                    self._start(request["config"], timeout + grace, op)
+                try:
+                    assert self._proc is not None and self._proc.stdin is not None
+                    self._proc.stdin.write(json.dumps({"op": op, "args": request["args"]}) + "\n")
+                    self._proc.stdin.flush()
+                except OSError:
+                    self._kill()
+                    if attempt == 1:
+                        continue
+                    raise self._died(op) from None
+                line = self._next_line(timeout + grace, op)
+                if line is None:  # died while answering: a fresh process gets one more try
+                    self._kill()
+                    if attempt == 1 and started:
+                        continue
+                    raise self._died(op)
+                return unwrap(parse_answer(line), action=op.replace("-", " "), secrets=secrets)
+        raise AssertionError("unreachable")
+
+    def _start(self, props: Mapping[str, str], wait: float, op: str) -> None:
+        argv = helper_command()
+        try:
+            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True, bufsize=1,
+                                          encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise JvmHelperUnavailable(f"cannot start java for the admin helper: {exc.strerror}") from None
+        self._lines = queue.Queue()
+        proc, lines, errs = self._proc, self._lines, self._stderr
+        threading.Thread(target=_pump, args=(proc.stdout, lines.put), kwargs={"end": True},
+                         daemon=True).start()
+        self._err_pump = threading.Thread(target=_pump, args=(proc.stderr, errs.append),
+                                          kwargs={"end": False}, daemon=True)
+        self._err_pump.start()
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"op": "session", "config": dict(props), "args": {}}) + "\n")
+        proc.stdin.flush()
+        hello = self._next_line(wait, op)
+        if hello is None:
+            self._kill()
+            raise self._died(op)
+        answer = parse_answer(hello)
+        if answer.get("result") != "ready":
+            self._kill()
+            unwrap(answer, action=op.replace("-", " "), secrets={**_secrets(self._conf), **props})
+            raise self._died(op)
+
+    def _next_line(self, wait: float, op: str) -> str | None:
+        """The next JSON line of the process; None when it ended first."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self._kill()
+                raise _no_answer(op, wait) from None
+            if line is None:
+                return None
+            if line.lstrip().startswith("{"):
+                return line
+
+    def _died(self, op: str) -> KafkaOperationError:
+        if self._err_pump is not None:  # the process is gone: its last words are on their way
+            self._err_pump.join(1.0)
+        secrets = {**_secrets(self._conf), **java_properties(self._conf)}
+        last = redact_text(self._stderr[-1][:300], secrets) if self._stderr else ""
+        return KafkaOperationError(f"{op.replace('-', ' ')}: the admin helper exited without an "
+                                   f"answer{': ' + last if last else ''}", code="_HELPER_FAILED")
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def close(self) -> None:
+        """End the process: stdin closed, the helper closes its Admin client and exits."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+
+
+def _pump(stream: Any, put: Callable[[Any], None], *, end: bool) -> None:
+    """Hand a pipe's lines to `put` (None at its end when `end`): a pipe nobody reads would
+    block the helper once its buffer is full."""
+    for line in stream:
+        put(line.rstrip("\n"))
+    if end:
+        put(None)
 
 
 def parse_answer(stdout: str, *, stderr: str = "", returncode: int = 0) -> dict:
@@ -352,10 +494,19 @@ class JvmGroupsAdmin:
     CORRECTION_TIMEOUT = 5.0
 
     def _jvm(self, op: str, *, quick: bool = False, **args: Any) -> Any:
+        session = self.__dict__.get("_jvm_session")
+        if session is None:
+            session = self.__dict__.setdefault("_jvm_session", HelperSession(self.conn.client_config()))
         if quick:
             t = min(self.timeout, self.CORRECTION_TIMEOUT)
-            return call(self.conn.client_config(), op, args, timeout=t, grace=t)
-        return call(self.conn.client_config(), op, args, timeout=self.timeout)
+            return session.call(op, args, timeout=t, grace=t)
+        return session.call(op, args, timeout=self.timeout)
+
+    def close_jvm(self) -> None:
+        """End the helper process of this facade, if one runs."""
+        session = self.__dict__.pop("_jvm_session", None)
+        if session is not None:
+            session.close()
 
     def _jvm_secrets(self) -> dict[str, str]:
         return _secrets(self.conn.client_config())

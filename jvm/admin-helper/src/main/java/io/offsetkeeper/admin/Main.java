@@ -27,6 +27,11 @@ import org.apache.kafka.common.protocol.Errors;
  * Long-running test aids (share-consume, streams-app) write one JSON event per line and run
  * until stdin is closed.
  *
+ * <p>{"op": "session", "config": {...}} keeps one Admin client for many requests: every further
+ * stdin line is a request {"op", "args"} (its config is the session's), answered by one line, in
+ * order, until stdin is closed. A JVM start and an Admin client cost about a second; a request on
+ * a warm session costs what the cluster takes to answer it.
+ *
  * <p>Client properties arrive on stdin only (never argv), and the error answer never echoes them.
  */
 public final class Main {
@@ -66,6 +71,11 @@ public final class Main {
                     System.exit(0);
                     return;
                 }
+                case "session" -> {
+                    session(props, in, out);
+                    System.exit(0);
+                    return;
+                }
                 case "streams-app" -> {
                     TestApps.streamsApp(props, args, out, in);
                     System.exit(0);
@@ -83,6 +93,29 @@ public final class Main {
         out.println(JSON.writeValueAsString(answer));
         out.flush();
         System.exit(0);
+    }
+
+    /** Answers requests on one Admin client until stdin ends; a malformed line is an error answer. */
+    static void session(Properties props, BufferedReader in, PrintStream out) throws Exception {
+        try (Admin admin = Admin.create(props)) {
+            out.println(JSON.writeValueAsString(ok(JSON.getNodeFactory().textNode("ready"))));
+            String line;
+            while ((line = in.readLine()) != null) {
+                ObjectNode answer;
+                try {
+                    JsonNode req = JSON.readTree(line);
+                    if (req == null || !req.isObject() || !req.path("op").isTextual()) {
+                        answer = error("INVALID_REQUEST", "", "malformed request: expected one JSON object with an op");
+                    } else {
+                        answer = ok(Ops.run(admin, req.get("op").asText(), req.path("args")));
+                    }
+                } catch (Throwable t) {
+                    answer = error(t);
+                }
+                out.println(JSON.writeValueAsString(answer));
+                out.flush();
+            }
+        }
     }
 
     static Properties properties(JsonNode config) {

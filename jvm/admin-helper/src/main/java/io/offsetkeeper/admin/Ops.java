@@ -53,6 +53,7 @@ final class Ops {
     static JsonNode run(Admin admin, String op, JsonNode args) throws Exception {
         long timeoutMs = args.path("timeout_ms").asLong(15000);
         return switch (op) {
+            case "ping" -> Main.JSON.getNodeFactory().textNode("pong");
             case "list-groups" -> listGroups(admin, args, timeoutMs);
             case "describe-consumer-groups" -> describeConsumerGroups(admin, groups(args), timeoutMs);
             case "describe-share-groups" -> describeShareGroups(admin, groups(args), timeoutMs);
