@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import threading
+import time
 
 import pytest
 
@@ -123,3 +125,26 @@ def test_the_facade_keeps_one_session_until_close(peer):
     assert a["pid"] == b["pid"] and a["args"]["timeout_ms"] == b["args"]["timeout_ms"] == 3000
     admin.close()
     assert (peer / "exited").read_text() == "closed"
+
+
+def test_a_call_waits_for_another_callers_request_no_longer_than_its_own_time(peer):
+    s = jvm.HelperSession(CONF)
+    s.call("ping", timeout=2)
+    outcome: list[BaseException] = []
+
+    def hang() -> None:
+        try:
+            s.call("hang", timeout=1.0, grace=0.5)
+        except KafkaOperationError as exc:
+            outcome.append(exc)
+
+    hung = threading.Thread(target=hang)
+    hung.start()
+    time.sleep(0.2)  # the hanging request holds the process now
+    with pytest.raises(KafkaOperationError) as exc:
+        s.call("ping", timeout=0.1, grace=0.1)
+    assert exc.value.code == "_TIMED_OUT"
+    hung.join()
+    assert [e.code for e in outcome] == ["_TIMED_OUT"]
+    assert s.call("ping", timeout=2)["op"] == "ping"  # and the session recovers
+    s.close()

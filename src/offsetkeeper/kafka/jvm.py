@@ -235,7 +235,10 @@ class HelperSession:
              grace: float = PROCESS_GRACE_S) -> Any:
         """As `call()`, on the session's process."""
         request, secrets = _request(self._conf, op, args, timeout)
-        with self._lock:
+        # Another caller's request holds the process: wait no longer than this call may take.
+        if not self._lock.acquire(timeout=timeout + grace):
+            raise _no_answer(op, timeout + grace)
+        try:
             for attempt in (1, 2):
                 started = self._proc is not None and self._proc.poll() is None
                 if not started:
@@ -256,6 +259,8 @@ class HelperSession:
                         continue
                     raise self._died(op)
                 return unwrap(parse_answer(line), action=op.replace("-", " "), secrets=secrets)
+        finally:
+            self._lock.release()
         raise AssertionError("unreachable")
 
     def _start(self, props: Mapping[str, str], wait: float, op: str) -> None:
