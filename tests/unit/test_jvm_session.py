@@ -35,7 +35,7 @@ PEER = textwrap.dedent('''
             sys.stderr.write("dying with " + hello["config"]["sasl.jaas.config"] + "\\n")
             sys.stderr.flush()
             os._exit(3)
-        if op == "die-once" and not os.path.exists(args["marker"]):
+        if op.endswith("die-once") and not os.path.exists(args["marker"]):
             open(args["marker"], "w").close()
             os._exit(3)
         print(json.dumps({"ok": True, "result": {"pid": os.getpid(), "op": op, "args": args}}),
@@ -100,11 +100,15 @@ def test_no_answer_in_time_kills_the_process_and_the_next_call_starts_afresh(pee
     s.close()
 
 
-def test_a_process_that_dies_while_answering_is_replaced_once(peer):
+def test_a_read_whose_process_dies_while_answering_is_tried_once_more_a_change_is_not(peer):
     s = jvm.HelperSession(CONF)
     first = s.call("ping", timeout=2)["pid"]
-    answer = s.call("die-once", {"marker": str(peer / "died")}, timeout=5)
-    assert (peer / "died").exists() and answer["pid"] != first and answer["op"] == "die-once"
+    answer = s.call("list-die-once", {"marker": str(peer / "died")}, timeout=5)
+    assert (peer / "died").exists() and answer["pid"] != first and answer["op"] == "list-die-once"
+    with pytest.raises(KafkaOperationError) as exc:  # it may have changed something already
+        s.call("alter-die-once", {"marker": str(peer / "died-alter")}, timeout=5)
+    assert exc.value.code == "_HELPER_FAILED" and (peer / "died-alter").exists()
+    assert s.call("ping", timeout=2)["op"] == "ping"
     s.close()
 
 

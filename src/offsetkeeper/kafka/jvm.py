@@ -220,7 +220,7 @@ class HelperSession:
     group reset needs some ten calls. The session starts on the first call and ends with
     `close()`. Calls are serialized (one request line, one answer line). A call that gets no
     answer in time kills the process, since its state is unknown; the next call starts a new one.
-    A process that dies is replaced once per call. No secrets on argv: the properties go on stdin.
+    A read whose process dies while answering is tried once more on a new process; a change is not. No secrets on argv: the properties go on stdin.
     """
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
@@ -253,9 +253,11 @@ class HelperSession:
                         continue
                     raise self._died(op) from None
                 line = self._next_line(timeout + grace, op)
-                if line is None:  # died while answering: a fresh process gets one more try
+                if line is None:  # died while answering
                     self._kill()
-                    if attempt == 1 and started:
+                    # A read gets one more try on a fresh process; a change may have been made
+                    # before the death, so it fails and the executor's read-back tells.
+                    if attempt == 1 and started and _is_read(op):
                         continue
                     raise self._died(op)
                 return unwrap(parse_answer(line), action=op.replace("-", " "), secrets=secrets)
@@ -333,6 +335,10 @@ class HelperSession:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
+
+
+def _is_read(op: str) -> bool:
+    return op == "ping" or op.startswith(("list-", "describe-"))
 
 
 def _pump(stream: Any, put: Callable[[Any], None], *, end: bool) -> None:
