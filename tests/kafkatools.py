@@ -9,6 +9,9 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as CkTP
 from confluent_kafka.admin import AdminClient, NewTopic
 
+# Apache Kafka answers these while a group coordinator loads or moves
+COORDINATOR_MOVING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+
 
 def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict | None = None,
                  replication: int = -1) -> None:
@@ -59,24 +62,36 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
                          asynchronous=False)
                 return
             except KafkaException as exc:
-                # Apache Kafka answers NOT_COORDINATOR while a coordinator loads or moves
-                if (not exc.args[0].retriable() and exc.args[0].name() not in (
-                        "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
-                        "COORDINATOR_NOT_AVAILABLE")) or time.monotonic() > deadline:
+                if (not exc.args[0].retriable() and exc.args[0].name() not in COORDINATOR_MOVING) \
+                        or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
     finally:
         c.close()
 
 
-def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    """Independent read of a group's committed offsets (partition -> offset, -1001 when none)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        res = c.committed([CkTP(topic, p) for p in range(partitions)], timeout=10)
-        return {tp.partition: tp.offset for tp in res}
-    finally:
-        c.close()
+def committed(bootstrap: str, group: str, topic: str, partitions: int, *,
+              wait: float = 60.0) -> dict[int, int]:
+    """Independent read of a group's committed offsets (partition -> offset, -1001 when none).
+
+    Through the AdminClient's OffsetFetch, not a consumer's committed(): that one can crash the
+    process while the coordinator moves (librdkafka #5040). While a coordinator loads or moves,
+    Apache Kafka answers NOT_COORDINATOR: asked again for up to `wait` seconds."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    req = ConsumerGroupTopicPartitions(group, [CkTP(topic, p) for p in range(partitions)])
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            res = a.list_consumer_group_offsets([req], request_timeout=10)[group].result(15)
+            return {tp.partition: tp.offset for tp in res.topic_partitions}
+        except KafkaException as exc:
+            err = exc.args[0]
+            if (not err.retriable() and err.name() not in COORDINATOR_MOVING) \
+                    or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 class LiveConsumer:
