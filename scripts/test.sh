@@ -16,6 +16,10 @@ set -e
 if [ "$rc" -gt 128 ] && [ -s "$crash_log" ]; then
     echo "test.sh: pytest died of signal $((rc - 128)); the stacks at the crash:" >&2
     cat "$crash_log" >&2
+    if [ -s "$crash_log.failures" ]; then
+        echo "test.sh: the tests that failed before the crash:" >&2
+        cat "$crash_log.failures" >&2
+    fi
 fi
-rm -f "$crash_log"
+rm -f "$crash_log" "$crash_log.failures"
 exit "$rc"

@@ -29,6 +29,14 @@ if _CRASH_LOG:
 
     faulthandler.enable(open(_CRASH_LOG, "w"), all_threads=True)  # noqa: SIM115 - lives with the run
 
+
+def pytest_runtest_logreport(report):
+    """Each failure as it happens, to a file beside the crash log: a native crash later in the
+    run takes pytest's summary with it, and scripts/test.sh prints this file then."""
+    if _CRASH_LOG and report.failed:
+        with open(_CRASH_LOG + ".failures", "a", encoding="utf-8") as f:
+            f.write(f"FAILED {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
+
 # No per-example deadline: it is a timing assertion, and this 2-core machine runs brokers, Spark
 # and other suites beside the tests (examples are bounded by max_examples instead).
 settings.register_profile("offsetkeeper", deadline=None)

@@ -70,28 +70,40 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
         c.close()
 
 
+# One AdminClient per cluster for the whole run: a client destroyed while a request to a killed
+# node is still pending can abort the process (librdkafka #4605), so the readers never drop one.
+_READERS: dict[str, AdminClient] = {}
+
+
 def committed(bootstrap: str, group: str, topic: str, partitions: int, *,
               wait: float = 60.0) -> dict[int, int]:
     """Independent read of a group's committed offsets (partition -> offset, -1001 when none).
 
     Through the AdminClient's OffsetFetch, not a consumer's committed(): that one can crash the
     process while the coordinator moves (librdkafka #5040). While a coordinator loads or moves,
-    Apache Kafka answers NOT_COORDINATOR: asked again for up to `wait` seconds."""
+    Apache Kafka answers NOT_COORDINATOR, and a request to a killed node times out: asked again
+    for up to `wait` seconds."""
+    import concurrent.futures
+
     from confluent_kafka import ConsumerGroupTopicPartitions
 
-    a = AdminClient({"bootstrap.servers": bootstrap})
+    a = _READERS.setdefault(bootstrap, AdminClient({"bootstrap.servers": bootstrap}))
     req = ConsumerGroupTopicPartitions(group, [CkTP(topic, p) for p in range(partitions)])
     deadline = time.monotonic() + wait
     while True:
+        future = a.list_consumer_group_offsets([req], request_timeout=10)[group]
         try:
-            res = a.list_consumer_group_offsets([req], request_timeout=10)[group].result(15)
+            res = future.result(15)
             return {tp.partition: tp.offset for tp in res.topic_partitions}
         except KafkaException as exc:
             err = exc.args[0]
             if (not err.retriable() and err.name() not in COORDINATOR_MOVING) \
                     or time.monotonic() > deadline:
                 raise
-            time.sleep(0.2)
+        except concurrent.futures.TimeoutError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
 
 
 class LiveConsumer:

@@ -74,13 +74,15 @@ def test_lab_cli_prints_the_measurement(bootstrap, capsys):
     assert bad.code == 2 and "--protocol" in bad.err
 
 
-def test_guarantees_hold_under_the_consumer_protocol(bootstrap):
+def test_guarantees_hold_under_the_consumer_protocol(bootstrap, postgres_url):
     """Invariant (group.protocol=consumer, KIP-848: the broker assigns incrementally, a killed
     member keeps its partitions until its session expires): BATCH loses nothing; the store
-    transaction loses and duplicates nothing, also while a second consumer joins and leaves."""
+    transaction loses and duplicates nothing on SQLite, and on PostgreSQL while a second
+    consumer joins and leaves."""
     runs = [LabConfig("batch", crashes=10, protocol="consumer"),
             LabConfig("store", crashes=10, protocol="consumer"),
-            LabConfig("store", crashes=10, protocol="consumer", rebalance=True)]
+            LabConfig("store", crashes=10, protocol="consumer", rebalance=True,
+                      store_url=postgres_url)]
     with ThreadPoolExecutor(3) as pool:
         batch, store, store_joiner = pool.map(lambda cfg: run_delivery_lab(bootstrap, cfg), runs)
     assert batch.protocol == "consumer" and batch.crashes == 10
