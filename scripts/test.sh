@@ -13,9 +13,12 @@ set +e
 .venv/bin/python -m pytest "$@"
 rc=$?
 set -e
-if [ "$rc" -gt 128 ] && [ -s "$crash_log" ]; then
-    echo "test.sh: pytest died of signal $((rc - 128)); the stacks at the crash:" >&2
-    cat "$crash_log" >&2
+if [ "$rc" -gt 128 ]; then
+    echo "test.sh: pytest died of signal $((rc - 128))" >&2
+    if [ -s "$crash_log" ]; then
+        echo "test.sh: the stacks at the crash:" >&2
+        cat "$crash_log" >&2
+    fi
     if [ -s "$crash_log.failures" ]; then
         echo "test.sh: the tests that failed before the crash:" >&2
         cat "$crash_log.failures" >&2

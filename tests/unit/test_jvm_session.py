@@ -119,14 +119,19 @@ def test_a_refused_start_is_the_translated_error(peer):
     s.close()
 
 
-def test_the_facade_keeps_one_session_until_close(peer):
+def test_the_facade_keeps_one_session_until_close(peer, monkeypatch):
     from offsetkeeper.config import Connection
     from offsetkeeper.kafka.admin import KafkaAdmin
 
+    one_shots = []
+    monkeypatch.setattr(jvm, "call", lambda conf, op, args, **kw: one_shots.append((op, kw)) or [])
     admin = KafkaAdmin(Connection(bootstrap_servers="b:9092"), timeout=3)
     a = admin._jvm("list-groups")
-    b = admin._jvm("list-groups", quick=True)
-    assert a["pid"] == b["pid"] and a["args"]["timeout_ms"] == b["args"]["timeout_ms"] == 3000
+    b = admin._jvm("describe-share-groups", groups=["g"])
+    assert a["pid"] == b["pid"] and a["args"]["timeout_ms"] == 3000
+    # the state correction inside describes keeps a process of its own, 5 s at most
+    assert admin._jvm("list-groups", quick=True) == []
+    assert one_shots == [("list-groups", {"timeout": 3, "grace": 3})]
     admin.close()
     assert (peer / "exited").read_text() == "closed"
 

@@ -505,12 +505,15 @@ class JvmGroupsAdmin:
     CORRECTION_TIMEOUT = 5.0
 
     def _jvm(self, op: str, *, quick: bool = False, **args: Any) -> Any:
+        if quick:
+            # The state correction inside describes runs in executors' re-checks and streaming
+            # commits, often during a coordinator failover: it keeps its own short-lived process
+            # (as it always had), so nothing of a failover outlives the call.
+            t = min(self.timeout, self.CORRECTION_TIMEOUT)
+            return call(self.conn.client_config(), op, args, timeout=t, grace=t)
         session = self.__dict__.get("_jvm_session")
         if session is None:
             session = self.__dict__.setdefault("_jvm_session", HelperSession(self.conn.client_config()))
-        if quick:
-            t = min(self.timeout, self.CORRECTION_TIMEOUT)
-            return session.call(op, args, timeout=t, grace=t)
         return session.call(op, args, timeout=self.timeout)
 
     def close_jvm(self) -> None:
