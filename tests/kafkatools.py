@@ -11,6 +11,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 # Apache Kafka answers these while a group coordinator loads or moves
 COORDINATOR_MOVING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+# and a request sent to a coordinator that was just killed ends in one of these (librdkafka
+# does not call a local timeout retriable); the next request finds the new coordinator
+NODE_GONE = ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN")
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict | None = None,
@@ -97,7 +100,7 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int, *,
             return {tp.partition: tp.offset for tp in res.topic_partitions}
         except KafkaException as exc:
             err = exc.args[0]
-            if (not err.retriable() and err.name() not in COORDINATOR_MOVING) \
+            if (not err.retriable() and err.name() not in COORDINATOR_MOVING + NODE_GONE) \
                     or time.monotonic() > deadline:
                 raise
         except concurrent.futures.TimeoutError:
