@@ -5,24 +5,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
-# Stacks of a native crash (a segfault in a C library) land here and are printed if one happens.
-crash_log="${TMPDIR:-/tmp}/offsetkeeper-test-crash-$$.log"
-: > "$crash_log"
-export OFFSETKEEPER_TEST_CRASH_LOG="$crash_log"
+# A native crash (a segfault in a C library) takes pytest's summary with it: pytest's
+# faulthandler prints the stacks, and the tests that had failed before are written here.
+failures="${TMPDIR:-/tmp}/offsetkeeper-test-failures-$$.log"
+: > "$failures"
+export OFFSETKEEPER_TEST_FAILURES_LOG="$failures"
 set +e
 .venv/bin/python -m pytest "$@"
 rc=$?
 set -e
 if [ "$rc" -gt 128 ]; then
-    echo "test.sh: pytest died of signal $((rc - 128))" >&2
-    if [ -s "$crash_log" ]; then
-        echo "test.sh: the stacks at the crash:" >&2
-        cat "$crash_log" >&2
-    fi
-    if [ -s "$crash_log.failures" ]; then
+    echo "test.sh: pytest died of signal $((rc - 128)) (its stacks are above)" >&2
+    if [ -s "$failures" ]; then
         echo "test.sh: the tests that failed before the crash:" >&2
-        cat "$crash_log.failures" >&2
+        cat "$failures" >&2
     fi
 fi
-rm -f "$crash_log" "$crash_log.failures"
+rm -f "$failures"
 exit "$rc"

@@ -21,21 +21,17 @@ from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
 
-# A native crash (librdkafka, pyarrow) kills the whole run; pytest's own faulthandler writes to a
-# stderr its capture has replaced, so the stacks go to a file scripts/test.sh prints on a crash.
-_CRASH_LOG = os.environ.get("OFFSETKEEPER_TEST_CRASH_LOG")
-if _CRASH_LOG:
-    import faulthandler
-
-    faulthandler.enable(open(_CRASH_LOG, "w"), all_threads=True)  # noqa: SIM115 - lives with the run
+# A native crash (librdkafka, pyarrow) kills the whole run and takes pytest's summary with it;
+# pytest's own faulthandler prints the stacks to the run's stderr, but not which tests had failed
+# before. So every failure is written as it happens to a file scripts/test.sh prints then.
+_FAILURES_LOG = os.environ.get("OFFSETKEEPER_TEST_FAILURES_LOG")
 
 
 def pytest_runtest_logreport(report):
-    """Each failure as it happens, to a file beside the crash log: a native crash later in the
-    run takes pytest's summary with it, and scripts/test.sh prints this file then."""
-    if _CRASH_LOG and report.failed:
-        with open(_CRASH_LOG + ".failures", "a", encoding="utf-8") as f:
+    if _FAILURES_LOG and report.failed:
+        with open(_FAILURES_LOG, "a", encoding="utf-8") as f:
             f.write(f"FAILED {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
+
 
 # No per-example deadline: it is a timing assertion, and this 2-core machine runs brokers, Spark
 # and other suites beside the tests (examples are bounded by max_examples instead).

@@ -220,7 +220,8 @@ class HelperSession:
     group reset needs some ten calls. The session starts on the first call and ends with
     `close()`. Calls are serialized (one request line, one answer line). A call that gets no
     answer in time kills the process, since its state is unknown; the next call starts a new one.
-    A read whose process dies while answering is tried once more on a new process; a change is not. No secrets on argv: the properties go on stdin.
+    A read whose process dies while answering is tried once more on a new process; a change is
+    not. No secrets on argv: the properties go on stdin.
     """
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
