@@ -73,39 +73,56 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
         c.close()
 
 
-# One AdminClient per cluster for the whole run: a client destroyed while a request to a killed
-# node is still pending can abort the process (librdkafka #4605), so the readers never drop one.
-_READERS: dict[str, AdminClient] = {}
+# Reads a group's committed offsets once and prints them as JSON (see `committed(isolated=True)`).
+_COMMITTED_SCRIPT = """
+import json, sys
+from confluent_kafka import Consumer, TopicPartition
+b, g, t, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+c = Consumer({"bootstrap.servers": b, "group.id": g, "enable.auto.commit": False, "log_level": 0})
+try:
+    res = c.committed([TopicPartition(t, p) for p in range(n)], timeout=10)
+    print(json.dumps({tp.partition: tp.offset for tp in res}))
+finally:
+    c.close()
+"""
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int, *,
-              wait: float = 60.0) -> dict[int, int]:
+              wait: float = 60.0, isolated: bool = False) -> dict[int, int]:
     """Independent read of a group's committed offsets (partition -> offset, -1001 when none).
 
-    Through the AdminClient's OffsetFetch, not a consumer's committed(): that one can crash the
-    process while the coordinator moves (librdkafka #5040). While a coordinator loads or moves,
-    Apache Kafka answers NOT_COORDINATOR, and a request to a killed node times out: asked again
-    for up to `wait` seconds."""
-    import concurrent.futures
+    While a coordinator loads or moves, Apache Kafka answers NOT_COORDINATOR, and a request to a
+    node just killed times out: asked again for up to `wait` seconds. With `isolated` (the fault
+    tests, which kill coordinators) each try runs in a process of its own: librdkafka can crash
+    the process that reads committed offsets during a coordinator move (#5040; an AdminClient's
+    OffsetFetch aborted there too), and that must cost one try, not the test run."""
+    import json
+    import subprocess
+    import sys
 
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    a = _READERS.setdefault(bootstrap, AdminClient({"bootstrap.servers": bootstrap}))
-    req = ConsumerGroupTopicPartitions(group, [CkTP(topic, p) for p in range(partitions)])
     deadline = time.monotonic() + wait
     while True:
-        future = a.list_consumer_group_offsets([req], request_timeout=10)[group]
-        try:
-            res = future.result(15)
-            return {tp.partition: tp.offset for tp in res.topic_partitions}
-        except KafkaException as exc:
-            err = exc.args[0]
-            if (not err.retriable() and err.name() not in COORDINATOR_MOVING + NODE_GONE) \
-                    or time.monotonic() > deadline:
-                raise
-        except concurrent.futures.TimeoutError:
+        if isolated:
+            proc = subprocess.run([sys.executable, "-c", _COMMITTED_SCRIPT, bootstrap, group, topic,
+                                   str(partitions)], capture_output=True, text=True, timeout=60)
+            if proc.returncode == 0:
+                return {int(p): o for p, o in json.loads(proc.stdout).items()}
             if time.monotonic() > deadline:
-                raise
+                raise AssertionError(f"committed offsets of {group} unreadable for {wait:g} s: "
+                                     f"{proc.stderr.strip().splitlines()[-1:]}")
+        else:
+            c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                          "enable.auto.commit": False})
+            try:
+                res = c.committed([CkTP(topic, p) for p in range(partitions)], timeout=10)
+                return {tp.partition: tp.offset for tp in res}
+            except KafkaException as exc:
+                err = exc.args[0]
+                if (not err.retriable() and err.name() not in COORDINATOR_MOVING + NODE_GONE) \
+                        or time.monotonic() > deadline:
+                    raise
+            finally:
+                c.close()
         time.sleep(0.2)
 
 

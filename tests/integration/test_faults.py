@@ -88,7 +88,7 @@ def test_bulk_reset_with_the_coordinator_killed_reports_truly_and_a_rerun_conver
         assert set(statuses) == set(groups)
     devbroker.restart_node(data, victim)
     for g in groups:
-        got = committed(bootstrap, g, topic, 3)
+        got = committed(bootstrap, g, topic, 3, isolated=True)
         if not crashed and statuses[g] == "success":
             assert got == {0: 10, 1: 10, 2: 10}, (g, got)
         else:
@@ -96,7 +96,7 @@ def test_bulk_reset_with_the_coordinator_killed_reports_truly_and_a_rerun_conver
     rerun = run_cli(capsys, *args)
     assert rerun.code == 0, rerun.err
     for g in groups:
-        assert committed(bootstrap, g, topic, 3) == {0: 10, 1: 10, 2: 10}, g
+        assert committed(bootstrap, g, topic, 3, isolated=True) == {0: 10, 1: 10, 2: 10}, g
     if crashed:
         # librdkafka #5040 (open): an admin client's OffsetFetch answered NOT_COORDINATOR
         # dereferences a consumer-group handle it does not have. offsetkeeper asks the
@@ -191,7 +191,7 @@ def test_consumer_library_loses_nothing_when_its_coordinator_is_killed(prod3, re
         consumer.commit()
     assert killed
     assert seen == {(p, o) for p in range(2) for o in range(300)}
-    assert committed(bootstrap, group, topic, 2) == {0: 300, 1: 300}
+    assert committed(bootstrap, group, topic, 2, isolated=True) == {0: 300, 1: 300}
 
 
 @pytest.mark.spark
@@ -377,7 +377,7 @@ def test_streaming_commit_to_group_rides_out_a_coordinator_crash(spark, prod3, r
             return {}  # no committed batch yet
 
     def never_ahead() -> dict[int, int]:
-        got = committed(bootstrap, group, topic, 3)  # the group first: the checkpoint only grows
+        got = committed(bootstrap, group, topic, 3, isolated=True)  # the group first: the checkpoint only grows
         pos = position()
         assert all(o <= pos.get(p, 0) for p, o in got.items() if o >= 0), (got, pos)
         return got
