@@ -121,6 +121,50 @@ def test_log_offsets_are_read_while_a_partition_leader_is_down(prod3, restore_no
     assert _leaders(bootstrap, topic)[0] != leader
 
 
+def test_log_offsets_of_an_offline_partition_wait_for_its_leader(prod3, restore_nodes, unique):
+    """Invariant: a partition with no leader at all (its only replica's broker is down) is not
+    reported as an unknown topic (librdkafka says "No leaders found", _NOENT, for both): the
+    read waits for a leader, and if none comes within the timeout says the partition is
+    offline."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from offsetkeeper.errors import KafkaOperationError, UnknownTopicError
+
+    bootstrap, data = prod3
+    topic = unique("fault-offline")
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    a.create_topics([NewTopic(topic, 1, replica_assignment=[[2]])])[topic].result(15)
+    deadline = time.monotonic() + 15
+    while _leaders(bootstrap, topic).get(0, -1) != 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    produce_n(bootstrap, topic, 1, 5)
+    devbroker.kill_node(data, 2)
+    tp = TopicPartition(topic, 0)
+    with KafkaAdmin(Connection(bootstrap), timeout=2) as admin, \
+            pytest.raises(KafkaOperationError) as info:
+        admin.watermarks([tp])
+    assert not isinstance(info.value, UnknownTopicError)
+    assert f"{topic}:0: the partition has no leader (offline: its leader" in str(info.value)
+    got: list = []
+
+    def read() -> None:
+        try:
+            with KafkaAdmin(Connection(bootstrap)) as admin:
+                got.append(admin.watermarks([tp]))
+        except Exception as exc:  # asserted below
+            got.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    time.sleep(2)
+    # restarted from this thread: a tied node dies with the thread that started it
+    devbroker.restart_node(data, 2)
+    reader.join()
+    assert [(w[tp].low, w[tp].high) if isinstance(w, dict) else w for w in got] == [(0, 5)]
+    with KafkaAdmin(Connection(bootstrap), timeout=2) as admin, pytest.raises(UnknownTopicError):
+        admin.watermarks([TopicPartition(unique("fault-none"), 0)])
+
+
 def test_sampler_keeps_running_through_a_coordinator_crash(prod3, restore_nodes, unique, tmp_path):
     """Invariant: `history record`'s sampler survives SIGKILL of its group's coordinator (no
     crash: librdkafka #5040 is avoided), records what it missed as failed cycles or a gap, and

@@ -335,7 +335,11 @@ def start(port: int = DEFAULT_PORT, data_dir: str | Path | None = None, *, broke
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    """In the child before exec: SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG).
+
+    Linux means the parent *thread*: a node started from a thread that then ends is killed
+    with it, so tied clusters start and restart nodes from a thread that outlives them.
+    """
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)

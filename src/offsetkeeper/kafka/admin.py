@@ -462,7 +462,11 @@ class KafkaAdmin(JvmGroupsAdmin):
         # a request may take the whole timeout before librdkafka gives up on a dead leader: leave
         # room for one more round once the controller has moved leadership (seconds)
         deadline = time.monotonic() + self.timeout + 10
+        fresh_gap = 1.0
+        fresh_at = time.monotonic() + 2 * fresh_gap
         while pending:
+            leaderless = False
+            known: dict[str, frozenset[int] | None] = {}
             sent = []
             for i, specs, action in pending:
                 try:
@@ -484,23 +488,63 @@ class KafkaAdmin(JvmGroupsAdmin):
                                 f"reachable leader", code="LEADER_NOT_AVAILABLE", retriable=True,
                                 topic=ck.topic, partition=ck.partition)
                         results[i][_tp(ck)] = res
-                    except KafkaOperationError as exc:
+                    except (KafkaOperationError, UnknownTopicError) as exc:
                         # a request to a leader that just died times out: ask again, the
                         # controller moves leadership within seconds
-                        if (exc.code not in LEADER_MOVED | {"_TIMED_OUT", "_TRANSPORT"}
-                                or time.monotonic() > deadline):
+                        down = self._leaderless(exc, ck, known)
+                        if not down and getattr(exc, "code", None) not in \
+                                LEADER_MOVED | {"_TIMED_OUT", "_TRANSPORT"}:
+                            raise
+                        leaderless |= down
+                        if time.monotonic() > deadline:
+                            if down:
+                                raise KafkaOperationError(
+                                    f"{action}: {ck.topic}:{ck.partition}: the partition has no "
+                                    "leader (offline: its leader's broker is down and no other "
+                                    "in-sync replica took over)", code="LEADER_NOT_AVAILABLE", retriable=True,
+                                    topic=ck.topic, partition=ck.partition) from exc
                             raise
                         again[ck] = specs[ck]
                 if again:
                     pending.append((i, again, action))
             if pending:
-                time.sleep(0.2)
+                time.sleep(0.5 if leaderless else 0.2)
+                if leaderless and time.monotonic() >= fresh_at and len(self._retired) < 8:
+                    # librdkafka does not reconnect to a leader it saw die: it fails each
+                    # list_offsets for its partitions without sending one, so only a fresh
+                    # client notices the broker is back. Retired clients live until close():
+                    # every 2, 4, 8 ... s, and never more than 8 of them (a sampler running
+                    # for days beside an offline partition).
+                    self.reconnect()
+                    fresh_gap *= 2
+                    fresh_at = time.monotonic() + fresh_gap
                 # librdkafka keeps sending to the leader in its metadata cache (refreshed every
                 # 5 min): a metadata request for the topics learns the new leaders now
                 with contextlib.suppress(KafkaException):
                     for topic in {ck.topic for _, specs, _ in pending for ck in specs}:
                         self.admin.list_topics(topic, timeout=min(self.timeout, 5))
         return results
+
+    def _leaderless(self, exc: Exception, ck: CkTopicPartition,
+                    known: dict[str, frozenset[int] | None]) -> bool:
+        """True when librdkafka's "No leaders found" (_NOENT) is about a partition that exists.
+
+        librdkafka gives _NOENT both for an unknown topic and for a partition whose leader's
+        broker it saw go down (until the controller moves leadership, or for good while no
+        other in-sync replica is up): the topic's metadata, read once a round into `known`,
+        tells the two apart.
+        """
+        if exc.__cause__ is None or error_name(exc.__cause__) != "_NOENT":
+            return False
+        if ck.topic not in known:
+            try:
+                m = self.admin.list_topics(ck.topic, timeout=min(self.timeout, 5)).topics.get(ck.topic)
+                known[ck.topic] = frozenset(m.partitions) if m is not None and m.error is None \
+                    else None
+            except KafkaException:
+                known[ck.topic] = frozenset({ck.partition})  # in failover: a later round tells
+        parts = known[ck.topic]
+        return parts is not None and ck.partition in parts
 
     def watermarks(self, tps: Iterable[TopicPartition], *,
                    ordered: bool = True) -> dict[TopicPartition, Watermarks]:
