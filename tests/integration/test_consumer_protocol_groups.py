@@ -216,15 +216,18 @@ def _available_now(spark, bootstrap: str, topic: str, ck: str, out: str, group: 
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_commit_to_group_with_a_consumer_type_group(capsys, bootstrap, spark, unique, tmp_path):
-    """Invariant: a streaming query with commitToGroup naming a consumer-type group is never
-    broken by it: while a consumer-protocol member is active the query completes and the
-    group's offsets are left alone; once the group is empty the query publishes its position."""
-    topic, group = unique("sk848"), unique("g-spark")
+@pytest.mark.parametrize("kind", KINDS)
+def test_spark_commit_to_group_with_a_consumer_type_group(capsys, bootstrap, spark, unique, tmp_path,
+                                                          kind):
+    """Invariant: a streaming query with commitToGroup naming a consumer-type group (or one
+    migrating from classic) is never broken by it: while the group has active members the query
+    completes and the group's offsets are left alone; once the group is empty the query
+    publishes its position."""
+    topic, group = unique("sk848"), unique(f"g-spark-{kind}")
     create_topic(bootstrap, topic, 2)
     produce_n(bootstrap, topic, 2, 10)
     ck, out = str(tmp_path / "ck"), str(tmp_path / "out")
-    with members(capsys, bootstrap, group, topic, "consumer"):
+    with members(capsys, bootstrap, group, topic, kind):
         _available_now(spark, bootstrap, topic, ck, out, group)
         assert committed(bootstrap, group, topic, 2) == {0: -1001, 1: -1001}
     produce_n(bootstrap, topic, 2, 5)
@@ -235,17 +238,20 @@ def test_spark_commit_to_group_with_a_consumer_type_group(capsys, bootstrap, spa
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_restore_mapping_resets_a_consumer_type_group(capsys, bootstrap, spark, unique, tmp_path):
+@pytest.mark.parametrize("kind", KINDS)
+def test_restore_mapping_resets_a_consumer_type_group(capsys, bootstrap, spark, unique, tmp_path,
+                                                      kind):
     """Invariant: `offsets reset --from-mapping` (restore translation) is refused for a
-    consumer-type group on the target while its consumer-protocol member is active, and once
-    the group is empty commits the translated offsets (source 4 and 7 -> the restored records)."""
+    consumer-type group on the target (or one migrating from classic) while it has active
+    members, and once the group is empty commits the translated offsets (source 22 and 7 -> the
+    restored records)."""
     from offsetkeeper.config import Connection
     from offsetkeeper.restore.config import RestoreOptions
     from offsetkeeper.restore.run import run_restore
     from restore_support import rec, write_backup
 
     t0 = 1_700_000_000_000
-    src, target, group = unique("src"), unique("dst"), unique("g-restore")
+    src, target, group = unique("src"), unique("dst"), unique(f"g-restore-{kind}")
     # the source had a gap: offsets 0..9 and 20..29 (compaction), so target offsets differ
     records = [rec(o, t0 + o, f"k{o}".encode(), f"v{o}".encode()) for o in (*range(10), *range(20, 30))]
     write_backup(str(tmp_path), "b", {src: {0: records, 1: records[:10]}},
@@ -255,7 +261,7 @@ def test_restore_mapping_resets_a_consumer_type_group(capsys, bootstrap, spark, 
                                rename={src: target}), spark=spark)
     reset = ["offsets", "reset", "-b", bootstrap, "--from-mapping", f"{tmp_path}/b:m1",
              "--group", group, "--execute", "--no-snapshot"]
-    with members(capsys, bootstrap, group, target, "consumer"):
+    with members(capsys, bootstrap, group, target, kind):
         assert _state(capsys, bootstrap, group)["group_type"] == "consumer"
         r = run_cli(capsys, *reset)
         assert r.code == 1 and "active member" in r.err, r.out + r.err

@@ -10,6 +10,8 @@ order: no gaps, no repeats.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTP
@@ -64,6 +66,44 @@ def _read_as_group(bootstrap: str, group: str, topic: str, partition: int) -> li
         c.close()
 
 
+def _commit_as_member(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """Commit as a member of a consumer-type group (KIP-848, group.protocol=consumer), then
+    leave: the group stays on the cluster, empty, of type consumer."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "enable.auto.commit": False})
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while len(c.assignment()) < len(offsets):
+            assert time.monotonic() < deadline, f"{group} got no assignment of {topic}"
+            c.poll(0.2)
+        c.commit(offsets=[CkTP(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
+def _first_as_member(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, tuple]:
+    """The first record a consumer-protocol member of `group` reads on each partition; it starts
+    where the group committed (auto.offset.reset=error: a missing commit fails the read)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "enable.auto.commit": False, "auto.offset.reset": "error",
+                  "isolation.level": "read_committed"})
+    first: dict[int, tuple] = {}
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while len(first) < partitions:
+            assert time.monotonic() < deadline, f"{group} read only {sorted(first)} of {topic}"
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            assert not m.error(), m.error().str()
+            first.setdefault(m.partition(), _stripped(m))
+    finally:
+        c.close()
+    return first
+
+
 def test_dr_three_phase_groups_resume_at_the_same_record(bootstrap, dr_bootstrap, spark, unique, tmp_path):
     plain, compacted, tx = unique("orders"), unique("compacted"), unique("tx")
     create_topic(bootstrap, plain, 3, {"retention.ms": "-1"})
@@ -89,6 +129,10 @@ def test_dr_three_phase_groups_resume_at_the_same_record(bootstrap, dr_bootstrap
                               (tx, 0): gaps[0],              # a marker / aborted offset
                               (tx, 1): gaps[-1]})
     commit(bootstrap, g_part, {(plain, 0): 5, (plain, 1): 17, (tx, 1): 3})   # never on plain:2
+    # a consumer-type group (KIP-848): on DR the restore creates it by committing, and a
+    # consumer-protocol member then takes it over at the translated offsets
+    g_848 = unique("g-848")
+    _commit_as_member(bootstrap, g_848, plain, {0: 3, 1: 29, 2: 12})
 
     dest = str(tmp_path / "backups")
     bcfg = BackupConfig(connection=Connection(bootstrap), include=(plain, compacted, tx),
@@ -96,7 +140,7 @@ def test_dr_three_phase_groups_resume_at_the_same_record(bootstrap, dr_bootstrap
     opts = ThreePhaseOptions(
         restore=RestoreOptions(dest, "dr-drill", Connection(dr_bootstrap), restore_id="drill-1",
                                chunk_records=16),
-        backup_config=bcfg, groups=(g_end, g_mid, g_part),
+        backup_config=bcfg, groups=(g_end, g_mid, g_part, g_848),
         snapshot_store=str(tmp_path / "snaps"))
     rep = run_three_phase(opts, spark=spark)
     summary = {k: v for k, v in rep.to_dict().items() if k in ("phases", "commit")}
@@ -104,9 +148,11 @@ def test_dr_three_phase_groups_resume_at_the_same_record(bootstrap, dr_bootstrap
     assert [p["phase"] for p in rep.phases] == ["backup", "restore", "groups", "validate"]
     assert rep.validation["groups"] and all(g["ok"] for g in rep.validation["groups"])
 
-    for group in (g_end, g_mid, g_part):
+    for group in (g_end, g_mid, g_part, g_848):
         for t, parts in prod.items():
             for p in parts:
                 src = _read_as_group(bootstrap, group, t, p)
                 dr = _read_as_group(dr_bootstrap, group, t, p)
                 assert [_stripped(m) for m in dr] == [_stripped(m) for m in src], (group, t, p)
+    assert _first_as_member(dr_bootstrap, g_848, plain, 3) == \
+        {p: _stripped(_read_as_group(bootstrap, g_848, plain, p)[0]) for p in range(3)}
