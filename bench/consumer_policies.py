@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -142,6 +143,7 @@ def main() -> None:
                                    for n in names]]:
                     count, secs = run()
                     rates[key].append(count / secs if secs > 0 else 0.0)
+                    print(f"{key}: {count} records in {secs:.2f} s", file=sys.stderr, flush=True)
         finally:
             if st is not None:
                 devbroker.stop(tmp)

@@ -147,6 +147,26 @@ def test_async_commit_reports_to_the_callback(bootstrap, unique, topic1):
     assert results[0].offsets == {TopicPartition(topic1, 0): 10}
 
 
+def test_poll_returns_the_records_there_are_without_waiting_for_a_full_batch(bootstrap, unique):
+    """Invariant (liveness): poll(timeout) hands out the records there are as soon as there are
+    any, as Kafka's poll does, not after waiting for max_poll_records of them: with a one-hour
+    timeout and 3 records on the topic, each poll returns (librdkafka's consume(n, timeout)
+    alone would wait the hour for the 500th record)."""
+    t, g = unique("cons-few"), unique("g")
+    create_topic(bootstrap, t, 1)
+    with OffsetConsumer(_conf(bootstrap, g), [t], policy=CommitPolicy.batch(),
+                        auto_offset_reset="earliest", live_reset=False) as c:
+        assert _poll_until(c, 0, timeout=0) == []
+        produce_n(bootstrap, t, 1, 3)
+        got: list = []
+        th = threading.Thread(target=lambda: got.extend(c.poll(3600)), daemon=True)
+        th.start()
+        th.join(120)
+        assert not th.is_alive(), "poll(3600) held 3 available records back"
+        got.extend(_poll_until(c, 3 - len(got)))  # a fetch may bring them in two parts
+        assert [m.offset() for m in got] == [0, 1, 2]
+
+
 class _Polling:
     """Polls an OffsetConsumer in its own thread, as an application would."""
 

@@ -334,7 +334,51 @@ def test_sync_commit_retries_retriable_errors_with_backoff(errors, ok, retries, 
         assert c._c.calls == calls
         if not ok:
             assert res.error is not None and res.error.message.startswith("commit offsets")
+        if errors == ["ILLEGAL_GENERATION"]:
+            # a member's own commit: not the admin advice "stop its consumers and run again"
+            assert "not a current member of group g (ILLEGAL_GENERATION" in res.error.message
+            assert "stop its consumers" not in res.error.message
     finally:
+        c._c = real
+        c.close()
+
+
+class _SilentBroker:
+    """Takes asynchronous commits and never answers (until the test serves an answer)."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    def commit(self, offsets=None, asynchronous=True):
+        assert asynchronous
+        self.sent.append(offsets[0].offset)
+
+    def close(self):
+        pass
+
+
+def test_async_commits_in_flight_are_bounded_and_coalesced():
+    """Invariant: record(asynchronous=True) never has more than MAX_ASYNC_INFLIGHT commits
+    awaiting answers; the commits it holds back are not lost: the first commit after an answer
+    carries the latest acknowledged offset."""
+    from offsetkeeper.consumer.commits import MAX_ASYNC_INFLIGHT
+
+    c = OffsetConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}, ["orders"],
+                       policy=CommitPolicy.record(asynchronous=True), live_reset=False)
+    real = c._c
+    try:
+        c._c = broker = _SilentBroker()
+        c._tracker.assign([TP])
+        c._tracker.delivered_many({TP: list(range(100))})
+        for off in range(60):
+            c._do_ack(TP, off, on_consumer_thread=True)
+        assert broker.sent == list(range(1, MAX_ASYNC_INFLIGHT + 1))
+        assert c.metrics().commits_coalesced == 60 - MAX_ASYNC_INFLIGHT
+        c._on_commit_cb(None, [])  # the first answer frees one slot
+        c._do_ack(TP, 60, on_consumer_thread=True)
+        assert broker.sent[-1] == 61 and len(broker.sent) == MAX_ASYNC_INFLIGHT + 1
+    finally:
+        c._tracker.revoke([TP])  # no final commit to the unreachable broker on close
         c._c = real
         c.close()
 

@@ -395,12 +395,25 @@ class OffsetConsumer(CommitMachinery, RebalanceHandling, LiveResetApplication):
         if self._watcher is not None:
             self._apply_live_resets()
 
+    def _take(self, timeout: float) -> list:
+        """Up to max_poll_records messages: what is queued now, else wait up to `timeout` for
+        the first and take what came with it. librdkafka's consume(n, timeout) waits until it
+        has n messages or the timeout passed, so at low traffic every record would wait the
+        whole timeout; Kafka's poll(timeout) returns as soon as there are records."""
+        raw = self._c.consume(self._max_poll, 0)
+        if raw:
+            return raw
+        first = self._c.poll(timeout)
+        if first is None:
+            return []
+        return [first, *self._c.consume(self._max_poll - 1, 0)] if self._max_poll > 1 else [first]
+
     def _fetch(self, timeout: float) -> list:
         if self._pending_error is not None:
             err, self._pending_error = self._pending_error, None
             raise err
         try:
-            raw = self._c.consume(self._max_poll, timeout)
+            raw = self._take(timeout)
         except OffsetkeeperError:
             raise
         except KafkaException as exc:

@@ -15,6 +15,7 @@ class ConsumerMetrics:
     committed_offsets: int = 0  # partition offsets in those commits
     commit_failures: int = 0  # commit requests that failed after retries
     commit_retries: int = 0  # retriable errors retried
+    commits_coalesced: int = 0  # async commits not sent: 16 in flight, a later one carries them
     commit_latency_sum_s: float = 0.0
     commit_latency_count: int = 0
     commit_latency_max_s: float = 0.0
@@ -67,6 +68,8 @@ def prometheus_collector(consumer, *, prefix: str = "offsetkeeper_consumer"):
                 ("commits", m.commits, "Successful offset commits."),
                 ("committed_offsets", m.committed_offsets, "Partition offsets committed."),
                 ("commit_failures", m.commit_failures, "Offset commits that failed after retries."),
+                ("commits_coalesced", m.commits_coalesced,
+                 "Asynchronous commits left to a later one (too many in flight)."),
                 ("live_resets_applied", m.live_resets_applied, "Partitions moved by live resets."),
                 ("live_reset_records_ignored", m.live_reset_records_ignored,
                  "Live reset control records ignored (invalid, unsigned, untrusted key)."),
