@@ -9,20 +9,29 @@ from confluent_kafka.admin import AdminClient
 from offsetkeeper.kafka.errors import PARTITION_EOF
 
 
-def watermarks(c: Consumer, topic: str, p: int, patience: float = 60.0) -> tuple[int, int]:
-    """Log start/end, asked again while the partition's leader moves (fault tests)."""
+def watermarks(bootstrap: str, c: Consumer, topic: str, p: int,
+               patience: float = 60.0) -> tuple[int, int]:
+    """Log start/end, asked again while the partition's leader moves (fault tests).
+
+    After a failed try each try asks through a fresh consumer: librdkafka's client that saw the
+    leader die can keep failing long after leadership moved (measured: over 60 s)."""
     import time
 
     from confluent_kafka import KafkaException
 
     deadline = time.monotonic() + patience
+    asker = c
     while True:
         try:
-            return c.get_watermark_offsets(CkTP(topic, p), timeout=10, cached=False)
+            return asker.get_watermark_offsets(CkTP(topic, p), timeout=10, cached=False)
         except KafkaException:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+        finally:
+            if asker is not c:
+                asker.close()
+        asker = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks-reader"})
 
 
 def independent_read(bootstrap: str, topic: str, partitions: int,
@@ -34,7 +43,7 @@ def independent_read(bootstrap: str, topic: str, partitions: int,
     out = []
     try:
         for p in range(partitions):
-            low, high = watermarks(c, topic, p)
+            low, high = watermarks(bootstrap, c, topic, p)
             if high <= low:
                 continue
             c.assign([CkTP(topic, p, low)])

@@ -92,7 +92,7 @@ def consume_all(bootstrap: str, topic: str, partitions: Iterable[int], *,
     out: dict[int, list] = {}
     try:
         for p in partitions:
-            low, high = watermarks(c, topic, p)
+            low, high = watermarks(bootstrap, c, topic, p)
             out[p] = []
             if high <= low:
                 continue

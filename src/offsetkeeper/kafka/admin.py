@@ -7,7 +7,6 @@ rest of the library deals in `offsetkeeper.models` and `offsetkeeper.errors` onl
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -464,9 +463,10 @@ class KafkaAdmin(JvmGroupsAdmin):
         deadline = time.monotonic() + self.timeout + 10
         fresh_gap = 1.0
         fresh_at = time.monotonic() + 2 * fresh_gap
+        # each topic's partitions per the latest metadata read (None: no such topic)
+        known: dict[str, frozenset[int] | None] = {}
         while pending:
             leaderless = False
-            known: dict[str, frozenset[int] | None] = {}
             sent = []
             for i, specs, action in pending:
                 try:
@@ -501,8 +501,8 @@ class KafkaAdmin(JvmGroupsAdmin):
                                 raise KafkaOperationError(
                                     f"{action}: {ck.topic}:{ck.partition}: the partition has no "
                                     "leader (offline: its leader's broker is down and no other "
-                                    "in-sync replica took over)", code="LEADER_NOT_AVAILABLE", retriable=True,
-                                    topic=ck.topic, partition=ck.partition) from exc
+                                    "in-sync replica took over)", code="LEADER_NOT_AVAILABLE",
+                                    retriable=True, topic=ck.topic, partition=ck.partition) from exc
                             raise
                         again[ck] = specs[ck]
                 if again:
@@ -520,10 +520,18 @@ class KafkaAdmin(JvmGroupsAdmin):
                     fresh_at = time.monotonic() + fresh_gap
                 # librdkafka keeps sending to the leader in its metadata cache (refreshed every
                 # 5 min): a metadata request for the topics learns the new leaders now
-                with contextlib.suppress(KafkaException):
-                    for topic in {ck.topic for _, specs, _ in pending for ck in specs}:
-                        self.admin.list_topics(topic, timeout=min(self.timeout, 5))
+                for topic in {ck.topic for _, specs, _ in pending for ck in specs}:
+                    self._read_partitions(topic, known)
         return results
+
+    def _read_partitions(self, topic: str, known: dict[str, frozenset[int] | None]) -> None:
+        """Refresh librdkafka's metadata of `topic` and note its partitions in `known`."""
+        try:
+            m = self.admin.list_topics(topic, timeout=min(self.timeout, 5)).topics.get(topic)
+        except KafkaException:
+            known.pop(topic, None)  # in failover: asked again next round
+            return
+        known[topic] = frozenset(m.partitions) if m is not None and m.error is None else None
 
     def _leaderless(self, exc: Exception, ck: CkTopicPartition,
                     known: dict[str, frozenset[int] | None]) -> bool:
@@ -531,18 +539,15 @@ class KafkaAdmin(JvmGroupsAdmin):
 
         librdkafka gives _NOENT both for an unknown topic and for a partition whose leader's
         broker it saw go down (until the controller moves leadership, or for good while no
-        other in-sync replica is up): the topic's metadata, read once a round into `known`,
-        tells the two apart.
+        other in-sync replica is up): the topic's metadata tells the two apart. It is the
+        metadata each round refreshes anyway (`known`); read here only on the first _NOENT.
         """
         if exc.__cause__ is None or error_name(exc.__cause__) != "_NOENT":
             return False
         if ck.topic not in known:
-            try:
-                m = self.admin.list_topics(ck.topic, timeout=min(self.timeout, 5)).topics.get(ck.topic)
-                known[ck.topic] = frozenset(m.partitions) if m is not None and m.error is None \
-                    else None
-            except KafkaException:
-                known[ck.topic] = frozenset({ck.partition})  # in failover: a later round tells
+            self._read_partitions(ck.topic, known)
+        if ck.topic not in known:
+            return True  # no metadata either (failover): a later round tells them apart
         parts = known[ck.topic]
         return parts is not None and ck.partition in parts
 
