@@ -147,3 +147,13 @@ def test_secret_keys_are_recognised(key):
     from offsetkeeper.redact import is_secret_key
 
     assert is_secret_key(key)
+
+
+@pytest.mark.parametrize("servers", ["user:s3cr3t@k:9092", "k1:9092,SASL_SSL://u:s3cr3t@k2:9093",
+                                     "s3cr3t@k:9092"])
+def test_credentials_in_a_bootstrap_address_are_refused_unechoed(servers):
+    """Invariant: an address with userinfo is bad input (exit 2) and its secret never appears."""
+    with pytest.raises(ConfigError) as info:
+        resolve_connection(bootstrap_server=servers)
+    assert info.value.exit_code == 2
+    assert "s3cr3t" not in str(info.value) and "holds credentials" in str(info.value)

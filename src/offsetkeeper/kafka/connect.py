@@ -100,9 +100,20 @@ def resolve_connection(
             "no cluster given: use --bootstrap-server HOST:PORT, --cluster NAME, "
             "or set default_cluster in the config file"
         )
+    _refuse_credentials(servers)
     if check:
         check_client_properties(props, source=where)
     return Connection(bootstrap_servers=servers, properties=props, name=name or servers)
+
+
+def _refuse_credentials(servers: str) -> None:
+    """Kafka addresses are [PROTOCOL://]HOST:PORT: one with `user:password@` in it would be
+    echoed by every error about it, so it is refused, showing only what follows the '@'."""
+    for entry in servers.split(","):
+        if "@" in entry:
+            raise ConfigError(
+                f"bootstrap server '***@{entry.rsplit('@', 1)[1].strip()}' holds credentials: "
+                "expected HOST:PORT; put sasl.username / sasl.password in --command-config")
 
 
 def connect_ref(
