@@ -58,6 +58,12 @@ class Channel:
                     yield Ack(g, tp, target)
                 elif how == "failed":
                     yield Ack(g, tp, target, status="failed", error="offset 50 is outside the log")
+                elif how in ("forged-failure-first", "forged-failure-only"):
+                    # someone who can write the topic claims, in a stranger's name, a failure
+                    yield Ack(g, tp, target, status="failed", member="intruder", error="disk full")
+                    if how == "forged-failure-first":
+                        self.admin.commit(g, {tp: target})
+                        yield Ack(g, tp, target)
                 # "silent": no acknowledgement at all
 
     def withdraw(self):
@@ -77,6 +83,10 @@ TABLE = [
     ("apply-store", GroupStatus.FAILED, "cannot be read back"),
     ("failed", GroupStatus.FAILED, "outside the log"),
     ("silent", GroupStatus.FAILED, "no member acknowledged"),
+    # K: a forged "failed" from a non-member is never believed as the member's error, and does
+    # not crowd out the member's own answer
+    ("forged-failure-first", GroupStatus.SUCCESS, None),
+    ("forged-failure-only", GroupStatus.FAILED, "was not believed"),
 ]
 
 

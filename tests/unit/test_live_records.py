@@ -42,7 +42,7 @@ def keys(tmp_path_factory):
 def _req(group="payments", offset=5, **kw) -> LiveResetRequest:
     args = {"id": "lr-0123456789ab", "group": group,
             "offsets": {TopicPartition("orders", 0): offset}, "created_at_ms": NOW,
-            "expires_at_ms": NOW + 60_000, "snapshot_id": None, **kw}
+            "expires_at_ms": NOW + 60_000, "snapshot_id": None, "cluster_id": "cluster-A", **kw}
     return LiveResetRequest(**args)
 
 
@@ -72,7 +72,8 @@ def test_decode_never_raises_on_any_json(k, v):
 
 
 @given(st.fixed_dictionaries({
-    "id": st.just("lr-0123456789ab"), "group": st.just("g"), "v": st.just(2), "type": st.just("reset"),
+    "id": st.just("lr-0123456789ab"), "group": st.just("g"), "v": st.just(3), "type": st.just("reset"),
+    "cluster_id": st.just("c"),
     "created_at_ms": st.integers() | st.floats(), "expires_at_ms": st.integers() | st.floats(),
     "offsets": st.lists(st.fixed_dictionaries({
         "topic": st.text(max_size=5), "partition": st.integers() | st.booleans(),
@@ -90,10 +91,11 @@ def test_a_decoded_request_holds_only_valid_offsets(v):
 
 
 @pytest.mark.parametrize("key,value,why", [
-    (b'["reset","g"]', b'{"v":2,"type":"reset","expires_at_ms":1e400}', "malformed"),
+    (b'["reset","g"]', b'{"v":3,"type":"reset","expires_at_ms":1e400}', "malformed"),
     (b"[" * 200_000 + b"]" * 200_000, b"{}", "key"),
     (b'["reset","g"]', b"[" * 100_000 + b"]" * 100_000, "unparseable"),
-    (b'["reset","g"]', b'{"v":2,"type":"reset","x":' + b"9" * 10_000 + b"}", "unparseable"),
+    (b'["reset","g"]', b'{"v":3,"type":"reset","x":' + b"9" * 10_000 + b"}", "unparseable"),
+    (b'["reset","g"]', b'{"v":2,"type":"reset"}', "version"),  # v2 did not sign the cluster
     (b'["reset","g"]', b"\xff\xfe", "unparseable"),
     (b'["reset","g"]', b"x" * (5 * 1024 * 1024), "oversized"),
     (b'["reset","g"]', b'{"v":1,"type":"reset"}', "version"),
@@ -147,6 +149,83 @@ def test_only_a_trusted_untampered_signature_is_believed(keys):
 
     unsigned = decode_record(b'["reset","payments"]', _value(_req(), op, key_id=None, sig=None))[1]
     assert trusted.verify(unsigned.request.payload(), unsigned.key_id, unsigned.sig) == "not signed"
+
+
+def test_a_request_signed_for_one_cluster_is_ignored_on_another(keys):
+    """Invariant (issue 31 A): the cluster id is signed: a request published on cluster A and
+    replayed onto cluster B's control topic is ignored by B's members, and changing its cluster
+    id breaks the signature."""
+    op, _ = keys
+    trusted = trusted_keys([op.public])
+    key, value = encode_request(_req(cluster_id="cluster-A"), op)
+    ok = decode_record(key, value, group="payments", trusted=trusted, cluster_id="cluster-A")
+    assert isinstance(ok[1], SignedRequest) and ok[1].request.cluster_id == "cluster-A"
+    assert decode_record(key, value, group="payments", trusted=trusted,
+                         cluster_id="cluster-B") == "request for another cluster"
+    moved = _value(_req(), op, cluster_id="cluster-B")
+    assert decode_record(key, moved, group="payments", trusted=trusted,
+                         cluster_id="cluster-B") == "request bad signature"
+    v = json.loads(value)
+    v.pop("cluster_id")
+    assert isinstance(decode_record(key, json.dumps(v).encode()), Ignored)
+
+
+def test_the_signature_is_checked_before_any_offset_is_built(keys):
+    """Invariant (issue 31 C): a watcher checks the signature before it builds anything of a
+    request: an unsigned request of 60,000 offsets is answered "not signed" (its malformed
+    last offset is never reached), and a record keyed for another group is not even parsed."""
+    op, _ = keys
+    trusted = trusted_keys([op.public])
+    offsets = [{"topic": "orders", "partition": p, "offset": 1} for p in range(59_999)]
+    offsets.append({"topic": "orders", "partition": 0, "offset": "not a number"})
+    v = json.loads(encode_request(_req(), op)[1])
+    v.update(offsets=offsets, key_id=None, sig=None)
+    rec = decode_record(b'["reset","payments"]', json.dumps(v).encode(), group="payments",
+                        trusted=trusted, cluster_id="cluster-A")
+    assert rec == "request not signed"
+    assert decode_record(b'["reset","other"]', b"[" * 1_000_000, group="payments") == ("other", None)
+
+
+def test_a_request_naming_one_partition_twice_is_ignored(keys):
+    """Invariant: a request listing a partition twice is refused whole (which one was meant?),
+    never "the last one wins"."""
+    op, _ = keys
+    req = _req()
+    v = _value(req, op, offsets=[{"topic": "orders", "partition": 0, "offset": 5},
+                                 {"topic": "orders", "partition": 0, "offset": 1}])
+    assert decode_record(b'["reset","payments"]', v) == "malformed record"
+
+
+@given(st.binary(max_size=60), json_values)
+def test_ignore_reasons_are_a_fixed_set_and_never_quote_the_record(version, junk):
+    """Invariant (issue 31 C): whatever a record holds, the reason it is ignored is one of a few
+    fixed sentences: 20,000 distinct junk values make a handful of counters and log lines,
+    and no record text (a newline forging a log line) reaches them."""
+    from offsetkeeper.consumer import live
+
+    fixed = {v for v in vars(live).values() if isinstance(v, Ignored)} | {
+        Ignored(f"request {why}") for why in ("not signed", "signed by an untrusted key",
+                                              "malformed signature", "bad signature")}
+    for key, value in ((b'["reset","g"]', json.dumps({"v": version.decode("latin-1"),
+                                                      "type": "reset"}).encode()),
+                       (b'["reset","g"]', json.dumps({"v": 3, "type": "reset", "group": "g",
+                                                      "junk": junk}).encode()),
+                       (json.dumps(["ack", "g", junk]).encode(), version)):
+        rec = decode_record(key, value)
+        if isinstance(rec, Ignored):
+            assert rec in fixed and "\n" not in rec
+
+
+def test_a_withdrawal_names_its_request():
+    """Invariant (issue 31 B): a withdrawal decodes to the request id it revokes; one whose key
+    and value name different requests is ignored."""
+    from offsetkeeper.consumer.live import encode_withdrawal
+
+    req = _req()
+    k, v = encode_withdrawal(req)
+    assert decode_record(k, v) == ("withdrawn", (req.id, req.expires_at_ms))
+    other = json.dumps(["withdrawn", "payments", "lr-ffffffffffff"]).encode()
+    assert isinstance(decode_record(other, v), Ignored)
 
 
 def test_acks_round_trip_and_disagreeing_keys_are_ignored():

@@ -61,7 +61,7 @@ class LiveResetApplication:
                 del self._held[tp]
                 self._resume(tp)
                 self._seek(tp, offset)  # records fetched while held were never handed out
-        ignored = sum(watcher.ignored.values())
+        ignored = watcher.ignored_total()
         seen = self._counters.snapshot().live_reset_records_ignored
         if ignored > seen:
             self._counters.add(live_reset_records_ignored=ignored - seen)

@@ -27,7 +27,7 @@ from pathlib import Path
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 
 PUBLIC_PREFIX = "ed25519:"
-_DOMAIN = b"offsetkeeper-live-reset-v2\n"  # signatures for this purpose only
+_DOMAIN = b"offsetkeeper-live-reset-v3\n"  # signatures for this purpose and format only
 _MAX_KEY_FILE = 16 * 1024
 
 

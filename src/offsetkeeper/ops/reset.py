@@ -212,15 +212,17 @@ def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]
             "(check the names in the file)",)
 
 
-def _drop_unused_snapshot(admin, report: ApplyReport, req: ResetRequest):
+def _drop_unused_snapshot(admin, report: ApplyReport, req: ResetRequest, *, withdrawn: bool):
     """A live reset that no member applied leaves its groups as the snapshot recorded them: the
-    snapshot would only clutter the store (and look like an undo point). Removed when the
-    groups read back exactly as recorded; kept whenever anything may have moved."""
+    snapshot would only clutter the store (and look like an undo point). Removed only when the
+    requests were withdrawn for good (`withdrawn`: no member can apply them any more, a replay
+    included) and the groups read back exactly as recorded; kept whenever anything may still
+    move."""
     from offsetkeeper.errors import OffsetkeeperError
     from offsetkeeper.snapshots.compare import diff_live
     from offsetkeeper.snapshots.store import SnapshotStore
 
-    if not report.snapshot_id or report.partitions_changed:
+    if not report.snapshot_id or report.partitions_changed or not withdrawn:
         return report, ()
     try:
         store = SnapshotStore(snapshot_store_url(req.options.snapshot_store, req.options.config_path))
@@ -296,11 +298,12 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
     if signer is not None:
         from offsetkeeper.consumer.live import ControlTopicChannel
 
-        channel = ControlTopicChannel(admin.conn.client_config(), signer, timeout_s=req.live_timeout_s)
+        channel = ControlTopicChannel(admin.conn.client_config(), signer,
+                                      cluster_id=admin.cluster_id(), timeout_s=req.live_timeout_s)
         opts = replace(apply_options(req.options, description=f"before live reset {plan.target}",
                                      progress=progress), live=channel)
         report = apply_plan(admin, plan, opts)
-        report, dropped = _drop_unused_snapshot(admin, report, req)
+        report, dropped = _drop_unused_snapshot(admin, report, req, withdrawn=channel.withdrawn)
         return Outcome(plan, report, notes + dropped, files, live=True)
     report = execute_plan(admin, plan, req.options, description=f"before reset {plan.target}",
                           progress=progress) if req.execute else None

@@ -86,7 +86,7 @@ class LiveChannel(Protocol):
 
     def acknowledgements(self, deadline: float) -> Iterator[LiveAckClaim]: ...
 
-    def withdraw(self) -> None: ...
+    def withdraw(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -490,15 +490,28 @@ def _execute_live(admin, plan: ResetPlan, opts: ApplyOptions,
     if not jobs:
         return results
     wanted = {(g, tp) for g, job in jobs.items() for tp in job.offsets}
-    claims: dict[tuple[str, TopicPartition], LiveAckClaim] = {}
+    claims: dict[tuple[str, TopicPartition], dict[str, LiveAckClaim]] = {}
+    members = _MemberCache(admin)
+    answered: set[tuple[str, TopicPartition]] = set()
     channel.publish({g: job.offsets for g, job in jobs.items()}, snapshot_id)
     try:
         for ack in channel.acknowledgements(time.monotonic() + channel.timeout_s):
             k = (ack.group, ack.tp)
-            if k in wanted and k not in claims:
-                claims[k] = ack
-                opts.progress(ProgressEvent("live reset", len(claims), len(wanted), "partitions"))
-                if len(claims) == len(wanted):
+            if k not in wanted:
+                continue
+            mine = claims.setdefault(k, {})
+            # Anyone who can write the topic can claim anything in any member's name: keep a
+            # bounded number of claimants, but never crowd out a current member's claim.
+            if ack.member not in mine and (len(mine) < _MAX_CLAIMANTS
+                                           or members.is_member(ack.group, ack.member)):
+                mine[ack.member] = ack
+            if k not in answered and (ack.status == "applied"
+                                      or members.is_member(ack.group, ack.member)):
+                # an applied claim is checked by the read-back; a failure only counts from a
+                # current member (a forged "failed" must not end the wait for the real answer)
+                answered.add(k)
+                opts.progress(ProgressEvent("live reset", len(answered), len(wanted), "partitions"))
+                if len(answered) == len(wanted):
                     break
         results.extend(_confirm_live(admin, jobs, claims, channel.timeout_s))
     finally:
@@ -507,6 +520,36 @@ def _execute_live(admin, plan: ResetPlan, opts: ApplyOptions,
         channel.withdraw()
     order = {gp.group: i for i, gp in enumerate(plan.groups)}
     return sorted(results, key=lambda r: order[r.group])
+
+
+_MAX_CLAIMANTS = 32
+
+
+class _MemberCache:
+    """Current member ids of groups, read at most once a second per group (claims arrive in
+    bursts, and forged ones must not turn into a flood of describe calls)."""
+
+    def __init__(self, admin) -> None:
+        self.admin = admin
+        self._seen: dict[str, tuple[float, set[str]]] = {}
+
+    def is_member(self, group: str, member: str) -> bool:
+        at, ids = self._seen.get(group, (-1.0, set()))
+        if member not in ids and time.monotonic() - at > 1.0:
+            info = self.admin.describe_groups_each([group]).get(group)
+            ids = {m.member_id for m in getattr(info, "members", None) or ()}
+            self._seen[group] = (time.monotonic(), ids)
+        return member in ids
+
+
+def _pick_claim(mine: dict, members: set[str] | None):
+    """The claim that decides a partition: a current member's applied claim, else its failure,
+    else (to say why it is not believed) any other claim, applied first."""
+    def rank(a) -> tuple[int, int]:
+        known = members is None or a.member in members
+        return (0 if known else 1, 0 if a.status == "applied" else 1)
+
+    return min(mine.values(), key=rank) if mine else None
 
 
 def _confirm_live(admin, jobs: dict[str, _Job], claims: dict, timeout_s: float) -> list[GroupResult]:
@@ -518,15 +561,19 @@ def _confirm_live(admin, jobs: dict[str, _Job], claims: dict, timeout_s: float) 
         members = {m.member_id for m in info.members} if hasattr(info, "members") else None
         applied: dict[str, str] = {}
         for tp, want in job.offsets.items():
-            ack = claims.get((g, tp))
+            ack = _pick_claim(claims.get((g, tp)) or {}, members)
             err = None
             if ack is None:
                 err = (f"no member acknowledged within {timeout_s:g}s (is the partition owned by a "
                        "consumer built on offsetkeeper.consumer that trusts this signing key?)")
+            elif members is not None and ack.member not in members:
+                err = (f"acknowledged by {ack.member!r}, which is not a member of group {g}"
+                       if ack.status == "applied" else
+                       f"no member acknowledged within {timeout_s:g}s; a 'failed' acknowledgement "
+                       f"in the name of {ack.member!r}, which is not a member of group {g}, was "
+                       "not believed")
             elif ack.status != "applied":
                 err = f"member {ack.member} could not apply it: {ack.error or 'no reason given'}"
-            elif members is not None and ack.member not in members:
-                err = f"acknowledged by {ack.member!r}, which is not a member of group {g}"
             elif ack.store:
                 err = (f"member {ack.member} wrote its offset store; offsets kept outside Kafka "
                        "cannot be read back (OffsetConsumer(mirror_to_kafka=True) lets the command "
