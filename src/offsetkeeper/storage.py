@@ -83,3 +83,52 @@ def write_bytes_atomic(url: str, data: bytes, *, fsync: bool = False, mode: int 
 def write_text_atomic(url: str, text: str, **kw: Any) -> str:
     """`write_bytes_atomic` for UTF-8 text."""
     return write_bytes_atomic(url, text.encode("utf-8"), **kw)
+
+
+def read_regular_file(fs, path: str, *, local: bool, limit: int, what: str) -> bytes:
+    """The bytes of `path` when it is a regular file of at most `limit` bytes; StoreError
+    otherwise (FileNotFoundError when missing). Locally the file is opened without following
+    a symlink and without blocking (a FIFO answers at once), and the size is taken from the
+    open file, so what is checked is what is read. Store files are written by offsetkeeper:
+    anything else in their place is reported, never read."""
+    if local:
+        import errno
+        import stat
+
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise StoreError(f"{what} is a symbolic link or not a file; store files must "
+                                 "be regular files inside the store") from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise StoreError(f"{what} is not a regular file (a FIFO, device or directory "
+                                 "is never read)")
+            if st.st_size > limit:
+                raise StoreError(f"{what} is {st.st_size} bytes; larger than the "
+                                 f"{limit // (1024 * 1024)} MiB a store file may be")
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "rb") as f:
+                fd = -1
+                data = f.read(limit + 1)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if len(data) > limit:
+            raise StoreError(f"{what} grew past {limit // (1024 * 1024)} MiB while read")
+        return data
+    info = fs.info(path)
+    if info.get("type") not in ("file", None):
+        raise StoreError(f"{what} is not a file")
+    size = info.get("size")
+    if isinstance(size, int) and size > limit:
+        raise StoreError(f"{what} is {size} bytes; larger than the "
+                         f"{limit // (1024 * 1024)} MiB a store file may be")
+    with fs.open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise StoreError(f"{what} is larger than the {limit // (1024 * 1024)} MiB a store file may be")
+    return data

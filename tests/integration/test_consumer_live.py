@@ -234,9 +234,13 @@ def test_hostile_control_records_are_ignored_and_the_consumer_keeps_running(
     try:
         assert _wait(lambda: committed(bootstrap, g, t, 1) == {0: 30})
         now = int(time.time() * 1000)
+        from confluent_kafka.admin import AdminClient
+
+        cid = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).cluster_id
 
         def req(group, offset, rid):
-            return LiveResetRequest(rid, group, {TopicPartition(t, 0): offset}, now, now + 60_000)
+            return LiveResetRequest(rid, group, {TopicPartition(t, 0): offset}, now, now + 60_000,
+                                    None, cid)
 
         key = json.dumps(["reset", g]).encode()
         unsigned = json.loads(encode_request(req(g, 0, "lr-00000000000a"), trusted)[1])

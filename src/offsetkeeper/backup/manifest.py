@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -43,37 +44,65 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# A manifest is input: a backup may come from another team, an object store others write to,
+# or an attacker. Every number is bounded to what Kafka can hold, every path stays inside the
+# backup, and nesting and size are checked before the JSON is parsed.
+MAX_OFFSET = 2**63 - 1
+MAX_PARTITION = 2**31 - 1
+# Kafka has no hard per-topic limit, but no cluster serves a million partitions of one topic: a
+# restore would try to create them.
+MAX_PARTITION_COUNT = 1_000_000
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024
+MAX_MANIFEST_DEPTH = 32  # a manifest nests 7 deep; the JSON parser would recurse far deeper
+_FILE_RE = re.compile(r"data/[A-Za-z0-9._=/-]{1,1000}")
+_BACKUP_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
+Count = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
+
+
+def check_data_file(rel: str) -> str:
+    """A data file path of a segment: relative to the backup directory, under ``data/``, no
+    ``..`` or empty parts (a manifest naming another backup's files, or /etc/passwd, is refused)."""
+    parts = rel.split("/")
+    if not _FILE_RE.fullmatch(rel) or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"data file {rel[:120]!r} is not a path inside the backup's data/ "
+                         "directory")
+    return rel
+
+
 class Gap(_Model):
     """Offsets ``[start, end)`` that could not be read (lost to retention during the backup)."""
 
-    start: int
-    end: int
+    start: Offset
+    end: Offset
     reason: str = "log start moved past these offsets (retention or delete_records)"
 
 
 class Segment(_Model):
     """What one run backed up of one partition."""
 
-    run: int
-    start_offset: int
-    end_offset: int
-    record_count: int
+    run: Count
+    start_offset: Offset
+    end_offset: Offset
+    record_count: Count
     checksum: str = ck.ZERO
-    first_offset: int | None = None
-    last_offset: int | None = None
+    first_offset: Offset | None = None
+    last_offset: Offset | None = None
     first_timestamp: int | None = None
     last_timestamp: int | None = None
     gaps: list[Gap] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)  # relative to the backup directory
 
+    _files = field_validator("files")(classmethod(lambda cls, v: [check_data_file(f) for f in v]))
+
 
 class PartitionEntry(_Model):
     """One partition over all runs: ``[start_offset, end_offset)`` and its totals."""
 
-    partition: int
-    start_offset: int
-    end_offset: int
-    record_count: int = 0
+    partition: int = Field(ge=0, le=MAX_PARTITION)
+    start_offset: Offset
+    end_offset: Offset
+    record_count: Count = 0
     checksum: str = ck.ZERO
     first_timestamp: int | None = None
     last_timestamp: int | None = None
@@ -97,7 +126,7 @@ class PartitionEntry(_Model):
 
 class TopicEntry(_Model):
     name: str
-    partition_count: int = Field(ge=0)
+    partition_count: int = Field(ge=0, le=MAX_PARTITION_COUNT)
     configs: dict[str, str] = Field(default_factory=dict)  # non-default values only
     partitions: list[PartitionEntry] = Field(default_factory=list)
 
@@ -111,9 +140,7 @@ class TopicEntry(_Model):
         return sum(p.record_count for p in self.partitions)
 
 
-MAX_OFFSET = 2**63 - 1
-MAX_PARTITION = 2**31 - 1
-_TOPIC_RE = __import__("re").compile(r"[A-Za-z0-9._-]{1,249}")
+_TOPIC_RE = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 def check_topic_name(name: str) -> str:
@@ -159,6 +186,8 @@ class Manifest(_Model):
 
     format_version: int = FORMAT_VERSION
     backup_id: str
+
+    _backup_id = field_validator("backup_id")(classmethod(lambda cls, v: _check_id_value(v)))
     created_at: str
     updated_at: str
     source: SourceInfo
@@ -239,10 +268,33 @@ def backup_dir(destination: str, backup_id: str) -> str:
 
 
 def validate_backup_id(backup_id: str) -> None:
-    import re
+    if not _BACKUP_ID_RE.fullmatch(backup_id or ""):
+        raise UsageError(f"backup id {str(backup_id)[:80]!r} is invalid: use letters, digits, "
+                         "'.', '_', '-' (at most 200, not starting with '.', '_' or '-')")
 
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}", backup_id or ""):
-        raise UsageError(f"backup id '{backup_id}' is invalid: use letters, digits, '.', '_', '-'")
+
+def _check_id_value(v: str) -> str:
+    if not _BACKUP_ID_RE.fullmatch(v):
+        raise ValueError(f"backup id {v[:80]!r} is invalid (letters, digits, '.', '_', '-')")
+    return v
+
+
+def json_depth(data: bytes | str, limit: int) -> int:
+    """How deep `data` nests JSON arrays and objects, counted up to `limit` + 1 without parsing
+    it (string contents are skipped), so a hostile file cannot make the parser recurse."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    stripped = re.sub(rb'"(?:[^"\\]|\\.)*"', b"", raw)
+    depth = deepest = 0
+    for ch in re.findall(rb"[\[\]{}]", stripped):
+        if ch in (b"[", b"{"):
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        else:
+            depth -= 1
+    return deepest
 
 
 # -- save / load -------------------------------------------------------------------------------
@@ -255,10 +307,16 @@ def save_manifest(destination: str, manifest: Manifest) -> str:
 
 
 def parse_manifest(text: str | bytes, *, where: str = "manifest") -> Manifest:
+    """A manifest from its JSON text; StoreError naming the first thing wrong. Nesting is
+    bounded before parsing; numbers, paths and ids are checked by the model."""
+    if json_depth(text, MAX_MANIFEST_DEPTH) > MAX_MANIFEST_DEPTH:
+        raise StoreError(f"{where} nests deeper than {MAX_MANIFEST_DEPTH} levels; not a manifest")
     try:
         raw: Any = json.loads(text)
-    except ValueError as exc:
-        raise StoreError(f"{where} is not valid JSON: {exc}") from exc
+    except ValueError as exc:  # int_max_str_digits included: a 5,000-digit number
+        raise StoreError(f"{where} is not valid JSON: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise StoreError(f"{where} nests too deeply; not a manifest") from None
     if not isinstance(raw, dict):
         raise StoreError(f"{where} must hold a JSON object")
     version = raw.get("format_version")
@@ -270,19 +328,23 @@ def parse_manifest(text: str | bytes, *, where: str = "manifest") -> Manifest:
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        msg = msg[:1].lower() + msg[1:]
+        msg = msg[:1].lower() + msg[1:300]
         raise StoreError(f"{where}: " + (f"field '{loc}' {msg}" if loc else msg)) from None
 
 
 def load_manifest(destination: str, backup_id: str) -> Manifest:
     """Load DEST/BACKUP_ID/manifest.json; StoreError when it is missing or corrupt."""
+    from offsetkeeper.storage import is_local, read_regular_file
+
     where = join(backup_dir(destination, backup_id), MANIFEST_NAME)
     fs, path = _fs(where)
     try:
-        with fs.open(path, "rb") as f:
-            text = f.read()
+        text = read_regular_file(fs, path, local=is_local(fs), limit=MAX_MANIFEST_BYTES,
+                                 what=where)
     except FileNotFoundError:
         raise NotFoundError(f"backup '{backup_id}' not found: {where} does not exist") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {where}: {exc.strerror or exc}") from None
     return parse_manifest(text, where=where)
 
 
@@ -315,6 +377,8 @@ def list_backups(destination: str) -> list[BackupEntry]:
                 out.append(BackupEntry(name, load_manifest(destination, name)))
             except (StoreError, UsageError) as exc:  # NotFoundError: deleted meanwhile
                 out.append(BackupEntry(name, error=exc.message))
+            except Exception as exc:  # one unreadable backup never hides the others
+                out.append(BackupEntry(name, error=f"cannot be read ({type(exc).__name__})"))
     return out
 
 

@@ -255,9 +255,9 @@ class Snapshot:
             groups = {
                 str(g): GroupSnapshot(
                     state=_str(gd, "state"),
-                    offsets={TopicPartition(_str(o, "topic"), _offset(o, "partition")):
-                             CommittedOffset(_offset(o, "offset"), _str(o, "metadata", ""))
-                             for o in _list(gd, "offsets")},
+                    offsets=_once(((TopicPartition(_str(o, "topic"), _offset(o, "partition")),
+                                    CommittedOffset(_offset(o, "offset"), _str(o, "metadata", "")))
+                                   for o in _list(gd, "offsets")), f"group {str(g)[:200]!r}"),
                     uncommitted=frozenset(
                         TopicPartition(_str(u, "topic"), _offset(u, "partition"))
                         for u in (_list(gd, "uncommitted") if "uncommitted" in gd else [])),
@@ -290,7 +290,7 @@ class Snapshot:
     @classmethod
     def from_json(cls, text: str | bytes) -> Snapshot:
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, object_pairs_hook=_unique_keys)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SnapshotFormatError(f"not valid JSON ({exc})") from exc
         except RecursionError:  # a hostile or corrupt file: one bad item, not a crash
@@ -299,6 +299,28 @@ class Snapshot:
 
 
 _MISSING = object()
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: a group named twice would otherwise be the last one
+    silently (a hand-edited or hostile file)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise SnapshotFormatError(f"key {k[:200]!r} appears twice in one object")
+        out[k] = v
+    return out
+
+
+def _once(items, where: str) -> dict:
+    """The (partition, offset) pairs as a dict; a partition listed twice is an error (which of
+    the two would a rollback restore?), as it is in a CSV plan."""
+    out: dict = {}
+    for tp, v in items:
+        if tp in out:
+            raise SnapshotFormatError(f"{where} lists {tp.topic[:249]}:{tp.partition} twice")
+        out[tp] = v
+    return out
 
 
 def _group_type(gd: Any) -> GroupType:

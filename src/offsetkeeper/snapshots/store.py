@@ -25,11 +25,14 @@ from offsetkeeper.snapshots.model import (
     SnapshotSummary,
     same_cluster,
 )
-from offsetkeeper.storage import write_bytes_atomic
+from offsetkeeper.storage import read_regular_file, write_bytes_atomic
 
 STORE_ENV = "OFFSETKEEPER_SNAPSHOT_STORE"
 SUFFIX = ".json"
 LATEST = "latest"
+# A snapshot of 800 groups x 100 partitions is ~10 MB of JSON; a file far beyond that is not
+# one of ours, and reading it whole would cost the reader its memory.
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 
 
 def default_store_url() -> str:
@@ -139,7 +142,8 @@ class SnapshotStore:
         path = self.path(snapshot_id)
         shown = self.display(path)
         try:
-            data = self.fs.cat_file(path)
+            data = read_regular_file(self.fs, path, local=self._local, limit=MAX_SNAPSHOT_BYTES,
+                                     what=f"snapshot {snapshot_id} ({shown})")
         except FileNotFoundError:
             raise NotFoundError(f"snapshot {snapshot_id} not found: no file {shown} "
                                 "(see `offsetkeeper snapshots list`)") from None
