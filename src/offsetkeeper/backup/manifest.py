@@ -251,7 +251,18 @@ now_iso = iso_now
 def _fs(url: str):
     import fsspec
 
-    fs, path = fsspec.core.url_to_fs(url)
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except ImportError as exc:  # s3:// without s3fs ...: a setup problem, said as one
+        from offsetkeeper.redact import mask_url
+
+        raise StoreError(f"cannot open {mask_url(url, known=url)}: a filesystem package is "
+                         f"missing ({str(exc)[:200]})") from exc
+    except ValueError as exc:
+        from offsetkeeper.redact import mask_url
+
+        raise StoreError(f"cannot open {mask_url(url, known=url)}: "
+                         f"{mask_url(str(exc)[:200], known=url)}") from exc
     return fs, path
 
 

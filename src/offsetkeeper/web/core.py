@@ -233,6 +233,8 @@ def _status_of(exc: OffsetkeeperError) -> int:
 
     if isinstance(exc, NotFoundError):
         return 404
+    if isinstance(exc.__cause__, ImportError):
+        return 503  # a package the configured store needs is not installed here
     if exc.exit_code == 2:
         return 400
     if isinstance(exc, StoreError):

@@ -22,11 +22,21 @@ from offsetkeeper.web.core import (
 from offsetkeeper.web.service import PlanEntry
 
 
+# The targets the wizard offers and accepts: those docs/dashboard.md lists, each with a field
+# of its own on the form. An allow-list, not every TargetKind: a target that makes the server
+# open connections to an address the browser names (--from-zookeeper HOST:PORT) or scan a whole
+# log (--to-commit-time) is a command-line target only, and a new CLI target does not reach
+# the dashboard without a decision.
+WIZARD_KINDS = ("to-earliest", "to-latest", "to-current", "to-offset", "shift-by", "to-datetime",
+                "by-duration", "from-file", "from-snapshot", "from-mapping", "from-group",
+                "to-history")
+
+
 def _target_kinds(dash: Dashboard) -> list[dict]:
     from offsetkeeper.ops import TargetKind
 
     kinds = []
-    for k in TargetKind:
+    for k in map(TargetKind, WIZARD_KINDS):
         if k.value == "to-history" and dash.history is None:
             continue
         kinds.append({"value": k.value, "flag": k.flag, "takes_value": k.takes_value})
@@ -41,8 +51,9 @@ async def reset_form(dash: Dashboard, request: Request) -> Response:
     dash.admin(cluster)
     from offsetkeeper.ops import list_snapshots
 
-    snaps, _ = safe_call(lambda: list_snapshots(store=dash.settings.snapshot_store,
-                                                 config_path=dash.settings.config_path), [])
+    # off the event loop: a slow or hostile store must not stall every other request
+    snaps, _ = await in_thread(safe_call, lambda: list_snapshots(
+        store=dash.settings.snapshot_store, config_path=dash.settings.config_path), [])
     groups_given = request.query_params.getlist("g")
     return dash.page(request, "reset.html", {
         "cluster": cluster, "groups_text": "\n".join(groups_given), "kinds": _target_kinds(dash),
@@ -62,11 +73,11 @@ async def _target_spec(dash: Dashboard, form, tmpdir: str):
     if not kind_s:
         # Nothing is preselected (the first kind was --to-earliest, the most destructive).
         raise HttpError(400, "choose a reset target: nothing is preselected")
-    try:
-        kind = TargetKind(kind_s)
-    except ValueError:
-        raise HttpError(400, f"reset target '{kind_s}' is unknown (expected one of "
-                             f"{', '.join(k.value for k in TargetKind)})") from None
+    offered = [k["value"] for k in _target_kinds(dash)]
+    if kind_s not in offered:
+        raise HttpError(400, f"reset target {kind_s[:60]!r} is not offered here (expected one "
+                             f"of {', '.join(offered)})")
+    kind = TargetKind(kind_s)
     if not kind.takes_value:
         return TargetSpec(kind)
     field_name = f"value_{kind.value}"
