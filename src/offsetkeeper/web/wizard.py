@@ -21,7 +21,6 @@ from offsetkeeper.web.core import (
 )
 from offsetkeeper.web.service import PlanEntry
 
-
 # The targets the wizard offers and accepts: those docs/dashboard.md lists, each with a field
 # of its own on the form. An allow-list, not every TargetKind: a target that makes the server
 # open connections to an address the browser names (--from-zookeeper HOST:PORT) or scan a whole
