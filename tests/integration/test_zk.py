@@ -122,3 +122,25 @@ def test_migrate_refuses_while_old_consumers_live(zk, zookeeper_hosts, chroot, b
 def test_migrate_needs_a_group(zookeeper_hosts, bootstrap, capsys):
     r = run_cli(capsys, "offsets", "reset", "--from-zookeeper", zookeeper_hosts, "--all-groups", "-b", bootstrap)
     assert r.code == 2 and "--group" in r.err
+
+
+def test_a_node_of_100k_digits_is_one_problem_not_a_failed_export(zk, zookeeper_hosts, chroot,
+                                                                  bootstrap, unique, capsys):
+    """Invariant (issue 31 I): a ZooKeeper offset node holding a 100,000-digit number (or a
+    partition node named by one) is refused per node, with a message that says how many digits
+    and never echoes them; the other nodes are still exported, and --from-zookeeper refuses
+    with that one line (exit 1), never `unexpected ValueError`."""
+    put(zk, chroot, "g", "orders", 0, b"12")
+    put(zk, chroot, "g", "orders", 1, b"9" * 100_000)
+    put(zk, chroot, "g", "orders", "1" * 40, b"5")
+    address = f"{zookeeper_hosts}{chroot}"
+    r = run_cli(capsys, "zk", "export", "-z", address, "-o", "csv")
+    assert r.code == 1 and r.out == "g,orders,0,12\n", r.err
+    assert "100000-digit number" in r.err and "9" * 50 not in r.err
+    assert "not a partition number" in r.err and "unexpected" not in r.err
+    t = unique("zk")
+    create_topic(bootstrap, t, 2)
+    r = run_cli(capsys, "offsets", "reset", "-g", "g", "--all-topics", "--from-zookeeper", address,
+                "-b", bootstrap)
+    assert r.code in (1, 2) and "unexpected" not in r.err and "9" * 50 not in r.err, r.err
+    assert "digit" in r.err or "partition number" in r.err

@@ -134,8 +134,9 @@ def _read_group(zk, group: str, export: ZkExport) -> bool:
     for topic in _children(zk, base):
         for part in _children(zk, f"{base}/{topic}"):
             path = f"{base}/{topic}/{part}"
-            if not (part.isascii() and part.isdigit()):
-                export.problems.append(ZkProblem(group, path, f"partition '{part}' is not a number"))
+            if not (part.isascii() and part.isdigit()) or len(part) > 10 or int(part) >= 2**31:
+                export.problems.append(ZkProblem(group, path, f"partition {part[:40]!r} is not a "
+                                                 "partition number (0 <= p < 2^31)"))
                 continue
             try:
                 data, _stat = zk.get(path)
@@ -144,6 +145,12 @@ def _read_group(zk, group: str, export: ZkExport) -> bool:
             text = (data or b"").decode("utf-8", "replace").strip()
             if not (text.isascii() and text.lstrip("-").isdigit()):
                 export.problems.append(ZkProblem(group, path, f"holds {text[:40]!r}, not an offset"))
+                continue
+            if len(text.lstrip("-")) > 19:
+                # never int() it: Python refuses 4,300+ digits with a ValueError that used to
+                # end the whole export; one node is one problem
+                export.problems.append(ZkProblem(group, path, f"holds a {len(text)}-digit number "
+                                                 "(valid offsets are 0 <= offset < 2^63)"))
                 continue
             if (problem := offset_problem(int(text))) is not None:
                 export.problems.append(ZkProblem(group, path, f"holds {problem} "
