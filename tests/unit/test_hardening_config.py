@@ -157,3 +157,18 @@ def test_credentials_in_a_bootstrap_address_are_refused_unechoed(servers):
         resolve_connection(bootstrap_server=servers)
     assert info.value.exit_code == 2
     assert "s3cr3t" not in str(info.value) and "holds credentials" in str(info.value)
+
+
+@pytest.mark.parametrize("text", [
+    "clusters:\n  a:\n    bootstrap_servers: k:9092\n    bootstrap_servers: evil:9092\n",
+    "snapshots:\n  store: /a\nsnapshots:\n  store: /b\n",
+])
+def test_a_key_written_twice_is_an_error(tmp_path, text):
+    """Invariant (issue 31 K): a YAML mapping naming one key twice is a one-line ConfigError
+    with the key and its line (YAML would keep the last one silently); a merge key overriding
+    what it merges is still allowed."""
+    with pytest.raises(ConfigError, match=r"appears twice in one mapping \(line \d+\)"):
+        load_config_file(write(tmp_path, text))
+    merged = ("clusters:\n  a: &b\n    bootstrap_servers: k:9092\n  c:\n    <<: *b\n"
+              "    bootstrap_servers: other:9092\n")
+    assert load_config_file(write(tmp_path, merged, "m.yaml")).clusters["c"]

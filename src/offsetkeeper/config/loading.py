@@ -51,6 +51,10 @@ class InputTooLarge(ValueError):
     """A YAML document beyond the bounds above (the message says which)."""
 
 
+class DuplicateKey(ValueError):
+    """A mapping names one key twice (YAML would silently keep the last)."""
+
+
 class _Loader(yaml.SafeLoader):
     """YAML without implicit timestamps: `2026-02-30` or `09:40` stay the strings the user
     wrote (parsed and checked where they are used) instead of failing inside the YAML parser.
@@ -73,6 +77,21 @@ class _Loader(yaml.SafeLoader):
     def construct_document(self, node):
         expanded_size(node, MAX_YAML_NODES)
         return super().construct_document(node)
+
+    def construct_mapping(self, node, deep=False):
+        # Before merge keys (`<<: *base`) are flattened in: overriding a merged key is meant,
+        # writing one key twice is a mistake that must not pass silently.
+        if isinstance(node, yaml.MappingNode):
+            seen: set = set()
+            for key_node, _v in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                        key_node, yaml.ScalarNode):
+                    continue
+                if key_node.value in seen:
+                    raise DuplicateKey(f"key {key_node.value[:80]!r} appears twice in one mapping "
+                                       f"(line {key_node.start_mark.line + 1})")
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
 
 
 def expanded_size(root: yaml.Node, limit: int) -> int:
@@ -148,6 +167,8 @@ def load_yaml_model(path: str | Path, model: type[M], *, kind: str, lazy: tuple[
         raw = yaml.load(text, Loader=_Loader) or {}
     except InputTooLarge as exc:
         raise ConfigError(f"{kind} {p} is refused: {exc}") from None
+    except DuplicateKey as exc:
+        raise ConfigError(f"{kind} {p}: {exc}") from None
     except RecursionError:
         raise ConfigError(f"{kind} {p} is nested too deeply to read") from None
     except yaml.YAMLError as exc:
