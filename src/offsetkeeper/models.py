@@ -67,14 +67,24 @@ def compile_pattern(pattern: str, *, what: str = "topic"):
     return re.compile(fnmatch.translate(pattern))
 
 
+def short_number(value: object) -> str:
+    """A number as an error message shows it: in full up to 24 characters, else its start and
+    how many digits it has (a 400-digit value is never echoed whole)."""
+    text = str(value)
+    if len(text) <= 24:
+        return text
+    digits = len(text.lstrip("+-"))
+    return f"{text[:12]}… ({digits} digits)"
+
+
 def offset_problem(value: object) -> str | None:
     """Why `value` is not a valid offset (None when it is one)."""
     if isinstance(value, bool) or not isinstance(value, int):
         return f"{str(value)[:40]!r} is not an integer offset"
     if value < 0:
-        return f"offset {value} is negative"
+        return f"offset {short_number(value)} is negative"
     if value >= OFFSET_LIMIT:
-        return f"offset {value} is not below 2^63"
+        return f"offset {short_number(value)} is not below 2^63"
     return None
 
 
