@@ -221,6 +221,38 @@ class KafkaAdmin(JvmGroupsAdmin):
             out[t] = sorted(m.partitions)
         return out
 
+    def topics_without_read(self, topics: Iterable[str]) -> set[str]:
+        """The topics among `topics` this principal may not Read (a commit or an offset delete
+        needs Read on the topic), from the topics' authorized operations (KIP-430). Empty when
+        it cannot be told (an old broker, the call failed): the commit's own answer remains."""
+        from confluent_kafka import TopicCollection
+        from confluent_kafka.admin import AclOperation
+
+        names = sorted(set(topics))
+        if not names:
+            return set()
+        try:
+            futs = self.admin.describe_topics(TopicCollection(names),
+                                              include_authorized_operations=True,
+                                              request_timeout=self.timeout)
+        except (KafkaException, TypeError, ValueError):
+            return set()
+        denied: set[str] = set()
+        for name, fut in futs.items():
+            try:
+                desc = fut.result(self.timeout + 5)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if getattr(err, "name", lambda: "")() == "TOPIC_AUTHORIZATION_FAILED":
+                    denied.add(name)
+                continue
+            except Exception:  # an advisory check: the commit still answers
+                continue
+            ops = getattr(desc, "authorized_operations", None)
+            if ops is not None and AclOperation.READ not in ops and AclOperation.ALL not in ops:
+                denied.add(name)
+        return denied
+
     def resolve_partitions(self, specs: Iterable[Any]) -> tuple[dict[str, list[int]], list[TopicPartition]]:
         """Check `topic` / `topic:P,...` specs against the cluster: the topics' partition ids and
         the partitions the specs select. Specs are `TopicSpec`s or (topic, partitions|None)

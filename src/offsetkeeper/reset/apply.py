@@ -289,9 +289,36 @@ class _Wave:
                 eligible.append(job)
         return eligible
 
+    def _refuse_unreadable(self, jobs: list[_Job]) -> list[_Job]:
+        """A group is committed whole or not at all: when this principal lacks Read on any
+        topic the group's commit touches, Kafka would refuse those partitions and apply the
+        others (a half-reset group). Checked first, for every topic of the wave at once."""
+        check = getattr(self.admin, "topics_without_read", None)
+        if check is None or not jobs:
+            return jobs
+        topics = {tp.topic for j in jobs for tp in [*j.offsets, *j.deletes]}
+        try:
+            denied = check(topics)
+        except OffsetkeeperError:
+            return jobs
+        if not denied:
+            return jobs
+        action = "delete offsets" if self.kind is PlanKind.DELETE_OFFSETS else "commit offsets"
+        keep = []
+        for job in jobs:
+            mine = sorted({tp.topic for tp in [*job.offsets, *job.deletes]} & denied)
+            if mine:
+                self.fail(job, GroupStatus.FAILED, group_denied(
+                    "TOPIC_AUTHORIZATION_FAILED", action=action, group=job.plan.group,
+                    topics=mine) + "; nothing of this group was changed")
+            else:
+                keep.append(job)
+        return keep
+
     def _apply(self, jobs: list[_Job]) -> list[_Job]:
         if self.kind is PlanKind.DELETE_GROUPS:
             return self._delete_groups(jobs)
+        jobs = self._refuse_unreadable(jobs)
         pending = []
         for job in jobs:
             try:
@@ -394,8 +421,11 @@ def _initial_results(plans: list[GroupPlan], kind: PlanKind) -> tuple[list[Group
                 gp.group, GroupStatus.FAILED if perr else GroupStatus.NOTHING, partition_errors=perr,
                 error="no partition could be planned" if perr else None))
         else:
+            # Only what changes is committed: a partition already where the plan wants it (a
+            # rollback's untouched partitions) needs no commit, and no rights to commit it.
             offsets = {p.tp: p.target for p in gp.partitions if p.changes} \
-                if kind is not PlanKind.RESET else dict(gp.offsets)
+                if kind is not PlanKind.RESET else \
+                {p.tp: p.target for p in gp.partitions if p.changes and not p.delete}
             deletes = gp.deletes if kind is PlanKind.RESET else []
             queue.append(_Job(gp, offsets, deletes, partition_errors=perr))
     return results, queue
