@@ -34,7 +34,7 @@ def test_a_group_touching_a_topic_without_read_is_refused_whole(monkeypatch):
     admin.commit("g", {("audit", 0): 7})
     rights = _Rights(admin, {"audit"})
     from offsetkeeper.reset.facts import build_plan
-    from offsetkeeper.reset.plan import ResetScope, TopicSpec
+    from offsetkeeper.reset.plan import ResetScope
     from offsetkeeper.reset.targets import ToOffset
 
     plan = build_plan(admin, ResetScope(groups=("g", "h"), all_topics=True), ToOffset(50))
