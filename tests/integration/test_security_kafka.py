@@ -612,3 +612,39 @@ def test_controller_listener_does_not_grant_anonymous_admin(sec, secure_cluster,
     assert found == []
     props = (Path(secure_cluster.data_dir) / "node-1" / "server.properties")
     assert props.stat().st_mode & 0o077 == 0  # it holds the admin's password
+
+
+def test_a_group_is_reset_whole_or_not_at_all_and_rollback_skips_untouched(sec, alice, env, capsys):
+    """Invariant (issue 31 E): with Read on topic A but only Describe on topic B, resetting a
+    group that committed to both changes nothing (exit 1, one line naming B and the Read it
+    needs), never A alone; a reset of A alone succeeds, and its rollback — whose snapshot also
+    holds B's partition, unchanged — commits only A's partitions and exits 0."""
+    g = f"ga-whole-{uuid.uuid4().hex[:8]}"
+    admin = sec.admin()
+    for f in admin.create_acls([AclBinding(ResourceType.GROUP, g, ResourcePatternType.LITERAL,
+                                           f"User:{alice.user}", "*", AclOperation.READ,
+                                           AclPermissionType.ALLOW)]).values():
+        f.result(30)
+    before = {(alice.topic, 0): 5, (alice.topic, 1): 5, (alice.topic_ro, 0): 3}
+    commit(sec, g, before)
+    c = alice_args(sec, alice)
+    deadline = time.monotonic() + 30
+    while True:  # the new ACL reaches the authorizer through the metadata log
+        r = run_cli(capsys, "offsets", "reset", "--group", g, "--all-topics", "--to-earliest",
+                    "--execute", *c)
+        if "Read on group" not in r.err or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert r.code == 1, r.err
+    line = one_error_line(r.err, "not authorized")
+    assert f"Read on topic {alice.topic_ro}" in line and "nothing of this group was changed" in line
+    assert committed(sec, g) == before
+    r = run_cli(capsys, "offsets", "reset", "--group", g, "--topic", alice.topic, "--to-earliest",
+                "--execute", *c)
+    assert r.code == 0, r.err
+    assert committed(sec, g) == {(alice.topic, 0): 0, (alice.topic, 1): 0, (alice.topic_ro, 0): 3}
+    snap = r.err.split("snapshot taken before the change: ", 1)[1].split()[0]
+    r = run_cli(capsys, "snapshots", "rollback", snap, "--execute", *c, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json()["report"]["status"] == "SUCCESS"
+    assert committed(sec, g) == before

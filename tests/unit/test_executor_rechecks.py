@@ -140,17 +140,44 @@ def test_a_move_between_the_recheck_and_the_commit_is_overwritten(clock):
 
 def test_a_move_after_the_commit_shows_in_the_read_back(clock):
     """Invariant: the read-back compares every partition with the plan: another writer that
-    commits right after the executor makes that partition fail with "read back X, planned Y",
-    the group FAILED and the run not SUCCESS."""
+    commits right after the executor makes that partition fail with "moved by another writer"
+    (what this run committed, what the group has), the group FAILED and the run not SUCCESS."""
     admin = cluster()
     plan = reset_plan(admin)
     admin.after("alter_result", lambda a: a.commit("g", {P1: 99}))
     report = run(admin, plan)
     result = by_group(report)["g"]
     assert result.status is GroupStatus.FAILED
-    assert result.partition_errors == {str(P1): "read back 99, planned 50"}
+    assert list(result.partition_errors) == [str(P1)]
+    assert result.partition_errors[str(P1)].startswith(
+        "moved by another writer while this run committed it: this run committed 50, the group "
+        "now has 99")
     assert result.partitions_changed == 1
     assert report.status is ReportStatus.FAILED
+
+
+def test_a_concurrent_run_that_commits_after_the_read_back_is_not_a_success(clock):
+    """Invariant (issue 31 J): Kafka has no compare-and-set for offsets, so two concurrent
+    resets of one group can each read back their own commit; the run reads the group again
+    once it is done, and a group that no longer holds this run's target is FAILED "moved by
+    another writer after this run committed it", never SUCCESS."""
+    admin = cluster()
+    plan = reset_plan(admin)
+    seen = []
+
+    def other_run(a):
+        seen.append(1)
+        if len(seen) == 2:  # right after this run's read-back: the other run commits 33
+            a.commit("g", {P0: 33, P1: 33})
+    admin.after("committed_offsets_each", other_run, times=2)
+    report = run(admin, plan)
+    result = by_group(report)["g"]
+    assert result.status is GroupStatus.FAILED and report.status is ReportStatus.FAILED
+    assert set(result.partition_errors) == {str(P0), str(P1)}
+    assert all(e.startswith("moved by another writer after this run committed it: this run "
+                            "committed 50, the group now has 33")
+               for e in result.partition_errors.values())
+    assert result.partitions_changed == 0
 
 
 def test_a_failed_read_back_is_reported_as_applied_but_unverified(clock):

@@ -23,7 +23,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Protocol
 
@@ -228,6 +228,8 @@ class _Wave:
         self.admin, self.kind, self.opts = admin, kind, opts
         self.done: list[GroupResult] = []
         self.retry: list[_Job] = []
+        # group -> what this run committed, for groups that read back exactly that
+        self.confirmed: dict[str, dict[TopicPartition, int]] = {}
 
     def fail(self, job: _Job, status: GroupStatus, error: str) -> None:
         self.done.append(GroupResult(job.plan.group, status, attempts=job.attempts,
@@ -388,6 +390,8 @@ class _Wave:
             changed = sum(1 for p in job.plan.partitions
                           if p.changes and str(p.tp) not in job.partition_errors)
             perr = job.partition_errors
+            if not perr and live is not None and self.kind is PlanKind.RESET:
+                self.confirmed[job.plan.group] = dict(job.offsets)
             self.done.append(GroupResult(
                 job.plan.group, GroupStatus.FAILED if perr else GroupStatus.SUCCESS,
                 partitions_changed=changed, attempts=job.attempts, latency_s=latency[id(job)],
@@ -404,10 +408,51 @@ class _Wave:
             got = live.get(tp)
             if self.kind is PlanKind.RESET:
                 if got is None or got.offset != want:
-                    job.partition_errors[str(tp)] = \
-                        f"read back {got.offset if got else 'nothing'}, planned {want}"
+                    job.partition_errors[str(tp)] = _moved_by_another(
+                        want, None if got is None else got.offset)
             elif got is not None:
                 job.partition_errors[str(tp)] = f"still committed at {got.offset} after the delete"
+
+
+def _moved_by_another(want: int, got: int | None, *, after: bool = False) -> str:
+    when = "after this run committed it" if after else "while this run committed it"
+    return (f"moved by another writer {when}: this run committed {want}, the group now has "
+            f"{'no offset' if got is None else got}; another reset or consumer is writing to "
+            "this group (see where it is, then plan again)")
+
+
+def _confirm_at_end(admin: AdminPort, results: list[GroupResult],
+                    confirmed: dict[str, dict[TopicPartition, int]]) -> list[GroupResult]:
+    """Read the groups that succeeded once more, after the whole run: Kafka has no
+    compare-and-set for offsets, so two concurrent runs can each read back their own commit.
+    A group that no longer holds this run's offsets is not reported as this run's success."""
+    groups = [r.group for r in results if r.status is GroupStatus.SUCCESS and r.group in confirmed]
+    if not groups:
+        return results
+    try:
+        reads = admin.committed_offsets_each(groups)
+    except OffsetkeeperError:
+        return results  # the first read-back stands
+    out = []
+    for r in results:
+        live = reads.get(r.group) if r.group in groups else None
+        if live is None or isinstance(live, OffsetkeeperError):
+            out.append(r)
+            continue
+        perr = {}
+        for tp, want in confirmed[r.group].items():
+            got = live.get(tp)
+            if got is None or got.offset != want:
+                perr[str(tp)] = _moved_by_another(want, None if got is None else got.offset,
+                                                  after=True)
+        if not perr:
+            out.append(r)
+        else:
+            out.append(replace(r, status=GroupStatus.FAILED, partition_errors={**r.partition_errors,
+                                                                              **perr},
+                               partitions_changed=max(0, r.partitions_changed - len(perr)),
+                               error=f"{len(perr)} partition(s) moved by another writer"))
+    return out
 
 
 def _initial_results(plans: list[GroupPlan], kind: PlanKind) -> tuple[list[GroupResult], list[_Job]]:
@@ -445,6 +490,7 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions) -> list[Grou
     notify(first)
     deadline = None if opts.deadline_s is None else time.monotonic() + opts.deadline_s
     retry_at: list[tuple[float, _Job]] = []
+    confirmed: dict[str, dict[TopicPartition, int]] = {}
     while queue or retry_at:
         now = time.monotonic()
         if deadline is not None and now > deadline:
@@ -468,8 +514,11 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions) -> list[Grou
         w.run(wave)
         if w.retry:
             admin.reconnect()
+        confirmed.update(w.confirmed)
         notify(w.done)
         retry_at.extend((time.monotonic() + _backoff(j.attempts, opts), j) for j in w.retry)
+    if opts.verify:
+        results = _confirm_at_end(admin, results, confirmed)
     order = {gp.group: i for i, gp in enumerate(plans)}
     return sorted(results, key=lambda r: order[r.group])
 
