@@ -155,7 +155,7 @@ def test_live_records_round_trip_and_tolerate_garbage(tmp_path):
     generate_key(tmp_path / "k")
     signer = load_signer(tmp_path / "k")
     req = LiveResetRequest("lr-0123456789ab", 'we"ird\n[group]', {TP: 5, TopicPartition("x", 2): 0},
-                           1, 2, "snap-1")
+                           1, 2, "snap-1", "cluster-1")
     kind, signed = decode_record(*encode_request(req, signer))
     assert kind == "reset" and isinstance(signed, SignedRequest) and signed.request == req
     assert signed.key_id == signer.id

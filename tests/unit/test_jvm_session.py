@@ -112,6 +112,16 @@ def test_a_read_whose_process_dies_while_answering_is_tried_once_more_a_change_i
     s.close()
 
 
+def test_a_read_is_tried_once_more_when_the_first_process_of_a_session_dies(peer):
+    """Invariant (issue 31 D): the documented retry of a read happens also when the process
+    that died was started by this very call (the first call of a session), not only when it
+    was running before."""
+    s = jvm.HelperSession(CONF)
+    answer = s.call("list-die-once", {"marker": str(peer / "died-first")}, timeout=5)
+    assert (peer / "died-first").exists() and answer["op"] == "list-die-once"
+    s.close()
+
+
 def test_a_refused_start_is_the_translated_error(peer):
     s = jvm.HelperSession({**CONF, "client.id": "refuse"})
     with pytest.raises(ConfigError, match="invalid client property: bad property"):

@@ -256,9 +256,10 @@ class HelperSession:
                 line = self._next_line(timeout + grace, op)
                 if line is None:  # died while answering
                     self._kill()
-                    # A read gets one more try on a fresh process; a change may have been made
-                    # before the death, so it fails and the executor's read-back tells.
-                    if attempt == 1 and started and _is_read(op):
+                    # A read gets one more try on a fresh process — also when this call started
+                    # the process that died (the first call of a session); a change may have
+                    # been made before the death, so it fails and the executor's read-back tells.
+                    if attempt == 1 and _is_read(op):
                         continue
                     raise self._died(op)
                 return unwrap(parse_answer(line), action=op.replace("-", " "), secrets=secrets)

@@ -48,6 +48,10 @@ class GroupStatus(StrEnum):
     REFUSED = "refused"
     FAILED = "failed"
     NOTHING = "nothing-to-do"
+    # The change was sent, its answer was lost (a helper process died, a timeout), and reading
+    # the group back failed too: it may or may not have changed. Never reported as "nothing
+    # changed".
+    UNKNOWN = "unknown"
 
 
 class ReportStatus(StrEnum):
@@ -56,6 +60,7 @@ class ReportStatus(StrEnum):
     SUCCESS = "SUCCESS"
     PARTIAL_SUCCESS = "PARTIAL_SUCCESS"
     FAILED = "FAILED"
+    UNKNOWN = "UNKNOWN"  # some group's outcome could not be told (GroupStatus.UNKNOWN)
 
 
 # snapshot_fn(admin, groups, description, *, uncommitted) -> snapshot id; `uncommitted`: per
@@ -152,9 +157,15 @@ class ApplyReport:
         return self.partitions_changed / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     @property
+    def unknown(self) -> int:
+        return sum(r.status is GroupStatus.UNKNOWN for r in self.results)
+
+    @property
     def status(self) -> ReportStatus:
         if self.failed == 0:
             return ReportStatus.SUCCESS
+        if self.unknown:
+            return ReportStatus.UNKNOWN
         return ReportStatus.PARTIAL_SUCCESS if self.succeeded else ReportStatus.FAILED
 
     def latency(self, q: float) -> float:
@@ -171,6 +182,7 @@ class ApplyReport:
             "groups_total": len(self.results),
             "groups_succeeded": self.succeeded,
             "groups_failed": self.failed,
+            "groups_unknown": self.unknown,
             "partitions_changed": self.partitions_changed,
             "elapsed_s": round(self.elapsed_s, 3),
             "offsets_per_s": round(self.offsets_per_s, 1),
@@ -183,6 +195,11 @@ class ApplyReport:
     def to_dict(self) -> dict:
         return {**self.summary(), "groups": [
             {**asdict(r), "status": str(r.status)} for r in self.results]}
+
+
+# Errors after which a change request may or may not have been applied (besides retriable
+# ones): the admin helper process died before answering, a request timed out.
+_OUTCOME_UNKNOWN = frozenset({"_HELPER_FAILED", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"})
 
 
 def _backoff(attempt: int, opts: ApplyOptions) -> float:
@@ -228,6 +245,8 @@ class _Wave:
         self.admin, self.kind, self.opts = admin, kind, opts
         self.done: list[GroupResult] = []
         self.retry: list[_Job] = []
+        # change requests sent whose answer was lost for good: read back before saying anything
+        self.lost: list[tuple[_Job, OffsetkeeperError]] = []
         # group -> what this run committed, for groups that read back exactly that
         self.confirmed: dict[str, dict[TopicPartition, int]] = {}
 
@@ -254,6 +273,7 @@ class _Wave:
         eligible = self._recheck(jobs)
         applied = self._apply(eligible)
         self._verify(applied)
+        self._read_back_lost()
 
     def _recheck(self, jobs: list[_Job]) -> list[_Job]:
         """Right before changing anything: the group must still be inactive (a consumer may have
@@ -317,6 +337,16 @@ class _Wave:
                 keep.append(job)
         return keep
 
+    def change_lost(self, job: _Job, err: OffsetkeeperError) -> None:
+        """A change request failed after it may have reached the cluster: retried when
+        retriable (the re-check accepts our own earlier commit), else read back."""
+        if getattr(err, "retriable", False) and job.attempts <= self.opts.retries:
+            self.retry.append(job)
+        elif getattr(err, "retriable", False) or getattr(err, "code", None) in _OUTCOME_UNKNOWN:
+            self.lost.append((job, err))
+        else:  # a definite refusal (authorization, invalid request): nothing was changed
+            self.fail(job, GroupStatus.FAILED, err.message)
+
     def _apply(self, jobs: list[_Job]) -> list[_Job]:
         if self.kind is PlanKind.DELETE_GROUPS:
             return self._delete_groups(jobs)
@@ -330,9 +360,9 @@ class _Wave:
                     pending.append((job, self.admin.alter_offsets_async(job.plan.group, job.offsets)
                                     if job.offsets else {}))
             except OffsetkeeperError as exc:
-                self.retry_or_fail(job, exc)
+                self.change_lost(job, exc)
             except Exception as exc:
-                self.retry_or_fail(job, translate(exc, action="commit offsets", group=job.plan.group))
+                self.change_lost(job, translate(exc, action="commit offsets", group=job.plan.group))
         applied = []
         for job, res in pending:
             try:
@@ -341,7 +371,7 @@ class _Wave:
                 if job.deletes and self.kind is PlanKind.RESET:
                     results = {**results, **self.admin.delete_offsets(job.plan.group, job.deletes)}
             except OffsetkeeperError as exc:
-                self.retry_or_fail(job, exc)
+                self.change_lost(job, exc)
                 continue
             bad = {tp: e for tp, e in results.items() if e}
             if bad and set(bad.values()) <= RETRIABLE and job.attempts <= self.opts.retries:
@@ -360,6 +390,56 @@ class _Wave:
                                          for tp, e in bad.items()})
             applied.append(job)
         return applied
+
+    def _read_back_lost(self) -> None:
+        """Groups whose change request was sent but whose answer was lost: what changed is
+        said from the group read back (per partition: at the target, still where planned
+        from, or elsewhere); when even that read fails, the group's outcome is UNKNOWN."""
+        if not self.lost:
+            return
+        groups = [j.plan.group for j, _ in self.lost]
+        try:
+            reads = self.admin.committed_offsets_each(groups)
+        except OffsetkeeperError as exc:
+            reads = {g: exc for g in groups}
+        for job, err in self.lost:
+            latency = time.monotonic() - job.started
+            live = reads.get(job.plan.group)
+            if not isinstance(live, dict):
+                why = getattr(live, "message", "no answer")
+                self.done.append(GroupResult(
+                    job.plan.group, GroupStatus.UNKNOWN, attempts=job.attempts, latency_s=latency,
+                    partition_errors=job.partition_errors,
+                    error=f"outcome unknown: {err.message}; the change may have been made, and "
+                          f"reading the group back failed ({why}): look at it (offsetkeeper groups "
+                          f"describe {job.plan.group}) before running again"))
+                continue
+            wanted = {**{tp: o for tp, o in job.offsets.items()
+                         if self.kind is PlanKind.RESET},
+                      **{tp: None for tp in job.deletes},
+                      **({tp: None for tp in job.offsets}
+                         if self.kind is PlanKind.DELETE_OFFSETS else {})}
+            current = {p.tp: p.current for p in job.plan.partitions}
+            perr = dict(job.partition_errors)
+            changed = 0
+            for tp, want in wanted.items():
+                got = live.get(tp)
+                now = None if got is None else got.offset
+                if now == want:
+                    changed += 1
+                elif now == current.get(tp):
+                    perr[str(tp)] = f"not changed ({err.message})"
+                else:
+                    perr[str(tp)] = _moved_by_another(want if want is not None else -1, now)
+            ok = not perr
+            if ok and self.kind is PlanKind.RESET:
+                self.confirmed[job.plan.group] = dict(job.offsets)
+            self.done.append(GroupResult(
+                job.plan.group, GroupStatus.SUCCESS if ok else GroupStatus.FAILED,
+                partitions_changed=changed, attempts=job.attempts, latency_s=latency,
+                partition_errors=perr,
+                error=None if ok else f"the answer was lost ({err.message}); read back: "
+                                      f"{changed} of {len(wanted)} partition(s) changed"))
 
     def _delete_groups(self, jobs: list[_Job]) -> list[_Job]:
         if not jobs:
