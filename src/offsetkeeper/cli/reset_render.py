@@ -95,7 +95,8 @@ def print_problems(plan: ResetPlan, report: ApplyReport | None = None) -> None:
             say(f"group {p.group} {p.tp}: {p.error}", style="bold red", prefix="error:")
             reported.add(p.group)
     for r in report.results if report else ():
-        if r.status in (GroupStatus.FAILED, GroupStatus.REFUSED) and r.group not in reported:
+        if r.status in (GroupStatus.FAILED, GroupStatus.REFUSED, GroupStatus.UNKNOWN) \
+                and r.group not in reported:
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(r.partition_errors.items()))
             say(f"group {r.group}: {r.error or ''}" + (f" ({detail})" if detail else ""),
                 style="bold red", prefix=f"{r.status}:")
@@ -117,8 +118,11 @@ def verdict(plan: ResetPlan, report: ApplyReport | None) -> str:
     """The one line that says what happened, printed last (after tables and problems)."""
     if report is not None:
         s = report.summary()
+        unknown = (f" ({plural(s['groups_unknown'], 'group')} with an unknown outcome: look "
+                   "at them before running again)") if s.get("groups_unknown") else ""
         return (f"{s['status']}: {s['groups_succeeded']}/{s['groups_total']} groups, "
-                f"{plural(s['partitions_changed'], 'partition')} changed in {s['elapsed_s']}s "
+                f"{plural(s['partitions_changed'], 'partition')} changed{unknown} in "
+                f"{s['elapsed_s']}s "
                 f"({s['offsets_per_s']} offsets/s; latency p50 {s['latency_p50_ms']} ms, "
                 f"p99 {s['latency_p99_ms']} ms, max {s['latency_max_ms']} ms)")
     changing = sum(1 for p in plan.partitions() if p.changes and not p.error)
