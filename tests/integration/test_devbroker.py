@@ -101,3 +101,43 @@ def test_readme_topic_produce_consume_with_kafka_tools(bootstrap, unique):
     assert r.returncode == 0, r.stderr
     assert sorted(int(x) for x in r.stdout.split()) == list(range(1, 1001))
     assert sum(committed(bootstrap, group, topic, 3).values()) == 1000
+
+
+def test_a_secure_format_keeps_the_scram_password_off_the_command_line(tmp_path, monkeypatch):
+    """Invariant (issue 31 K): provisioning the secured cluster's SCRAM user never puts the
+    admin's password on a command line (anyone on the machine reads those in `ps`): the
+    storage format gets it from a mode-600 Java argument file, removed afterwards, and the
+    format works (the node's metadata is written)."""
+    import subprocess
+
+    from offsetkeeper.devbroker import cluster
+    from offsetkeeper.devbroker.security import prepare_security
+
+    d = tmp_path / "sec"
+    d.mkdir()
+    sec = prepare_security(d)
+    node = d / "node-1"
+    node.mkdir()
+    props = node / "server.properties"
+    props.write_text(cluster._server_properties(1, node, [free_port()], [free_port()], sec))
+    seen: list[list[str]] = []
+    files: list[tuple[str, int]] = []
+    real_run = subprocess.run
+
+    def recording_run(cmd, *a, **kw):
+        import os
+        import stat
+        from pathlib import Path
+
+        seen.append(list(cmd))
+        for arg in cmd:
+            if arg.startswith("@"):
+                f = Path(arg[1:])
+                files.append((f.read_text(), stat.S_IMODE(os.stat(f).st_mode)))
+        return real_run(cmd, *a, **kw)
+    monkeypatch.setattr(cluster.subprocess, "run", recording_run)
+    cluster._format(node, cluster._cluster_id(), props, sec)
+    assert seen and all(sec.admin_password not in " ".join(cmd) for cmd in seen)
+    assert files and sec.admin_password in files[0][0] and files[0][1] == 0o600
+    assert not (node / ".format-args").exists()
+    assert any(node.rglob("meta.properties"))

@@ -231,12 +231,33 @@ def _jvm_args(node_dir: Path) -> list[str]:
             f"-Dlog4j.configuration=file:{log4j1}", f"-Dkafka.logs.dir={node_dir}"]
 
 
+def _java_argfile_line(args: list[str]) -> str:
+    """Arguments as one line of a Java launcher argument file (`java @file`): each quoted,
+    backslashes and quotes escaped."""
+    return " ".join('"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"' for a in args) + "\n"
+
+
 def _format(node_dir: Path, cluster_id: str, props: Path, sec: SecuritySetup | None) -> None:
     args = ["format", "-t", cluster_id, "-c", str(props), "--ignore-formatted"]
-    if sec is not None:
-        args += sec.format_args()
-    cmd = dist.tool_command("kafka-storage", *args)
-    r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+    argfile = None
+    if sec is None:
+        cmd = dist.tool_command("kafka-storage", *args)
+    else:
+        # --add-scram carries the admin's password: on argv anyone on the machine reads it in
+        # `ps` while the storage is formatted. The main class and its arguments go in a Java
+        # launcher argument file instead (mode 600, removed right after).
+        base = dist.tool_command("kafka-storage")
+        argfile = node_dir / ".format-args"
+        fd = os.open(argfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(_java_argfile_line([base[-1], *args, *sec.format_args()]))
+        cmd = [*base[:-1], f"@{argfile}"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           check=False)
+    finally:
+        if argfile is not None:
+            argfile.unlink(missing_ok=True)
     if r.returncode != 0:
         tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
         raise OffsetkeeperError(f"formatting Kafka storage in {node_dir} failed: {tail[0]}")
