@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from offsetkeeper.errors import CheckpointBusyError, StoreError, UsageError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.reset.plan import PartitionPlan
+from offsetkeeper.reset.targets import ToEarliest
 from offsetkeeper.streaming import reset as ckreset
 from offsetkeeper.streaming.checkpoint import (
     parse_initial_offsets,
@@ -47,11 +48,12 @@ def test_malformed_offsets_file_is_a_store_error(text):
         parse_offset_log(3, text)
 
 
-names = st.text(st.characters(codec="utf-8", exclude_characters='\x00'), min_size=1, max_size=12)
+names = st.from_regex(r"[A-Za-z0-9._-]{1,12}", fullmatch=True).filter(lambda n: n not in (".", ".."))
 
 
 @given(st.dictionaries(st.tuples(names, st.integers(0, 500)), st.integers(0, 2**62), min_size=1))
 def test_kafka_offsets_round_trip(raw):
+    """Invariant: offsets of valid topic names survive rendering and parsing unchanged."""
     offsets = {TopicPartition(t, p): o for (t, p), o in raw.items()}
     assert parse_kafka_offsets(render_kafka_offsets(offsets)) == offsets
 
@@ -235,3 +237,31 @@ def test_a_checkpoint_reset_takes_the_targets_of_offsets_reset_only_where_they_f
             reset_checkpoint(None, CheckpointResetRequest(ck, TargetSpec(kind, "x")))
     with pytest.raises(UsageError, match="--to-offset"):
         reset_checkpoint(None, CheckpointResetRequest(ck, TargetSpec(TargetKind.TO_OFFSET, "-1")))
+
+
+@pytest.mark.parametrize("topic", ["bad topic", "a/b", "..", "x" * 300])
+def test_invalid_topic_names_in_a_checkpoint_are_said_before_asking_the_cluster(tmp_path, topic):
+    """Invariant (issue 31 K): resetting or measuring a checkpoint that names a topic Kafka
+    cannot have is a StoreError naming it (at most 80 characters of it) from the file — the
+    cluster is never asked (it only timed out: "timed out waiting for the cluster")."""
+    from offsetkeeper.streaming.reset import plan_checkpoint_reset
+    from offsetkeeper.streaming.view import checkpoint_lag
+
+    class NoCluster:
+        def __getattr__(self, name):
+            raise AssertionError(f"the cluster was asked ({name})")
+
+    ck = jvm_checkpoint(tmp_path / "ck", {0: {topic: {"0": 10}}}, commits=[0])
+    for call in (lambda: plan_checkpoint_reset(NoCluster(), str(ck), ToEarliest(), label="x"),
+                 lambda: checkpoint_lag(NoCluster(), str(ck))):
+        with pytest.raises(StoreError, match="is not a valid Kafka topic name") as exc:
+            call()
+        assert len(exc.value.message) < 400
+
+
+def test_a_partition_of_5000_digits_is_a_store_error():
+    """Invariant: a checkpoint partition key of 5,000 digits is one StoreError, not a ValueError
+    from int(), and its digits are not echoed."""
+    with pytest.raises(StoreError, match="not a partition number") as exc:
+        parse_kafka_offsets('{"orders":{"' + "9" * 5000 + '":5}}', where="offsets/3")
+    assert "9" * 50 not in exc.value.message

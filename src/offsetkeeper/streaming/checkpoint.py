@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import StoreError
-from offsetkeeper.models import TopicPartition, offset_problem
+from offsetkeeper.models import TopicPartition, offset_problem, short_number
+
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 VOID_OFFSET = "-"
 _VERSION = re.compile(r"^v(\d+)$")
@@ -111,6 +113,9 @@ def parse_kafka_offsets(line: str, *, where: str = "checkpoint") -> KafkaOffsets
             if not (isinstance(p, str) and p.lstrip("-").isascii() and p.lstrip("-").isdigit()) \
                     or isinstance(o, bool) or not isinstance(o, int):
                 return None
+            if len(p.lstrip("-")) > 10 or int(p) >= 2**31:
+                raise StoreError(f"{where}: partition {short_number(p)} of topic {topic!r} is "
+                                 "not a partition number (0 <= p < 2^31); nothing was changed")
             if int(p) < 0:
                 raise StoreError(f"{where}: partition {p} of topic {topic!r} is negative")
             if (problem := offset_problem(o)) is not None:
@@ -118,6 +123,16 @@ def parse_kafka_offsets(line: str, *, where: str = "checkpoint") -> KafkaOffsets
                                  "0 <= offset < 2^63); nothing was changed")
             out[TopicPartition(topic, int(p))] = o
     return out
+
+
+def check_topic_names(offsets: KafkaOffsets, *, where: str) -> None:
+    """StoreError for a topic name Kafka cannot have, said from the file before the cluster
+    is asked about it (it would only time out on such a name). Reading and showing a
+    checkpoint does not need this; anything that asks the cluster does."""
+    for topic in sorted({tp.topic for tp in offsets}):
+        if not _TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+            raise StoreError(f"{where}: {str(topic)[:80]!r} is not a valid Kafka topic name "
+                             "(1-249 of A-Z a-z 0-9 . _ -); nothing was changed")
 
 
 def render_kafka_offsets(offsets: Mapping[TopicPartition, int]) -> str:

@@ -32,7 +32,7 @@ from offsetkeeper.reset.plan import (
     plan_reset,
 )
 from offsetkeeper.reset.targets import FromOffsets, ResetTarget, ShiftBy, ToDatetime
-from offsetkeeper.streaming.checkpoint import CheckpointState, render_offset_log
+from offsetkeeper.streaming.checkpoint import CheckpointState, check_topic_names, render_offset_log
 from offsetkeeper.streaming.store import CheckpointStore, FileChange, ResetRecord
 from offsetkeeper.streaming.view import CheckpointView, load_view
 
@@ -113,6 +113,7 @@ def plan_checkpoint_reset(admin, location: str, target: ResetTarget, *, label: s
     view = reset_view(location, source=source)
     st = view.state
     current = view.committed_offsets
+    check_topic_names(current, where=f"checkpoint {location}")
     facts = _facts(admin, current, target, topics)
     scope = ResetScope(groups=(CHECKPOINT_GROUP,), topics=topics, all_topics=not topics)
     plan = plan_reset(facts, scope, target, label=label)
@@ -234,6 +235,7 @@ def commit_plan(admin, location: str, group: str, *, source: int | None = None) 
     offsets = view.committed_offsets
     if not offsets:
         raise UsageError(f"checkpoint {location} has no committed batch to commit")
+    check_topic_names(offsets, where=f"checkpoint {location}")
     target = FromOffsets(offsets={group: offsets}, source=f"checkpoint {location}")
     return build_plan(admin, ResetScope(groups=(group,)), target,
                       label=f"checkpoint batch {view.state.last_committed}")

@@ -91,8 +91,11 @@ def checkpoint_lag(admin, location: str, *, source: int | None = None,
     """The query's lag per partition: log end (stable, as read_committed reads) minus the end
     of the last committed batch; time lag = now minus the timestamp of the first unread record."""
     view = load_view(location, source=source)
+    from offsetkeeper.streaming.checkpoint import check_topic_names
+
     pos = view.committed_offsets or view.state.initial.get(view.source, {})
     tps = sorted(set(pos) | set(view.pending_offsets))
+    check_topic_names(dict.fromkeys(tps, 0), where=f"checkpoint {location}")
     ends = admin.end_offsets(tps, read_committed=True)
     stamps = {}
     if time_lag:
