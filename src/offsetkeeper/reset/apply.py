@@ -429,8 +429,10 @@ class _Wave:
                     changed += 1
                 elif now == current.get(tp):
                     perr[str(tp)] = f"not changed ({err.message})"
+                elif want is None:
+                    perr[str(tp)] = f"still committed at {now} after the delete ({err.message})"
                 else:
-                    perr[str(tp)] = _moved_by_another(want if want is not None else -1, now)
+                    perr[str(tp)] = _moved_by_another(want, now)
             ok = not perr
             if ok and self.kind is PlanKind.RESET:
                 self.confirmed[job.plan.group] = dict(job.offsets)
