@@ -334,8 +334,8 @@ def _refuse_too_many_lines(text: str, source: str, max_records: int) -> None:
     lines = text.count("\n") + 1 - len(_BLANK_LINES.findall(text))
     bound = max_records if '"' not in text else 2 * max_records
     if lines > bound:
-        raise UsageError(f"{source} holds {lines:,} lines, more than the {max_records:,} offset "
-                         "lines a plan file may hold; split it into several files")
+        raise UsageError(f"{source} holds more than {max_records:,} offset lines ({lines:,} "
+                         "lines; the limit of a plan file); split it into several files")
 
 
 _BLANK_LINES = re.compile(r"^[ \t\r]*$", re.MULTILINE)
