@@ -256,7 +256,7 @@ class Snapshot:
                 str(g): GroupSnapshot(
                     state=_str(gd, "state"),
                     offsets={TopicPartition(_str(o, "topic"), _offset(o, "partition")):
-                             CommittedOffset(_offset(o, "offset"), _str(o, "metadata", ""))
+                             CommittedOffset(_offset(o, "offset"), _metadata(o))
                              for o in _list(gd, "offsets")},
                     uncommitted=frozenset(
                         TopicPartition(_str(u, "topic"), _offset(u, "partition"))
@@ -317,6 +317,11 @@ def _get(d: Any, key: str, default: Any) -> Any:
     if v is _MISSING:
         raise SnapshotFormatError(f"'{key}' is missing")
     return v
+
+
+def _metadata(o: Any) -> str | None:
+    """Commit metadata of an offset entry: a string, or null when the client could not read it."""
+    return None if isinstance(o, dict) and o.get("metadata", "") is None else _str(o, "metadata", "")
 
 
 def _str(d: Any, key: str, default: Any = _MISSING) -> str:
