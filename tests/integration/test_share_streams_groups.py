@@ -214,6 +214,56 @@ def test_streams_group_describe_matches_kafka_streams_groups(capsys, bootstrap, 
                          "repartition_sink_topics": [], "state_changelog_topics": []}]
 
 
+def test_streams_commit_metadata_never_crashes_a_read_of_the_group(capsys, bootstrap, streams,
+                                                                   tmp_path):
+    """Invariant: commit metadata is untrusted bytes. Kafka Streams commits 12 characters of it
+    and confluent-kafka 2.16.1 may hand over bytes past their end, which made `groups
+    describe`, `offsets reset` and `snapshots create` of a Kafka Streams group fail at random
+    with `unexpected UnicodeDecodeError`. Every read answers (8 times each), and a snapshot
+    shows either the metadata the application committed or null (unreadable), never bytes
+    invented past its end; the running application's refusal counts its one member
+    (issue 31 item 7: it said "0 active members")."""
+    import json
+
+    g, src = streams["group"], streams["input"]
+    wait_until("the streams app to commit", lambda: [x["current_offset"] for x in run_cli(
+        capsys, "streams-groups", "describe", g, "-b", bootstrap, "-o", "json").json()] == [5, 5])
+    store = str(tmp_path / "snaps")
+    for _ in range(8):
+        r = run_cli(capsys, "groups", "describe", g, "-b", bootstrap, "-o", "json")
+        assert r.code == 0 and "Error" not in r.err, r.err
+        assert sorted((x["partition"], x["current_offset"]) for x in r.json()) == [(0, 5), (1, 5)]
+        r = run_cli(capsys, "offsets", "reset", "-g", g, "-t", src, "--to-earliest",
+                    "-b", bootstrap, "-o", "json")
+        assert r.code == 1 and "unexpected" not in r.err, r.err
+        assert f"group {g} has 1 active member (state stable)" in r.out + r.err, r.out + r.err
+        r = run_cli(capsys, "snapshots", "create", "-g", g, "--store", store, "-b", bootstrap,
+                    "-o", "json")
+        assert r.code == 0, r.err
+        shown = run_cli(capsys, "snapshots", "show", r.json()["id"], "--store", store, "-o", "json")
+        metas = {o["metadata"] for o in shown.json()["groups"][g]["offsets"]}
+        assert len(shown.json()["groups"][g]["offsets"]) == 2
+        # Kafka Streams' metadata: base64 of a version byte and the partition time, 12 chars
+        assert all(m is None or (len(m) == 12 and m.isascii() and m.isprintable())
+                   for m in metas), json.dumps(sorted(metas, key=str))
+
+
+def test_share_groups_describe_of_a_classic_group_says_what_it_is(capsys, bootstrap, unique):
+    """Invariant: `share-groups describe` / `streams-groups describe` of a group that exists
+    as another type says which type it is (as kafka-share-groups.sh does), not that it does
+    not exist; a group that does not exist still says so. Exit 2 either way."""
+    topic, group = unique("t"), unique("classic-g")
+    create_topic(bootstrap, topic, 1)
+    commit(bootstrap, group, {(topic, 0): 1})
+    r = run_cli(capsys, "share-groups", "describe", group, "-b", bootstrap)
+    assert r.code == 2 and f"group '{group}' is a classic group, not a share group" in r.err, r.err
+    r = run_cli(capsys, "streams-groups", "describe", group, "-b", bootstrap)
+    assert r.code == 2 and f"group '{group}' is a classic group, not a streams group" in r.err, r.err
+    nosuch = unique("nosuch")
+    r = run_cli(capsys, "share-groups", "describe", nosuch, "-b", bootstrap)
+    assert r.code == 2 and f"share group '{nosuch}' does not exist" in r.err, r.err
+
+
 def test_consumer_protocol_group_epochs_match_kafka_consumer_groups(capsys, bootstrap, unique):
     """KIP-848 group: state and KIP-1099 epochs as kafka-consumer-groups --verbose shows them."""
     from confluent_kafka import Consumer
