@@ -458,8 +458,9 @@ def _idle_group_samples(n: int, *, ts0: int):
 
 def test_lag_status_says_not_enough_samples(tmp_path, capsys):
     """Invariant: a group with lag whose window is not full yet is never called "consumers
-    moving": the reason says `not enough samples (4/10)`; `lag status` exits 0 for it, and 1
-    with `--fail-on incomplete` (documented). With a full window the verdict is given."""
+    moving" nor OK: its status is INCOMPLETE, the reason says `not enough samples (4/10)`;
+    `lag status` exits 3 ("no verdict", issue 31 item 4) for it, and 1 with `--fail-on
+    incomplete` (documented). With a full window the verdict is given."""
     import time
 
     from offsetkeeper.history.model import Cycle
@@ -467,7 +468,7 @@ def test_lag_status_says_not_enough_samples(tmp_path, capsys):
     from offsetkeeper.history.store import open_store
 
     g = evaluate_status(_idle_group_samples(4, ts0=0), window=10)
-    assert g.status is Status.OK and g.undecided
+    assert g.status is Status.INCOMPLETE and g.undecided
     assert "not enough samples (4/10)" in g.reason and "moving" not in g.reason
     full = evaluate_status(_idle_group_samples(10, ts0=0), window=10)
     assert full.status is Status.ERR and not full.undecided  # STOP: nobody consumes it
@@ -478,7 +479,8 @@ def test_lag_status_says_not_enough_samples(tmp_path, capsys):
         for s in _idle_group_samples(4, ts0=now):
             st.write([s], Cycle(s.ts, 10_000, 1, 1, 5))
     r = run_cli(capsys, "lag", "status", "idle", "--store", db)
-    assert r.code == 0 and "not enough samples (4/10)" in r.out, r
+    assert r.code == 3 and "not enough samples (4/10)" in r.out, r
+    assert "INCOMPLETE" in r.out and "OK" not in r.out.replace("INCOMPLETE", ""), r.out
     r = run_cli(capsys, "lag", "status", "idle", "--store", db, "--fail-on", "incomplete")
     assert r.code == 1, r
 
