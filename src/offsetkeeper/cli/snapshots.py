@@ -145,6 +145,8 @@ def show(snapshot_id: IdArg, store: StoreOpt = None, config: ConfigOpt = None,
              f"({snap.bootstrap_servers})" + (f"  — {snap.description}" if snap.description
                                               else ""))
     render_rows(snap.rows(), SHOW_COLUMNS, output, title=title)
+    if output is OutputFormat.table:
+        say(snap.lag_note())
 
 
 @app.command("diff")

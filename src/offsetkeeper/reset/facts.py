@@ -180,6 +180,8 @@ def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, labe
                          may_create=frozenset(groups) if create_groups else named)
     progress(ProgressEvent("reading groups from the cluster", len(groups), len(groups), "groups"))
     plan = _typed(plan_reset(facts, scope, target, label=label, progress=progress), admin)
+    if plan.group_type == "share":
+        plan = with_redelivery(plan, admin)
     if not any(True for _ in plan.partitions()) and not plan.refused:
         where = f" of {target.source}" if isinstance(target, FromOffsets) else ""
         raise UsageError(f"the reset selects no partition: none of the {len(groups)} group(s) in "
@@ -209,6 +211,49 @@ def build_delete_plan(admin: AdminPort, scope: ResetScope, *, whole_groups: bool
     facts = ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=admin.watermarks(tps),
                        allow_unknown_state=allow_unknown_state)
     return _typed(plan_delete(facts, scope, whole_groups=whole_groups), admin)
+
+
+def with_redelivery(plan: ResetPlan, admin) -> ResetPlan:
+    """A share plan with, on each partition whose start offset moves back, how many records
+    executing it delivers again: moving the start offset from S back to T drops the
+    acknowledgement state from T on, so every readable record in [T, log end) is available
+    again, of which the group has not yet acknowledged `lag` (all at or after S). Counted by
+    reading (compacted and transactional logs have gaps), not by subtracting offsets; a
+    partition that cannot be counted says so."""
+    from dataclasses import replace
+
+    back = {(gp.group, p.tp): p for gp in plan.groups if not gp.refused for p in gp.partitions
+            if p.changes and not p.delete and p.current is not None and p.target is not None
+            and p.target < p.current}
+    if not back:
+        return plan
+    groups = sorted({g for g, _ in back})
+    lags: dict[tuple[str, TopicPartition], int | None] = {}
+    for g, res in admin.share_group_offsets(groups).items():
+        if not isinstance(res, Exception):
+            for o in res:
+                lags[(g, TopicPartition(o.topic, o.partition))] = o.lag
+    counts: dict[tuple[str, TopicPartition], int] = {}
+    for g in groups:
+        ranges = {tp: (p.target, p.log_end) for (gg, tp), p in back.items() if gg == g}
+        for tp, (n, _) in admin.count_readable(ranges, timeout_s=15.0).items():
+            counts[(g, tp)] = n
+    new_groups = []
+    for gp in plan.groups:
+        parts = []
+        for p in gp.partitions:
+            key = (gp.group, p.tp)
+            if key in back:
+                n, lag = counts.get(key), lags.get(key)
+                redeliver = None if n is None else max(0, n - (lag or 0))
+                say = (f"{redeliver} record(s) will be delivered again (moving the start offset "
+                       "back drops their acknowledgements)" if redeliver is not None else
+                       "records from the new start offset on will be delivered again (could not "
+                       "count them)")
+                p = replace(p, redeliver=redeliver, note="; ".join(x for x in (p.note, say) if x))
+            parts.append(p)
+        new_groups.append(replace(gp, partitions=tuple(parts)))
+    return replace(plan, groups=tuple(new_groups))
 
 
 def _typed(plan: ResetPlan, admin) -> ResetPlan:

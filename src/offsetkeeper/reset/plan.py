@@ -144,6 +144,9 @@ class PartitionPlan:
     note: str = ""
     error: str | None = None
     delete: bool = False
+    # share groups: records that moving the start offset back delivers again (the broker drops
+    # the acknowledgement state from the new start offset on); None when not a share rewind
+    redeliver: int | None = None
 
     @property
     def tp(self) -> TopicPartition:

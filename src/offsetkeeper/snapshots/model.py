@@ -186,6 +186,15 @@ class Snapshot:
                                len(self.groups), self.partition_count(),
                                bootstrap_servers=self.bootstrap_servers, origin=self.kind.value)
 
+    def lag_note(self) -> str:
+        """Which lag `rows()` shows: log end minus the offset recorded, which for a share group
+        is its start offset — not the broker's share lag (records not yet acknowledged)."""
+        share = any(gs.group_type is GroupType.SHARE for gs in self.groups.values())
+        return ("LAG = log end - the offset recorded: for share groups the start offset, so it "
+                "counts acknowledged records after it too (not the broker's share lag, which "
+                "counts only unacknowledged ones)" if share else
+                "LAG = log end - committed offset, at the time of the snapshot")
+
     def rows(self) -> list[dict[str, Any]]:
         """One row per group and partition, sorted, with the watermarks and the lag then."""
         rows = []
