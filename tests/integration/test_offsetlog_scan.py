@@ -543,7 +543,10 @@ def test_scan_reads_past_an_open_transaction_and_marks_its_commits_pending(
     while c.poll(0.2) is None or not c.assignment():
         assert time.monotonic() < deadline, "the consumer got no assignment"
     c.commit(offsets=[CkTP(topic, 0, 10)], asynchronous=False)
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{g}"})
+    # open for the whole test: Spark scans on a loaded machine take minutes (the default 60 s
+    # transaction timeout aborted it under the test)
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{g}",
+                  "transaction.timeout.ms": 600_000})
     p.init_transactions(30)
     p.begin_transaction()
     p.send_offsets_to_transaction([CkTP(topic, 0, 50)], c.consumer_group_metadata(), 15)
@@ -554,7 +557,8 @@ def test_scan_reads_past_an_open_transaction_and_marks_its_commits_pending(
     c2.subscribe([topic])
     while c2.poll(0.2) is None or not c2.assignment():
         assert time.monotonic() < deadline + 30, "the second consumer got no assignment"
-    p2 = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{only}"})
+    p2 = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{only}",
+                   "transaction.timeout.ms": 600_000})
     p2.init_transactions(30)
     p2.begin_transaction()
     p2.send_offsets_to_transaction([CkTP(topic, 0, 7)], c2.consumer_group_metadata(), 15)

@@ -482,6 +482,28 @@ def restart_node(data_dir: str | Path, node_id: int, *, wait: float = 60.0) -> B
     return status(d)
 
 
+def running_elsewhere(exclude: str | Path | None = None) -> list[BrokerStatus]:
+    """Running dev-broker clusters found by their processes (a node runs kafka.Kafka on
+    `<data dir>/node-<n>/server.properties`), other than the one in `exclude`; sorted by data
+    directory. For `status`/`stop` without --data-dir: the default directory is not the only
+    place a dev-broker runs (tests, demos and --data-dir start them elsewhere)."""
+    skip = Path(exclude).expanduser().resolve() if exclude else None
+    dirs: set[Path] = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        args = [a.decode("utf-8", "replace") for a in args if a]
+        if dist.TOOLS["kafka-server"] not in args or not args[-1].endswith("/server.properties"):
+            continue
+        node_dir = Path(args[-1]).parent
+        if node_dir.name.startswith("node-") and (node_dir.parent / STATE_FILE).is_file():
+            dirs.add(node_dir.parent.resolve())
+    found = [status(d) for d in sorted(dirs) if d != skip]
+    return [st for st in found if st.running]
+
+
 @contextlib.contextmanager
 def running_broker(port: int | None = None, data_dir: str | Path | None = None, *,
                    brokers: int = 1) -> Iterator[str]:

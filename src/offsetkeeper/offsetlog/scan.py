@@ -346,6 +346,7 @@ def write_history(decoded, out: str, *, group: str | None = None,
                    F.slice(F.collect_list(F.when(F.col("kind") == "error", error_text)), 1,
                            _ERROR_SAMPLES).alias("samples"))
               .collect())
+    pending = staged.where(_past_lso(F, open_txn)).count() if open_txn else 0
     staged.where(F.col("kind") == "offset_commit").select(*COMMIT_COLUMNS) \
         .write.mode("overwrite").parquet(join(out, "commits"))
     staged.where(F.col("kind") == "group_metadata").select(*GROUP_COLUMNS) \
@@ -356,7 +357,6 @@ def write_history(decoded, out: str, *, group: str | None = None,
     fs, path = open_fs(staging)
     fs.rm(path, recursive=True)
     samples = [x for r in counts for x in (r["samples"] or [])][:_ERROR_SAMPLES]
-    pending = staged.where(_past_lso(F, open_txn)).count() if open_txn else 0
     tally: dict[str, object] = {"records": 0, "offset_commits": 0, "offset_tombstones": 0,
                                 "group_metadata": 0, "group_tombstones": 0, "errors": 0}
     skipped: dict[tuple[str, int], int] = {}
