@@ -204,9 +204,10 @@ class TimeRange:
 
 
 def _open(store: str | None):
+    """The store, for reading: a missing SQLite file is reported, never created."""
     from offsetkeeper.history.store import open_store
 
-    return open_store(store)
+    return open_store(store, create=False)
 
 
 def history_rows(group: str, *, store: str | None = None, topic: str | None = None,
