@@ -125,15 +125,19 @@ def gather_facts(admin: AdminPort, scope: ResetScope, target: ResetTarget, group
     gfacts = _group_facts(admin, groups)
 
     needs_commit = isinstance(target, ShiftBy) or (scope.all_topics and not isinstance(target, FromOffsets))
-    if needs_commit and not scope.all_groups and not scope.group_patterns:
-        for g, gf in gfacts.items():
-            if not gf.committed and not gf.denied:
-                glob = any(c in g for c in "*?[")
-                raise UnknownGroupError(
-                    f"group '{g}' has no committed offsets"
-                    + (" to shift from" if isinstance(target, ShiftBy) else " (--all-topics needs them)")
-                    + (f"; to select groups by pattern use --group-pattern '{g}'" if glob else ""),
-                    group=g)
+    lacking = [g for g, gf in gfacts.items() if not gf.committed and not gf.denied]
+    # Several groups where some have commits: the others are planned with no partition and
+    # reported (kafka-consumer-groups.sh resets the ones with commits); refused only when no
+    # named group has any (nothing to do is not a success).
+    if needs_commit and not scope.all_groups and not scope.group_patterns \
+            and len(lacking) == len(gfacts):
+        g = lacking[0]
+        glob = any(c in g for c in "*?[")
+        raise UnknownGroupError(
+            f"group '{g}' has no committed offsets"
+            + (" to shift from" if isinstance(target, ShiftBy) else " (--all-topics needs them)")
+            + (f"; to select groups by pattern use --group-pattern '{g}'" if glob else ""),
+            group=g)
 
     topics = {s.topic for s in scope.topics}
     for gf in gfacts.values():

@@ -221,8 +221,9 @@ class ResetPlan:
 
     @property
     def uncreatable(self) -> list[str]:
-        """Groups that do not exist and that executing is not allowed to create."""
-        return [g.group for g in self.groups if g.new_group and not g.may_create]
+        """Groups that do not exist and that executing is not allowed to create (one with no
+        partition planned creates nothing: a note says it, see ops.reset)."""
+        return [g.group for g in self.groups if g.new_group and not g.may_create and g.partitions]
 
     @property
     def changes(self) -> bool:
