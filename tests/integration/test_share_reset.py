@@ -259,14 +259,19 @@ def test_script_run_with_kafka_share_groups_reaches_what_execute_reaches(
         assert start_offsets(bootstrap, twin) == start_offsets(bootstrap, g)
         exported = {(t, int(p)): int(o) for t, p, o in csv.reader(io.StringIO(export.read_text()))}
         assert exported == start_offsets(bootstrap, g)
-    # exact offsets: kafka-share-groups.sh (4.3) cannot set them; the script says so and uses
-    # offsetkeeper with the same CSV
+    # exact offsets (issue 31 item 11): kafka-share-groups.sh 4.4 sets them from a CSV file;
+    # the script hands it the plan's CSV, and run with the real tool it reaches the plan
     r = run_cli(capsys, "share-groups", "reset-offsets", "-g", g, "-t", f"{topic}:0",
                 "--to-offset", "5", "--script", tmp_path / "exact.sh", "-b", bootstrap)
     assert r.code == 0, r.err
     text = (tmp_path / "exact.sh").read_text()
-    assert "offsetkeeper share-groups reset-offsets" in text and f"{topic},0,5" in text
-    assert offsetkeeper  # the script's offsetkeeper is the installed command
+    assert "--reset-offsets --from-file" in text and f"{topic},0,5" in text
+    assert "offsetkeeper share-groups" not in text and "cannot set" not in text, text
+    ran = subprocess.run(["bash", str(tmp_path / "exact.sh")], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"})
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert start_offsets(bootstrap, g)[(topic, 0)] == 5
+    assert offsetkeeper
 
 
 def test_bad_input(capsys, bootstrap, topic, admin, unique):

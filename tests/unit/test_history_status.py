@@ -122,3 +122,25 @@ def test_dashboard_says_which_window_it_judged(tmp_path):
     h = HistoryView(db, window=10).group("stopped")
     assert h.status == "INCOMPLETE" and "not enough samples (1/10)" in h.reason
     assert h.judged == f"window: 1 of 10 samples, {iso_ms(s.ts)} to {iso_ms(s.ts)}"
+
+
+def test_plot_tick_labels_are_one_readable_form():
+    """Invariant (issue 31 item 13): every x-axis label of a history plot has the same form
+    (clock times within one UTC day, with the date in the axis label; date and time across
+    days) — never a bare day number beside a clock time (`30, 03:29, 30`)."""
+    import re
+
+    from offsetkeeper.history.plot import _figure
+
+    day = 1_795_999_200_000  # 2026-11-30T00:40:00Z
+    for first, step, n, pattern, label in (
+            (day + 2 * 3_600_000, 60_000, 40, r"\d\d:\d\d", "time (UTC) on 2026-11-30"),
+            (day - 3 * 3_600_000, 600_000, 40, r"\d\d-\d\d \d\d:\d\d", "2026-11-29 to 2026-11-30")):
+        s = [Sample(ts=first + i * step, group="g", topic="t", partition=0, committed=i,
+                    log_start=0, log_end=i + 5) for i in range(n)]
+        fig = _figure(s, title="g")
+        fig.canvas.draw()
+        ax = fig.axes[1]
+        labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        assert labels and all(re.fullmatch(pattern, x) for x in labels), labels
+        assert label in ax.get_xlabel()

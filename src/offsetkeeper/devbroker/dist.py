@@ -16,7 +16,7 @@ from platformdirs import user_cache_dir
 
 from offsetkeeper.errors import OffsetkeeperError
 
-KAFKA_VERSION = "4.3.1"
+KAFKA_VERSION = "4.4.0"
 LIBS_ENV = "OFFSETKEEPER_KAFKA_LIBS"
 
 #: Main classes of the release's command-line tools (bin/kafka-*.sh run these).
