@@ -127,3 +127,34 @@ def test_readme_topic_produce_consume_with_kafka_tools(bootstrap, unique):
     assert r.returncode == 0, r.stderr
     assert sorted(int(x) for x in r.stdout.split()) == list(range(1, 1001))
     assert sum(committed(bootstrap, group, topic, 3).values()) == 1000
+
+
+def test_a_failed_demo_keeps_its_logs_and_says_where(capsys, monkeypatch):
+    """Invariant (issue 31 item 8): when a demo part fails, the demo's data directory with the
+    brokers' logs is kept and its path printed (the log it named had been deleted with the
+    temporary directory); the brokers are stopped all the same."""
+    import re
+    from pathlib import Path
+
+    from offsetkeeper import demo
+    from offsetkeeper.errors import OffsetkeeperError
+
+    def failing(ctx):
+        raise OffsetkeeperError("this part failed on purpose")
+
+    monkeypatch.setattr(demo, "PARTS", [("a part that fails", failing, False)])
+    with pytest.raises(OffsetkeeperError, match="on purpose"):
+        demo.run_demo(spark=False)
+    out = capsys.readouterr().out.replace("\n", " ")
+    m = re.search(r"kept in (\S+) ", out)
+    assert m, out
+    work = Path(m.group(1))
+    try:
+        assert (work / "prod" / "node-1" / "server.log").stat().st_size > 0
+        from offsetkeeper.devbroker import status
+
+        assert not status(work / "prod").running
+    finally:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)

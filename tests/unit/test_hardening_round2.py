@@ -582,3 +582,36 @@ def test_unexpected_errors_are_masked_too(capsys, monkeypatch):
     monkeypatch.setattr(cli_main, "command", lambda: boom)
     r = run_cli(capsys, "groups", "list")
     assert r.code == 1 and "hunter2xyz" not in r.err and "******" in r.err
+
+
+# -- issue 31 item 8: a starting cluster is waited for while it makes progress -----------------
+
+def test_a_starting_cluster_is_given_up_only_when_it_stops_making_progress(tmp_path, monkeypatch):
+    """Invariant: a dev-broker start is not bounded by a fixed clock (the demo's 180 s ran out
+    at load 20-30 while the nodes were still starting): while a node's logs or data grow the
+    wait goes on, past `stall` seconds in total; it is given up only after `stall` seconds
+    without growth (or a cap for a node that logs forever without serving)."""
+    from offsetkeeper.devbroker import cluster
+
+    clock = [1000.0]
+    monkeypatch.setattr(cluster.time, "monotonic", lambda: clock[0])
+    node = tmp_path / "node-1"
+    (node / "data").mkdir(parents=True)
+    log = node / "server.log"
+    log.write_text("starting\n")
+    p = cluster._Progress(tmp_path, 1, stall=60)
+    for _ in range(10):  # 10 x 50 s = 500 s in all, growing every time
+        clock[0] += 50
+        with log.open("a") as f:
+            f.write("still loading\n")
+        assert p.stuck() is None
+    clock[0] += 59
+    assert p.stuck() is None
+    clock[0] += 2
+    assert "no progress for 60s" in (p.stuck() or "")
+    (node / "data" / "segment").write_bytes(b"x" * 10)  # the data directory counts too
+    assert p.stuck() is None
+    clock[0] += p.cap
+    with log.open("a") as f:
+        f.write("error, retrying\n")
+    assert "did not serve within" in (p.stuck() or "")
