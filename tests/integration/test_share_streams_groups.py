@@ -329,6 +329,7 @@ def test_streams_reset_refused_while_running_then_through_the_executor(capsys, b
     r = run_cli(capsys, "streams-groups", "reset-offsets", "-g", g, "--all-input-topics",
                 "--to-earliest", "--execute", "-b", bootstrap, "-o", "json")
     assert r.code == 0, r.err
+    assert r.json()["plan"]["group_type"] == "streams"  # issue 31 item 11: it lacked the type
     # kafka-streams-groups --describe prints nothing for an empty group: read the committed
     # offsets with an independent client instead
     from tests.kafkatools import committed

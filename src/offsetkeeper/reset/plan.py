@@ -206,6 +206,9 @@ class ResetPlan:
     # Which offsets the plan changes: committed offsets, or a share group's start offsets. The
     # executor applies it through the admin facade's view for this type (`for_group_type`).
     group_type: GroupType = GroupType.CONSUMER
+    # the kind of group when it is not what `group_type` says ("streams": committed offsets of a
+    # streams group), shown as the JSON's group_type
+    group_kind: str = ""
 
     def partitions(self) -> Iterator[PartitionPlan]:
         for g in self.groups:
@@ -234,8 +237,8 @@ class ResetPlan:
         """The plan as JSON output: `created_at` in epoch ms with `created_at_iso` beside it."""
         return {"kind": str(self.kind), "target": self.target,
                 "created_at": ms_of_iso(self.created_at), "created_at_iso": self.created_at,
-                **({"group_type": str(self.group_type)}
-                   if self.group_type is not GroupType.CONSUMER else {}),
+                **({"group_type": self.group_kind or str(self.group_type)}
+                   if self.group_kind or self.group_type is not GroupType.CONSUMER else {}),
                 "groups": [asdict(g) for g in self.groups]}
 
 
