@@ -28,7 +28,7 @@ TOOLS = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-server": "kafka.Kafka",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
-    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",  # kafka.admin.ConfigCommand until 4.3
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
