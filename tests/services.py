@@ -6,11 +6,14 @@ end. Use the fixtures `postgres_url`, `redis_url` and `zookeeper_hosts` from tes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +35,18 @@ def _wait_port(port: int, timeout: float, what: str, proc: subprocess.Popen | No
                 return
         time.sleep(0.1)
     raise RuntimeError(f"{what} did not listen on port {port} within {timeout}s")
+
+
+@contextlib.contextmanager
+def owned_dir(prefix: str) -> Iterator[Path]:
+    """A directory of the suite's own under the system temp dir (mode 0755, so a server that
+    drops to another user can use it), removed afterwards."""
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    d.chmod(0o755)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def start_postgres(data_dir: Path):

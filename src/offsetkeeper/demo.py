@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -224,9 +225,23 @@ PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
 def run_demo(*, port: int | None = None, keep: bool = False, spark: bool = True) -> None:
     """Run the demo; raises OffsetkeeperError when a step does not behave as shown."""
     console = Console()
+    work = Path(tempfile.mkdtemp(prefix="offsetkeeper-demo-"))
+    passed = False
+    try:
+        _run_parts(console, work, port=port, keep=keep, spark=spark)
+        passed = True
+    finally:
+        if passed and not keep:
+            shutil.rmtree(work, ignore_errors=True)
+        elif not passed:
+            # the logs of the failed part must outlive the run that names them
+            console.print(f"[bold red]the demo failed; its data and logs are kept in {work} "
+                          f"(broker logs: {work}/<cluster>/node-*/server.log; remove the "
+                          "directory when done)")
+
+
+def _run_parts(console: Console, work: Path, *, port: int | None, keep: bool, spark: bool) -> None:
     with ExitStack() as stack:
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="offsetkeeper-demo-"))) \
-            if not keep else Path(tempfile.mkdtemp(prefix="offsetkeeper-demo-"))
         prod = devbroker.start(port or devbroker.free_port(), work / "prod", tied=not keep)
         if not keep:
             stack.callback(devbroker.stop, prod.data_dir)

@@ -109,10 +109,15 @@ class Watermarks:
 
 @dataclass(frozen=True)
 class CommittedOffset:
-    """A group's committed offset: the offset of the NEXT record it will read."""
+    """A group's committed offset: the offset of the NEXT record it will read.
+
+    `metadata` is the commit metadata as the client read it, or None when the client could not
+    read it (confluent-kafka 2.16.1 may hand over bytes past its end, e.g. of the 12 characters
+    Kafka Streams commits: see `kafka.admin.commit_metadata`). It is untrusted text: render it
+    escaped."""
 
     offset: int
-    metadata: str = ""
+    metadata: str | None = ""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,32 @@ def test_start_status_stop(capsys, tmp_path):
     assert r.code == 1
 
 
+def test_status_and_stop_without_data_dir_list_the_running_ones(capsys, tmp_path, monkeypatch):
+    """Invariant (issue 31 item 10): `dev-broker status`/`stop` without --data-dir never imply
+    that no dev-broker runs when one runs elsewhere: they say which directory they looked in
+    and list the running ones (data directory, bootstrap) to pass as --data-dir; `stop` stops
+    none of them; with none running anywhere they say where they looked."""
+    port = free_port()
+    d = tmp_path / "elsewhere"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # an empty default directory
+    r = run_cli(capsys, "dev-broker", "start", "--port", port, "--data-dir", d)
+    assert r.code == 0, r.err
+    try:
+        r = run_cli(capsys, "dev-broker", "status")
+        err = r.err.replace("\n", " ")
+        assert r.code == 1 and str(tmp_path / "xdg") in err, r.err
+        assert str(d.resolve()) in err and f"127.0.0.1:{port}" in err, r.err
+        r = run_cli(capsys, "dev-broker", "stop")
+        assert r.code == 0 and str(d.resolve()) in r.err.replace("\n", " "), r.err
+        r = run_cli(capsys, "dev-broker", "status", "--data-dir", d, "-o", "json")
+        assert r.code == 0 and r.json()["running"]  # `stop` without --data-dir left it alone
+    finally:
+        run_cli(capsys, "dev-broker", "stop", "--data-dir", d)
+    r = run_cli(capsys, "dev-broker", "status")
+    assert r.code == 1 and str(d.resolve()) not in r.err.replace("\n", " ")
+    assert str(tmp_path / "xdg") in r.err.replace("\n", " ")
+
+
 def test_bad_port(capsys, tmp_path):
     r = run_cli(capsys, "dev-broker", "start", "--port", "70000", "--data-dir", tmp_path)
     assert r.code == 2 and "--port 70000" in r.err
@@ -141,3 +167,34 @@ def test_a_secure_format_keeps_the_scram_password_off_the_command_line(tmp_path,
     assert files and sec.admin_password in files[0][0] and files[0][1] == 0o600
     assert not (node / ".format-args").exists()
     assert any(node.rglob("meta.properties"))
+
+
+def test_a_failed_demo_keeps_its_logs_and_says_where(capsys, monkeypatch):
+    """Invariant (issue 31 item 8): when a demo part fails, the demo's data directory with the
+    brokers' logs is kept and its path printed (the log it named had been deleted with the
+    temporary directory); the brokers are stopped all the same."""
+    import re
+    from pathlib import Path
+
+    from offsetkeeper import demo
+    from offsetkeeper.errors import OffsetkeeperError
+
+    def failing(ctx):
+        raise OffsetkeeperError("this part failed on purpose")
+
+    monkeypatch.setattr(demo, "PARTS", [("a part that fails", failing, False)])
+    with pytest.raises(OffsetkeeperError, match="on purpose"):
+        demo.run_demo(spark=False)
+    out = capsys.readouterr().out.replace("\n", " ")
+    m = re.search(r"kept in (\S+) ", out)
+    assert m, out
+    work = Path(m.group(1))
+    try:
+        assert (work / "prod" / "node-1" / "server.log").stat().st_size > 0
+        from offsetkeeper.devbroker import status
+
+        assert not status(work / "prod").running
+    finally:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)

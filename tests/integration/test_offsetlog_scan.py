@@ -522,3 +522,78 @@ def test_a_commit_after_a_tombstone_is_not_a_rewind(spark, tmp_path):
     assert changes == ["first", "deleted", "first", "REWIND -2"]
     rw = run_report(Report.rewinds, out, spark=spark)
     assert [(x["partition"], x["from_offset"], x["to_offset"]) for x in rw] == [(0, 10, 8), (1, 30, 20)]
+
+
+def test_scan_reads_past_an_open_transaction_and_marks_its_commits_pending(
+        bootstrap, unique, tmp_path, capsys, spark):
+    """Invariant: an open transaction in a `__consumer_offsets` partition never hides the
+    records after it. The scan read read_committed, which stops at the last stable offset, so
+    a group that committed 10, then (after a transaction began) 11, showed only [10] with
+    exit 0 — and a group whose only records were pending was "holds no records". Every record
+    is shown; those past the open transaction's start are marked pending and are never a reset
+    target (`commits at` replays to the last stable commit); after the abort a new scan shows
+    the plain commits as plain and the aborted one not at all."""
+    topic, g, only = unique("txscan"), unique("txg"), unique("txonly")
+    create_topic(bootstrap, topic, 1)
+    produce_n(bootstrap, topic, 1, 60)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": g, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while c.poll(0.2) is None or not c.assignment():
+        assert time.monotonic() < deadline, "the consumer got no assignment"
+    c.commit(offsets=[CkTP(topic, 0, 10)], asynchronous=False)
+    # open for the whole test: Spark scans on a loaded machine take minutes (the default 60 s
+    # transaction timeout aborted it under the test)
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{g}",
+                  "transaction.timeout.ms": 600_000})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.send_offsets_to_transaction([CkTP(topic, 0, 50)], c.consumer_group_metadata(), 15)
+    c.commit(offsets=[CkTP(topic, 0, 11)], asynchronous=False)
+    # a group whose only record is a pending transactional commit
+    c2 = Consumer({"bootstrap.servers": bootstrap, "group.id": only, "enable.auto.commit": False,
+                   "auto.offset.reset": "earliest"})
+    c2.subscribe([topic])
+    while c2.poll(0.2) is None or not c2.assignment():
+        assert time.monotonic() < deadline + 30, "the second consumer got no assignment"
+    p2 = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{only}",
+                   "transaction.timeout.ms": 600_000})
+    p2.init_transactions(30)
+    p2.begin_transaction()
+    p2.send_offsets_to_transaction([CkTP(topic, 0, 7)], c2.consumer_group_metadata(), 15)
+    try:
+        out = tmp_path / "h"
+        r = run_cli(capsys, "commits", "scan", "-b", bootstrap, "--group", g, "--out", out)
+        assert r.code == 0, r.err
+        assert "follow an open transaction" in r.err, r.err
+        r = run_cli(capsys, "commits", "show", g, "-H", out, "-o", "json")
+        assert r.code == 0, r.err
+        assert [(x["offset"], x["change"], x["pending"]) for x in r.json()] == \
+            [(10, "first", False), (50, "pending +40", True), (11, "pending +1", True)]
+        r = run_cli(capsys, "commits", "at", g, "-H", out, "-T", iso(int(time.time() * 1000) + 60_000),
+                    "-o", "json")
+        assert [(x["offset"], x["status"].split()[0]) for x in r.json()] == \
+            [(10, "committed"), (11, "pending")]
+
+        out2 = tmp_path / "h2"
+        r = run_cli(capsys, "commits", "scan", "-b", bootstrap, "--group", only, "--out", out2)
+        assert r.code == 0 and "holds no records" not in r.err, r.err
+        r = run_cli(capsys, "commits", "show", only, "-H", out2, "-o", "json")
+        assert [(x["offset"], x["pending"]) for x in r.json()] == [(7, True)]
+        # never a reset target: nothing stable to replay
+        r = run_cli(capsys, "offsets", "reset", "-g", only, "--all-topics", "--to-commit-time",
+                    iso(int(time.time() * 1000) + 60_000), "--commit-history", out2,
+                    "-b", bootstrap)
+        assert r.code != 0 and "had no committed offsets" in r.err, r.err
+    finally:
+        p.abort_transaction(30)
+        p2.abort_transaction(30)
+        c.close()
+        c2.close()
+    out3 = tmp_path / "h3"
+    r = run_cli(capsys, "commits", "scan", "-b", bootstrap, "--group", g, "--out", out3)
+    assert r.code == 0, r.err
+    r = run_cli(capsys, "commits", "show", g, "-H", out3, "-o", "json")
+    assert [(x["offset"], x["change"], x["pending"]) for x in r.json()] == \
+        [(10, "first", False), (11, "+1", False)]

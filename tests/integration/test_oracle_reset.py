@@ -789,6 +789,26 @@ def test_difference_active_group_refused(capsys, bootstrap, tool, small, active)
         (small.g1, small.s, 0): "0", (small.g1, small.s, 1): "0"}
 
 
+def test_several_groups_one_without_commits_resets_the_others_like_the_tool(
+        capsys, bootstrap, tool, small, unique):
+    """Invariant (issue 31 item 5): `--group g1 --group nocommit --all-topics` resets g1's
+    partitions as kafka-consumer-groups.sh does (it was refused whole, exit 2) and reports the
+    group without commits by name; one group with no commits alone is still refused (exit 2:
+    nothing to do is not a success)."""
+    nocommit = unique("nocommit")
+    ours, rows, theirs = both(capsys, bootstrap, tool, "--group", small.g1, "--group", nocommit,
+                              "--all-topics", "--to-earliest")
+    assert theirs.code == 0
+    assert parse_export(theirs.out) == {(small.g1, small.s, 0): 0, (small.g1, small.s, 1): 0}
+    assert ours.code == 0, ours.err
+    assert {k: r["target"] for k, r in rows.items() if r["target"]} == {
+        (small.g1, small.s, 0): "0", (small.g1, small.s, 1): "0"}
+    assert f"group '{nocommit}' has no committed offsets" in ours.err.replace("\n", " ")
+    alone = run_cli(capsys, "offsets", "reset", "-b", bootstrap, "--group", nocommit,
+                    "--all-topics", "--to-earliest")
+    assert alone.code == 2 and "has no committed offsets" in alone.err
+
+
 def test_difference_datetime_without_millis(capsys, bootstrap, tool, small):
     when = iso(stamp(8, 0))[:-5]  # 2026-11-24T05:11:06 (no .SSS, no zone)
     ours, rows, theirs = both(capsys, bootstrap, tool, "--group", small.g1, "--topic", small.s,

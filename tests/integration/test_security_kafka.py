@@ -471,7 +471,8 @@ def test_history_and_offsets_show_with_partial_rights(sec, alice, env, capsys):
     line = one_error_line(r.err, "error: group")  # (the cycle's log line says it too)
     assert alice.g_none in line and f"Describe on group {alice.g_none}" in line
     r = run_cli(capsys, "lag", "status", alice.g_desc, "--store", store, "-o", "json")
-    assert r.code == 0 and r.json()[0]["total_lag"] == 5 + 5 + 7, r.out
+    # one sample with lag: no verdict yet (INCOMPLETE, exit 3), but the numbers are there
+    assert r.code == 3 and r.json()[0]["total_lag"] == 5 + 5 + 7, r.out
 
     secret = f"sec-hidden-{uuid.uuid4().hex[:8]}"
     create_topic(sec, secret, 1)

@@ -32,3 +32,30 @@ def test_zookeeper_answers(zookeeper_hosts):
         assert zk.get("/consumers/g/offsets/t/0")[0] == b"42"
     finally:
         zk.stop()
+
+
+@pytest.mark.integration
+def test_postgres_survives_another_pytest_run_remoding_base_temp(postgres_url, postgres_dir,
+                                                                  tmp_path_factory):
+    """The suite's PostgreSQL owns a directory outside pytest's base temp: another pytest run
+    on the machine re-modes /tmp/pytest-of-<user> to 0700, which must not kill the server (it
+    runs as another user, so it could no longer reach a data directory under there)."""
+    import getpass
+    import tempfile
+    from pathlib import Path
+
+    import psycopg
+
+    base = tmp_path_factory.getbasetemp().resolve()
+    pytest_root = Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
+    for d in (base, pytest_root):
+        assert not postgres_dir.resolve().is_relative_to(d.resolve())
+    before = base.stat().st_mode
+    base.chmod(0o700)  # what another pytest run does to the directory above its base temp
+    try:
+        with psycopg.connect(postgres_url) as conn:
+            conn.execute("create table if not exists remode_probe (x int)")
+            conn.execute("insert into remode_probe values (1)")
+            assert conn.execute("select count(*) from remode_probe").fetchone()[0] >= 1
+    finally:
+        base.chmod(before)

@@ -259,14 +259,19 @@ def test_script_run_with_kafka_share_groups_reaches_what_execute_reaches(
         assert start_offsets(bootstrap, twin) == start_offsets(bootstrap, g)
         exported = {(t, int(p)): int(o) for t, p, o in csv.reader(io.StringIO(export.read_text()))}
         assert exported == start_offsets(bootstrap, g)
-    # exact offsets: kafka-share-groups.sh (4.3) cannot set them; the script says so and uses
-    # offsetkeeper with the same CSV
+    # exact offsets (issue 31 item 11): kafka-share-groups.sh 4.4 sets them from a CSV file;
+    # the script hands it the plan's CSV, and run with the real tool it reaches the plan
     r = run_cli(capsys, "share-groups", "reset-offsets", "-g", g, "-t", f"{topic}:0",
                 "--to-offset", "5", "--script", tmp_path / "exact.sh", "-b", bootstrap)
     assert r.code == 0, r.err
     text = (tmp_path / "exact.sh").read_text()
-    assert "offsetkeeper share-groups reset-offsets" in text and f"{topic},0,5" in text
-    assert offsetkeeper  # the script's offsetkeeper is the installed command
+    assert "--reset-offsets --from-file" in text and f"{topic},0,5" in text
+    assert "offsetkeeper share-groups" not in text and "cannot set" not in text, text
+    ran = subprocess.run(["bash", str(tmp_path / "exact.sh")], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"})
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert start_offsets(bootstrap, g)[(topic, 0)] == 5
+    assert offsetkeeper
 
 
 def test_bad_input(capsys, bootstrap, topic, admin, unique):
@@ -283,3 +288,42 @@ def test_bad_input(capsys, bootstrap, topic, admin, unique):
     r = run_cli(capsys, "share-groups", "delete-offsets", "-g", g, "-t", f"{topic}:0",
                 "-b", bootstrap)
     assert r.code == 2 and "whole topics" in r.err
+
+
+def test_share_snapshots_verify_read_start_offsets_and_a_rewind_says_what_redelivers(
+        capsys, bootstrap, topic, admin, unique):
+    """Invariant (issue 31 item 3): `snapshots verify`/`diff` of a share-group snapshot compare
+    the live start offsets (they read consumer-group offsets, found none and called every
+    partition "removed", exit 1, right after a rollback that restored them); a plan that moves
+    a share group's start offset back says per partition how many records it delivers again
+    (counted by reading: the whole readable range from the new start offset minus the records
+    not yet acknowledged), and only --execute applies it; `snapshots show` says which lag it
+    shows."""
+    g = make_group(admin, unique("sq"), {(topic, 0): 3, (topic, 1): 4})
+    r = run_cli(capsys, "share-groups", "reset-offsets", "-g", g, "-t", f"{topic}:0,1",
+                "--to-latest", "--execute", "-b", bootstrap, "-o", "json")
+    assert r.code == 0, r.err
+    snap = r.json()["report"]["snapshot_id"]
+    r = run_cli(capsys, "snapshots", "verify", snap, "-b", bootstrap, "-o", "json")
+    assert r.code == 1, r.out + r.err
+    assert sorted((x["partition"], x["before"], x["after"]) for x in r.json()
+                  if x["group"] == g) == [(0, 3, N), (1, 4, N)], r.out
+
+    r = run_cli(capsys, "snapshots", "rollback", snap, "-b", bootstrap, "-o", "json")
+    assert r.code == 0, r.err
+    plan = r.json().get("plan", r.json())
+    parts = {p["partition"]: p for gp in plan["groups"] for p in gp["partitions"]}
+    # start offset N, all acknowledged (lag 0): moving back to 3 / 4 delivers 7 / 6 again
+    assert (parts[0]["redeliver"], parts[1]["redeliver"]) == (N - 3, N - 4), parts
+    assert "7 record(s) will be delivered again" in parts[0]["note"]
+    assert start_offsets(bootstrap, g) == {(topic, 0): N, (topic, 1): N}  # a dry run
+    r = run_cli(capsys, "snapshots", "rollback", snap, "-b", bootstrap)
+    assert r.code == 0 and "delivered again" in r.out, r.out
+
+    r = run_cli(capsys, "snapshots", "rollback", snap, "-b", bootstrap, "--execute")
+    assert r.code == 0, r.err
+    assert start_offsets(bootstrap, g) == {(topic, 0): 3, (topic, 1): 4}
+    r = run_cli(capsys, "snapshots", "verify", snap, "-b", bootstrap)
+    assert r.code == 0, r.out + r.err
+    r = run_cli(capsys, "snapshots", "show", snap)
+    assert r.code == 0 and "not the broker's share lag" in r.err, r.err

@@ -158,3 +158,40 @@ def test_python_api_with_a_memory_store(admin, setup):
     report = apply_plan(admin, plan, ApplyOptions(snapshot_fn=snapshot_fn(store.url)))
     assert report.status == "SUCCESS" and report.snapshot_id in {s.id for s in store.list()}
     assert verify(admin, snap) == []
+
+
+def test_every_printed_undo_hint_runs_as_pasted(capsys, monkeypatch, tmp_path, bootstrap, unique):
+    """Invariant (issue 31 item 9): the undo hint a reset prints, and the one a rollback prints,
+    is a complete command: pasted as is (no bootstrap in the environment or a config file, the
+    snapshot in a store given by flag), it reaches the same cluster and store and undoes the
+    change. It used to fail with "no cluster given"."""
+    import re
+    import shlex
+
+    monkeypatch.delenv("OFFSETKEEPER_SNAPSHOT_STORE", raising=False)
+    monkeypatch.delenv("OFFSETKEEPER_BOOTSTRAP_SERVER", raising=False)
+    (tmp_path / "none.yaml").write_text("{}\n")
+    monkeypatch.setenv("OFFSETKEEPER_CONFIG", str(tmp_path / "none.yaml"))
+    topic, group = unique("undo"), unique("g")
+    create_topic(bootstrap, topic, partitions=1)
+    produce_n(bootstrap, topic, 1, 20)
+    commit(bootstrap, group, {(topic, 0): 5})
+    store = tmp_path / "my snaps"
+
+    def hint(err: str) -> list[str]:
+        m = re.search(r"\(undo: offsetkeeper (snapshots rollback .*?--execute[^)]*)\)",
+                      err.replace("\n", " "))
+        assert m, err
+        return shlex.split(m.group(1))
+
+    r = run_cli(capsys, "offsets", "reset", "-g", group, "-t", topic, "--to-offset", "17",
+                "--execute", "--snapshot-store", store, "-b", bootstrap)
+    assert r.code == 0, r.err
+    assert committed(bootstrap, group, topic, 1) == {0: 17}
+    undo = hint(r.err)
+    r = run_cli(capsys, *undo)
+    assert r.code == 0, r.err
+    assert committed(bootstrap, group, topic, 1) == {0: 5}
+    r = run_cli(capsys, *hint(r.err))  # the rollback's own undo hint
+    assert r.code == 0, r.err
+    assert committed(bootstrap, group, topic, 1) == {0: 17}

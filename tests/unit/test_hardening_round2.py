@@ -458,8 +458,9 @@ def _idle_group_samples(n: int, *, ts0: int):
 
 def test_lag_status_says_not_enough_samples(tmp_path, capsys):
     """Invariant: a group with lag whose window is not full yet is never called "consumers
-    moving": the reason says `not enough samples (4/10)`; `lag status` exits 0 for it, and 1
-    with `--fail-on incomplete` (documented). With a full window the verdict is given."""
+    moving" nor OK: its status is INCOMPLETE, the reason says `not enough samples (4/10)`;
+    `lag status` exits 3 ("no verdict", issue 31 item 4) for it, and 1 with `--fail-on
+    incomplete` (documented). With a full window the verdict is given."""
     import time
 
     from offsetkeeper.history.model import Cycle
@@ -467,7 +468,7 @@ def test_lag_status_says_not_enough_samples(tmp_path, capsys):
     from offsetkeeper.history.store import open_store
 
     g = evaluate_status(_idle_group_samples(4, ts0=0), window=10)
-    assert g.status is Status.OK and g.undecided
+    assert g.status is Status.INCOMPLETE and g.undecided
     assert "not enough samples (4/10)" in g.reason and "moving" not in g.reason
     full = evaluate_status(_idle_group_samples(10, ts0=0), window=10)
     assert full.status is Status.ERR and not full.undecided  # STOP: nobody consumes it
@@ -478,7 +479,8 @@ def test_lag_status_says_not_enough_samples(tmp_path, capsys):
         for s in _idle_group_samples(4, ts0=now):
             st.write([s], Cycle(s.ts, 10_000, 1, 1, 5))
     r = run_cli(capsys, "lag", "status", "idle", "--store", db)
-    assert r.code == 0 and "not enough samples (4/10)" in r.out, r
+    assert r.code == 3 and "not enough samples (4/10)" in r.out, r
+    assert "INCOMPLETE" in r.out and "OK" not in r.out.replace("INCOMPLETE", ""), r.out
     r = run_cli(capsys, "lag", "status", "idle", "--store", db, "--fail-on", "incomplete")
     assert r.code == 1, r
 
@@ -580,3 +582,36 @@ def test_unexpected_errors_are_masked_too(capsys, monkeypatch):
     monkeypatch.setattr(cli_main, "command", lambda: boom)
     r = run_cli(capsys, "groups", "list")
     assert r.code == 1 and "hunter2xyz" not in r.err and "******" in r.err
+
+
+# -- issue 31 item 8: a starting cluster is waited for while it makes progress -----------------
+
+def test_a_starting_cluster_is_given_up_only_when_it_stops_making_progress(tmp_path, monkeypatch):
+    """Invariant: a dev-broker start is not bounded by a fixed clock (the demo's 180 s ran out
+    at load 20-30 while the nodes were still starting): while a node's logs or data grow the
+    wait goes on, past `stall` seconds in total; it is given up only after `stall` seconds
+    without growth (or a cap for a node that logs forever without serving)."""
+    from offsetkeeper.devbroker import cluster
+
+    clock = [1000.0]
+    monkeypatch.setattr(cluster.time, "monotonic", lambda: clock[0])
+    node = tmp_path / "node-1"
+    (node / "data").mkdir(parents=True)
+    log = node / "server.log"
+    log.write_text("starting\n")
+    p = cluster._Progress(tmp_path, 1, stall=60)
+    for _ in range(10):  # 10 x 50 s = 500 s in all, growing every time
+        clock[0] += 50
+        with log.open("a") as f:
+            f.write("still loading\n")
+        assert p.stuck() is None
+    clock[0] += 59
+    assert p.stuck() is None
+    clock[0] += 2
+    assert "no progress for 60s" in (p.stuck() or "")
+    (node / "data" / "segment").write_bytes(b"x" * 10)  # the data directory counts too
+    assert p.stuck() is None
+    clock[0] += p.cap
+    with log.open("a") as f:
+        f.write("error, retrying\n")
+    assert "did not serve within" in (p.stuck() or "")

@@ -63,6 +63,24 @@ def test_empty_store_and_unknown_group_are_usage_errors(capsys, tmp_path, db):
     assert r.code == 2 and "is after --until" in r.err
 
 
+def test_reads_of_a_missing_store_create_nothing(capsys, tmp_path, monkeypatch):
+    """Invariant (issue 31 item 12): a read has no side effects: `lag status`, `history show`,
+    `history at` and `history plot` with no store (the default SQLite file) or a --store file
+    that does not exist create no file and no directory; they say the store does not exist
+    (exit 2)."""
+    monkeypatch.delenv("OFFSETKEEPER_HISTORY_STORE", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    missing = tmp_path / "sub" / "h.db"
+    for args in (("lag", "status", "--all-groups"), ("history", "show", "g"),
+                 ("history", "at", "g", "--time", "now"),
+                 ("history", "plot", "g", "--out", str(tmp_path / "p.png"))):
+        for store in ((), ("--store", str(missing))):
+            r = run_cli(capsys, *args, *store)
+            assert r.code == 2 and "does not exist" in r.err, (args, store, r)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
+
+
 def test_plot_names_with_dollars(tmp_path, capsys):
     """Invariant: `$` in names is not read as matplotlib math (which would fail to render)."""
     path = str(tmp_path / "h.db")

@@ -147,3 +147,48 @@ def test_script_has_one_command_per_group_and_skips_refused():
     assert "--group g1 --reset-offsets --from-file \"$PLAN_FILE\" --execute" in s
     assert "orders,0,5\norders,1,6\n" in s
     assert "# SKIPPED group g2: active" in s
+
+
+@pytest.mark.parametrize("text", [
+    "2023-11-14x22:13:20",      # any separator: fromisoformat reads it
+    "2023-11-14 22:13:20",
+    "2023-W46-2",               # ISO week date
+    "2023-W46-2T22:13:20",
+    "20231114T221320",          # basic format
+    "20231114",                 # a date typed without dashes, not 1970-01-01T05:37:11.114Z
+    "1700000000",               # epoch seconds, not milliseconds
+    "2023-318",                 # ordinal date
+    "2026-11-20T09:40:00z",
+    "2026-11-20T09",
+    "2026-11-20T09:40:00+05",
+])
+def test_datetime_accepts_only_the_documented_forms(text):
+    """Invariant (issue 31 item 6): a time is one of the documented forms (YYYY-MM-DD,
+    YYYY-MM-DDTHH:MM[:SS[.f]] with Z, +HH:MM or +HHMM, or 13-digit epoch milliseconds);
+    anything else is refused with one line naming those forms, so a typo is never applied."""
+    with pytest.raises(UsageError) as err:
+        parse_datetime(text)
+    msg = str(err.value)
+    assert "\n" not in msg and "YYYY-MM-DDTHH:MM" in msg and "13-digit epoch" in msg
+
+
+@pytest.mark.parametrize("text,ms", [
+    ("2026-11-20T09:40", 1795167600000),
+    ("2026-11-20T11:40:00+0200", 1795167600000),
+    ("2026-11-20T09:40:00.5Z", 1795167600500),   # ISO: .5 is half a second
+    ("1795167600000", 1795167600000),
+])
+def test_datetime_documented_forms(text, ms):
+    assert parse_datetime(text) == ms
+
+
+def test_cli_refuses_a_lenient_time_with_exit_2(capsys):
+    """Invariant: `offsets reset --to-datetime` with a time outside the documented forms exits
+    2 with one line naming the forms, before reaching any cluster (nothing is changed)."""
+    from tests.cli import run_cli
+
+    r = run_cli(capsys, "offsets", "reset", "-g", "g", "-t", "t", "--to-datetime",
+                "2023-11-14x22:13:20", "-b", "127.0.0.1:1")
+    assert r.code == 2, r
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "2023-11-14x22:13:20" in lines[0] and "YYYY-MM-DD" in lines[0]

@@ -102,7 +102,10 @@ def _plan(target: str, parts: list[PartitionPlan]) -> ResetPlan:
                      group_type=GroupType.SHARE)
 
 
-def test_share_script_uses_the_tool_where_it_can_and_offsetkeeper_for_exact_offsets():
+def test_share_script_uses_the_tool_for_every_plan():
+    """Invariant (issue 31 item 11): a share plan's --script is kafka-share-groups.sh commands
+    only — exact start offsets through its --from-file (Kafka 4.4), never a claim that the tool
+    cannot set them."""
     earliest = _plan("--to-earliest", [PartitionPlan("g", "t", 0, 5, 0, 0, 10),
                                        PartitionPlan("g", "t", 1, 6, 0, 0, 10)])
     text = plan_script(earliest, bootstrap_servers="b:9092")
@@ -114,6 +117,8 @@ def test_share_script_uses_the_tool_where_it_can_and_offsetkeeper_for_exact_offs
     text = plan_script(exact, bootstrap_servers="b:9092")
     lines = text.splitlines()
     delete = next(i for i, ln in enumerate(lines) if "--delete-offsets --topic t" in ln)
-    reset = next(i for i, ln in enumerate(lines) if "offsetkeeper share-groups reset-offsets" in ln)
+    reset = next(i for i, ln in enumerate(lines)
+                 if "kafka-share-groups.sh" in ln and "--reset-offsets --from-file" in ln)
     assert delete < reset and "t,0,3" in text and "t,1," not in text
+    assert "offsetkeeper share-groups" not in text and "cannot set" not in text
     assert plan_csv(exact) == "t,0,3\n"

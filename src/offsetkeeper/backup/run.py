@@ -134,7 +134,7 @@ def _group_offsets(admin: KafkaAdmin, topics: set[str], captured: str, run: int)
         if mine:
             out.append(GroupOffsets(group=gid, captured_at=captured, run=run, offsets=[
                 GroupOffset(topic=tp.topic, partition=tp.partition, offset=o.offset,
-                            metadata=o.metadata) for tp, o in mine]))
+                            metadata=o.metadata or "") for tp, o in mine]))
     return out
 
 

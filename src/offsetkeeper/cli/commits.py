@@ -71,10 +71,16 @@ def scan(
         ("consumer/share/streams group records",
          ", ".join(f"{k}: {n}" for k, n in sorted(s.coordinator_records.items())) or 0),
         ("skipped (unknown)", ", ".join(f"{k.part} v{k.version}: {k.count}" for k in s.skipped) or 0),
-        ("malformed", s.errors), ("seconds", s.seconds), ("history", out)]]
+        ("malformed", s.errors),
+        ("pending (open transaction)", s.pending_records), ("seconds", s.seconds),
+        ("history", out)]]
     render_rows(rows, ["field", "value"], output, title="commit history scan")
     for sample in s.error_samples:
         say(f"malformed record: {sample}")
+    if s.stable_offsets:
+        say(f"{s.pending_records} record(s) follow an open transaction (partition(s) "
+            f"{', '.join(f'{p} from offset {o}' for p, o in s.stable_offsets.items())}): shown as "
+            "pending, never used as a reset target; scan again once the transaction ended")
 
 
 @app.command("show")
@@ -94,7 +100,7 @@ def show(
 
     rows = group_commits(history, group, since=since, until=until)
     render_rows(rows, ["time", "topic", "partition", "offset", "change", "metadata", "leader_epoch",
-                       "source_offset"], output, title=f"commits of group {group}" if output is OutputFormat.table else None)
+                       "source_offset", "pending"], output, title=f"commits of group {group}" if output is OutputFormat.table else None)
 
 
 @app.command("at")

@@ -108,13 +108,41 @@ def group_ids(values: list[str] | None, *, option: str = "--group") -> list[str]
     return ids
 
 
+# The options this command was given that a printed follow-up command (an undo hint) needs to
+# reach the same cluster and store: a hint must run as pasted ("no cluster given" otherwise).
+_HINT_OPTIONS: dict[str, str] = {}
+
+
 def connection(
     bootstrap: str | None, command_config: Path | None, cluster: str | None, config: Path | None
 ) -> Connection:
     """Resolve the cluster to talk to from the shared connection options."""
-    return resolve_connection(
+    conn = resolve_connection(
         bootstrap_server=bootstrap,
         command_config=command_config,
         cluster=cluster,
         config=load_config_file(config),
     )
+    given = {"--bootstrap-server": conn.bootstrap_servers if bootstrap else None,
+             "--command-config": str(Path(command_config).resolve()) if command_config else None,
+             "--cluster": cluster, "--config": str(Path(config).resolve()) if config else None}
+    _HINT_OPTIONS.update({k: v for k, v in given.items() if v})
+    return conn
+
+
+def forget_hint_options() -> None:
+    """Start a command with no remembered options (tests run many commands in one process)."""
+    _HINT_OPTIONS.clear()
+
+
+def remember_hint_option(flag: str, value: str | None) -> None:
+    """Carry `flag value` into printed follow-up commands (e.g. --store of the snapshot)."""
+    if value:
+        _HINT_OPTIONS[flag] = value
+
+
+def hint_options() -> str:
+    """The remembered options, shell-quoted, to append to a printed command."""
+    import shlex
+
+    return "".join(f" {flag} {shlex.quote(v)}" for flag, v in _HINT_OPTIONS.items())

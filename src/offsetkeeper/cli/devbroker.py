@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from offsetkeeper.cli.common import OutputOpt
-from offsetkeeper.cli.output import OutputFormat, render_json, render_rows
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
 from offsetkeeper.ops import devbroker
 
 app = typer.Typer(help="Run a local Apache Kafka cluster (KRaft) for development and demos.",
@@ -58,7 +58,23 @@ def stop(data_dir: DataDirOpt = None, output: OutputOpt = OutputFormat.table) ->
 
     Example: offsetkeeper dev-broker stop
     """
-    _show(devbroker.stop(data_dir), output)
+    st = devbroker.stop(data_dir)
+    _show(st, output)
+    if data_dir is None and not st.nodes:
+        _elsewhere(st, "nothing to stop")
+
+
+def _elsewhere(st: devbroker.BrokerStatus, what: str) -> None:
+    """Without --data-dir: say where it looked, and list dev-brokers running elsewhere."""
+    others = devbroker.running_elsewhere(st.data_dir)
+    if not others:
+        say(f"no dev-broker runs in {st.data_dir} (the default --data-dir), and no other "
+            f"dev-broker process was found: {what}")
+        return
+    say(f"no dev-broker runs in {st.data_dir} (the default --data-dir); "
+        f"{len(others)} run elsewhere — pass --data-dir DIR:")
+    for o in others:
+        say(f"  {o.data_dir}  bootstrap {o.bootstrap}  ({len(o.nodes)} node(s))")
 
 
 @app.command("status")
@@ -70,6 +86,8 @@ def status(data_dir: DataDirOpt = None, output: OutputOpt = OutputFormat.table) 
     st = devbroker.status(data_dir)
     _show(st, output)
     if not st.running:
+        if data_dir is None:
+            _elsewhere(st, "nothing is running")
         raise typer.Exit(1)
 
 

@@ -165,10 +165,11 @@ def _render_epochs(details, *, members: bool, output: OutputFormat) -> None:
                            "target_assignment", "upgraded"], output)
         for d in details:
             if not d.members and output is OutputFormat.table:
-                say(f"group {d.group_id} has no active members (state {d.state})")
+                say(f"group {d.group_id} has no active members (state {(d.state or 'unknown').lower()})")
         return
     rows = [{"group": d.group_id, "coordinator": d.coordinator, "assignment_strategy": d.assignor,
-             "state": d.state, "group_type": d.group_type or None, "group_epoch": d.group_epoch,
+             "state": (d.state or "unknown").lower(), "group_type": d.group_type or None,
+             "group_epoch": d.group_epoch,
              "target_assignment_epoch": d.target_assignment_epoch, "members": len(d.members)}
             for d in details]
     render_rows(rows, ["group", "coordinator", "assignment_strategy", "state", "group_type",

@@ -26,12 +26,13 @@ def status(
                                              "problem.")] = 0,
     partitions: Annotated[bool, typer.Option("--partitions", help="One row per partition.")] = False,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 on ERR (default), also on "
-                                            "WARN (warn), or on WARN and on groups with lag but "
-                                            "not enough samples yet (incomplete).")] = FailOn.err,
+                                            "WARN (warn), or on WARN and on INCOMPLETE groups "
+                                            "(lag, not enough samples yet: incomplete).")] = FailOn.err,
     store: StoreOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
     """Judge consumer groups from their last --window samples the way Burrow does (without its
-    false alarms on idle topics); exit 0 when no group is ERR, 1 when any is.
+    false alarms on idle topics); exit 1 when any group is ERR, else 3 when any group has no
+    verdict yet (INCOMPLETE: lag, and fewer than --window samples), else 0.
 
     Example: offsetkeeper lag status payments --window 10 || page-oncall
     """
@@ -48,6 +49,8 @@ def status(
     if output is OutputFormat.table:
         counts = Counter(str(g.status) for g in result)
         say(f"{plural(len(result), 'group')}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-            + (f"; exit 1 (--fail-on {fail_on})" if failing else ""))
-    if failing:
-        raise typer.Exit(1)
+            + (f"; exit 1 (--fail-on {fail_on})" if failing else
+               f"; exit 3: no verdict yet for {plural(len(verdicts.undecided), 'group')} "
+               f"(fewer than {window} samples)" if verdicts.undecided else ""))
+    if verdicts.exit_code:
+        raise typer.Exit(verdicts.exit_code)

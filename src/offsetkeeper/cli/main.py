@@ -195,6 +195,9 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turn every error into one line on stderr and an exit code."""
     _state["verbose"] = False
     _configure_logging(_verbose(argv))
+    from offsetkeeper.cli.common import forget_hint_options
+
+    forget_hint_options()
     try:
         command()(args=argv, prog_name="offsetkeeper")
     except OffsetkeeperError as exc:

@@ -21,6 +21,7 @@ from offsetkeeper.cli.common import (
     connection,
     duration_option,
     group_ids,
+    remember_hint_option,
 )
 from offsetkeeper.cli.output import OutputFormat, render_rows
 from offsetkeeper.cli.progress import progress_bar
@@ -169,6 +170,7 @@ def reset(
         TargetKind.TO_COMMIT_TIME: to_commit_time, TargetKind.FROM_ZOOKEEPER: from_zookeeper},
         {k: v for k, v in (("history_store", history_store), ("commit_history", commit_history)) if v})
     conn = connection(bootstrap, command_config, cluster, config)
+    remember_hint_option("--store", snapshot_store)
     req = ResetRequest(
         target=target, groups=tuple(group_ids(group)), all_groups=all_groups,
         group_patterns=tuple(group_pattern or ()),
@@ -212,6 +214,7 @@ def delete(
     """
     if not group or not topic:
         raise UsageError("offsets delete needs --group GROUP and --topic TOPIC[:P,...]")
+    remember_hint_option("--store", snapshot_store)
     req = DeleteRequest(
         groups=tuple(group_ids(group)), topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic),
         execute=execute,

@@ -125,7 +125,9 @@ def verdict(plan: ResetPlan, report: ApplyReport | None) -> str:
                 f"{s['elapsed_s']}s "
                 f"({s['offsets_per_s']} offsets/s; latency p50 {s['latency_p50_ms']} ms, "
                 f"p99 {s['latency_p99_ms']} ms, max {s['latency_max_ms']} ms)")
-    changing = sum(1 for p in plan.partitions() if p.changes and not p.error)
+    # a refused group changes nothing, so its partitions are not counted as "would change"
+    changing = sum(1 for g in plan.groups if not g.refused
+                   for p in g.partitions if p.changes and not p.error)
     refused = len(plan.refused)
     return (f"dry run: {plural(changing, 'partition')} would change"
             + (f", {plural(refused, 'group')} refused" if refused else "")
@@ -142,9 +144,16 @@ def show_outcome(plan: ResetPlan, report: ApplyReport | None, fmt: OutputFormat,
     fails later.
     """
     if report is not None and report.snapshot_id:
+        from offsetkeeper.cli.common import hint_options
+
         say(f"snapshot taken before the change: {report.snapshot_id} "
-            f"(undo: offsetkeeper snapshots rollback {report.snapshot_id} --execute)")
+            f"(undo: offsetkeeper snapshots rollback {report.snapshot_id} --execute"
+            f"{hint_options()})")
     for note in notes:
+        if "snapshots rollback " in note and " --execute)" in note:  # a hint: runs as pasted
+            from offsetkeeper.cli.common import hint_options
+
+            note = note.replace(" --execute)", f" --execute{hint_options()})")
         if note.startswith("warning:"):
             say(note.removeprefix("warning:").strip(), style="bold yellow", prefix="warning:")
         else:

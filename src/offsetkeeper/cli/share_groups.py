@@ -99,10 +99,11 @@ def describe(
         render_rows(rows, MEMBER_COLUMNS, output)
         for v in views:
             if not v.detail.members and output is OutputFormat.table:
-                say(f"share group {v.detail.group_id} has no active members (state {v.detail.state})")
+                say(f"share group {v.detail.group_id} has no active members "
+                    f"(state {(v.detail.state or 'unknown').lower()})")
     elif state:
         rows = [{"group": v.detail.group_id, "coordinator": v.detail.coordinator,
-                 "state": v.detail.state, "group_epoch": v.detail.group_epoch,
+                 "state": (v.detail.state or "unknown").lower(), "group_epoch": v.detail.group_epoch,
                  "assignment_epoch": v.detail.target_assignment_epoch,
                  "members": len(v.detail.members)} for v in views]
         render_rows(rows, STATE_COLUMNS, output)

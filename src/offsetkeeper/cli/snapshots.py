@@ -15,6 +15,7 @@ from offsetkeeper.cli.common import (
     OutputOpt,
     connection,
     group_ids,
+    remember_hint_option,
 )
 from offsetkeeper.cli.output import (
     OutputFormat,
@@ -145,6 +146,8 @@ def show(snapshot_id: IdArg, store: StoreOpt = None, config: ConfigOpt = None,
              f"({snap.bootstrap_servers})" + (f"  — {snap.description}" if snap.description
                                               else ""))
     render_rows(snap.rows(), SHOW_COLUMNS, output, title=title)
+    if output is OutputFormat.table:
+        say(snap.lag_note())
 
 
 @app.command("diff")
@@ -268,6 +271,7 @@ def rollback(
     from offsetkeeper.ops.reset import ExecuteOptions, RollbackRequest
     from offsetkeeper.ops.reset import rollback as ops_rollback
 
+    remember_hint_option("--store", store)
     req = RollbackRequest(
         snapshot_id=snapshot_id, execute=execute, allow_cluster_mismatch=allow_cluster_mismatch,
         options=ExecuteOptions(max_concurrent=max_concurrent, retries=retries,

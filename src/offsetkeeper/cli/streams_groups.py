@@ -100,10 +100,11 @@ def describe(
                            "target_active_tasks"], output)
         for v in views:
             if not v.detail.members and output is OutputFormat.table:
-                say(f"streams group {v.detail.group_id} has no active members (state {v.detail.state})")
+                say(f"streams group {v.detail.group_id} has no active members "
+                    f"(state {(v.detail.state or 'unknown').lower()})")
     elif state:
         rows = [{"group": v.detail.group_id, "coordinator": v.detail.coordinator,
-                 "state": v.detail.state, "group_epoch": v.detail.group_epoch,
+                 "state": (v.detail.state or "unknown").lower(), "group_epoch": v.detail.group_epoch,
                  "target_assignment_epoch": v.detail.target_assignment_epoch,
                  "topology_epoch": v.detail.topology_epoch,
                  "processes": len({m.process_id for m in v.detail.members}),

@@ -16,7 +16,7 @@ from platformdirs import user_cache_dir
 
 from offsetkeeper.errors import OffsetkeeperError
 
-KAFKA_VERSION = "4.3.1"
+KAFKA_VERSION = "4.4.0"
 LIBS_ENV = "OFFSETKEEPER_KAFKA_LIBS"
 
 #: Main classes of the release's command-line tools (bin/kafka-*.sh run these).
@@ -28,7 +28,7 @@ TOOLS = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-server": "kafka.Kafka",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
-    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",  # kafka.admin.ConfigCommand until 4.3
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from offsetkeeper.errors import KafkaOperationError
+from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownGroupError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.kafka.group_types import state_key
 from offsetkeeper.kafka.jvm import JvmHelperUnavailable
@@ -53,3 +53,20 @@ def list_typed_groups(admin: KafkaAdmin, *, types: set[str] | None = None,
     if states:
         rows = [r for r in rows if r.state in states]
     return sorted(rows, key=lambda r: r.group_id), note
+
+
+def not_found_error(admin: KafkaAdmin, group: str, kind: str) -> UnknownGroupError:
+    """The error for a `kind` ("share", "streams") group that Kafka does not know as one: says
+    what the group is when it exists as another type (as Kafka's tools do: "Group g is not a
+    share group"), else that it does not exist."""
+    try:
+        found = next((x for x in admin.list_all_groups() if x.group_id == group), None)
+    except OffsetkeeperError:
+        found = None
+    if found is not None and state_key(found.group_type) != kind:
+        what = state_key(found.group_type)
+        article = "an" if what[:1] in "aeiou" else "a"
+        return UnknownGroupError(
+            f"group '{group}' is {article} {what} group, not a {kind} group "
+            f"(state {state_key(found.state)}); see 'offsetkeeper groups describe'", group=group)
+    return UnknownGroupError(f"{kind} group '{group}' does not exist", group=group)

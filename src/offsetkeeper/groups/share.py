@@ -40,9 +40,11 @@ class ShareGroupView:
     offsets: tuple[ShareOffsetRow, ...]
 
 
-def _check(res: object, group: str) -> object:
+def _check(admin: KafkaAdmin, res: object, group: str) -> object:
     if isinstance(res, UnknownGroupError):
-        raise UnknownGroupError(f"share group '{group}' does not exist", group=group) from res
+        from offsetkeeper.groups.listing import not_found_error
+
+        raise not_found_error(admin, group, "share") from res
     if isinstance(res, Exception):
         raise res
     return res
@@ -58,8 +60,8 @@ def describe_share_groups(admin: KafkaAdmin, group_ids: list[str]) -> list[Share
     per_group: dict[str, list[SharePartitionOffset]] = {}
     wanted: set[TopicPartition] = set()
     for g in group_ids:
-        _check(details[g], g)
-        offs = _check(offsets[g], g)
+        _check(admin, details[g], g)
+        offs = _check(admin, offsets[g], g)
         per_group[g] = offs  # type: ignore[assignment]
         wanted.update(TopicPartition(o.topic, o.partition) for o in per_group[g])
     marks = admin.watermarks(wanted) if wanted else {}

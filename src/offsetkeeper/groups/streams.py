@@ -54,7 +54,9 @@ def describe_streams_groups(admin: KafkaAdmin, group_ids: list[str]) -> list[Str
     for g in group_ids:
         for res in (details[g], committed[g]):
             if isinstance(res, UnknownGroupError):
-                raise UnknownGroupError(f"streams group '{g}' does not exist", group=g) from res
+                from offsetkeeper.groups.listing import not_found_error
+
+                raise not_found_error(admin, g, "streams") from res
             if isinstance(res, Exception):
                 raise res
     wanted: set[TopicPartition] = set()

@@ -17,8 +17,28 @@ def _plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
+def time_axis(lo_ms: int, hi_ms: int) -> tuple[str, str]:
+    """(strftime format of every tick label, x-axis label) for a time range: one format for
+    all ticks, so a label is never a bare day number beside a clock time (matplotlib's concise
+    formatter printed `30, 03:29, 30`). Within one UTC day the date goes into the axis label."""
+    lo, hi = (datetime.fromtimestamp(x / 1000, UTC) for x in (lo_ms, hi_ms))
+    span_s = (hi_ms - lo_ms) / 1000
+    if lo.date() == hi.date():
+        return ("%H:%M:%S" if span_s < 600 else "%H:%M"), f"time (UTC) on {lo:%Y-%m-%d}"
+    if span_s <= 31 * 86400:
+        return "%m-%d %H:%M", f"time (UTC), {lo:%Y-%m-%d} to {hi:%Y-%m-%d}"
+    return "%Y-%m-%d", "date (UTC)"
+
+
 def render_png(samples: Sequence[Sample], *, title: str, gaps: Sequence[Gap] = ()) -> bytes:
     """Two panels sharing the time axis: summed lag per topic, and max time lag per topic."""
+    fig = _figure(samples, title=title, gaps=gaps)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def _figure(samples: Sequence[Sample], *, title: str, gaps: Sequence[Gap] = ()):
     if not samples:
         raise UsageError("nothing to plot: no samples in the time range")
     import matplotlib
@@ -49,7 +69,8 @@ def render_png(samples: Sequence[Sample], *, title: str, gaps: Sequence[Gap] = (
                 ax.axvspan(t(max(g.start, lo)), t(min(g.end, hi)), color="grey", alpha=0.25)
     ax1.set_ylabel("lag (records)")
     ax2.set_ylabel("time lag (s)")
-    ax2.set_xlabel("time (UTC)")
+    fmt, xlabel = time_axis(lo, hi)
+    ax2.set_xlabel(xlabel)
     ax1.set_title(_plain(title))
     for ax in (ax1, ax2):
         ax.grid(True, alpha=0.3)
@@ -57,11 +78,11 @@ def render_png(samples: Sequence[Sample], *, title: str, gaps: Sequence[Gap] = (
     ax1.legend(loc="upper left", fontsize="small")
     locator = mdates.AutoDateLocator(tz=UTC)
     ax2.xaxis.set_major_locator(locator)
-    ax2.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))
+    ax2.xaxis.set_major_formatter(mdates.DateFormatter(fmt, tz=UTC))
+    if fmt.startswith("%m"):
+        fig.autofmt_xdate()
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
+    return fig
 
 
 def plot_history(store, group: str, out: str, *, since: int | None = None,

@@ -323,7 +323,7 @@ class CycleSampler:
                     interp = table.estimate_ms(k, committed_, ts)
                 member = owners.get(k, _NO_OWNER) if owners else _NO_OWNER
                 samples.append(Sample(
-                    stamp, g, k[0], k[1], committed_, lo.log_start, lo.log_end, o.metadata, state,
+                    stamp, g, k[0], k[1], committed_, lo.log_start, lo.log_end, o.metadata or "", state,
                     members, member[0], member[1], member[2], nts, exact, interp,
                     lo.lso, n, open_since.get(k) if lo.open_transaction else None))
         cyc.samples.extend(samples)

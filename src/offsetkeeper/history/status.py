@@ -9,22 +9,25 @@ Per partition, over the last `window` samples (oldest first), with `allowed_lag`
      no member owns the partition     -> STOP   (nobody consumes it)
      lag > allowed in every sample    -> STALL  (a member owns it but does not move)
 4. the window is full, lag > allowed in every sample and never decreased -> WARN
-5. otherwise                          -> OK
+5. the window is not full yet         -> INCOMPLETE (no verdict: a stopped consumer and a
+                                                 moving one look alike in one sample)
+6. otherwise                          -> OK
 
 Samples are taken on a timer, not at commit time, so lag is evaluated between commits too
 (Burrow #127 evaluated only when a commit arrived). Without commit timestamps, "the consumer
 stopped committing" is judged from the offset not moving for the whole window plus group
 membership: STOP when no member owns the partition, STALL when one does.
 
-Group: ERR if any partition is STOP, STALL or REWIND; else WARN if any is WARN; else OK.
+Group: ERR if any partition is STOP, STALL or REWIND; else WARN if any is WARN; else
+INCOMPLETE if any is INCOMPLETE; else OK.
 
 Lag is what a read_committed consumer still has to read (kafka/stable.py): a group caught up
 behind transaction markers is caught up, and one held at the last stable offset by an open
 transaction has read all it may read — OK, and the reason says it waits on that transaction,
 since when, and that this is not the consumer's fault (the producer's transaction is open).
-An OK group with lag whose window is not full yet is not judged "moving": its reason says
-`not enough samples (4/10)` and `undecided` is set (`lag status` exits 0 for it unless
-`--fail-on incomplete`).
+A group with lag whose window is not full yet has no verdict: its status is INCOMPLETE (never
+OK, never ERR), its reason says `not enough samples (4/10)`, and `lag status` exits 3 for it
+(1 with `--fail-on incomplete`) when no group fails.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ DEFAULT_WINDOW = 10
 
 
 class Status(StrEnum):
-    """Burrow's status names (group status is OK, WARN or ERR)."""
+    """Burrow's status names (group status is OK, WARN, ERR or INCOMPLETE), and INCOMPLETE: no
+    verdict yet, the window of samples is not full."""
 
     OK = "OK"
     WARN = "WARN"
@@ -50,10 +54,12 @@ class Status(StrEnum):
     STOP = "STOP"
     STALL = "STALL"
     REWIND = "REWIND"
+    INCOMPLETE = "INCOMPLETE"
 
     @property
     def code(self) -> int:
-        """Numeric value for the Prometheus gauge (0 OK, 1 WARN, 2 ERR, 3 STOP, 4 STALL, 5 REWIND)."""
+        """Numeric value for the Prometheus gauge (0 OK, 1 WARN, 2 ERR, 3 STOP, 4 STALL,
+        5 REWIND, 6 INCOMPLETE)."""
         return list(Status).index(self)
 
 
@@ -146,7 +152,8 @@ def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDO
         return result(Status.WARN, f"lag has not decreased in {len(w)} samples "
                                    f"({lags[0]} -> {lags[-1]})")
     if not full:
-        return result(Status.OK, f"lag {cur.lag}; {len(w)} of {window} samples so far")
+        return result(Status.INCOMPLETE, f"lag {cur.lag}; not enough samples ({len(w)}/{window}) "
+                                         "to judge")
     return result(Status.OK, f"lag {cur.lag}, consumer moving")
 
 
@@ -175,16 +182,16 @@ def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
     latest = max((max(v, key=lambda s: s.ts) for v in by_tp.values()), key=lambda s: s.ts)
     bad = [p for p in parts if p.status in ERROR_STATES]
     warn = [p for p in parts if p.status is Status.WARN]
+    total = sum(p.lag for p in parts)
+    fewest = min(p.samples for p in parts)
+    lagging = [p for p in parts if p.lag > allowed_lag]
+    undecided = not bad and not warn and any(p.status is Status.INCOMPLETE for p in parts)
     if bad:
         status, worst = Status.ERR, bad
     elif warn:
         status, worst = Status.WARN, warn
     else:
-        status, worst = Status.OK, []
-    total = sum(p.lag for p in parts)
-    fewest = min(p.samples for p in parts)
-    lagging = [p for p in parts if p.lag > allowed_lag]
-    undecided = not worst and bool(lagging) and min(p.samples for p in lagging) < max(window, 2)
+        status, worst = (Status.INCOMPLETE if undecided else Status.OK), []
     if worst:
         first = worst[0]
         more = f" (+{len(worst) - 1} more)" if len(worst) > 1 else ""

@@ -75,6 +75,17 @@ def _tp(ck: CkTopicPartition) -> TopicPartition:
     return TopicPartition(ck.topic, ck.partition)
 
 
+def commit_metadata(ck: Any) -> str | None:
+    """The commit metadata of a partition confluent-kafka returned, or None when it cannot be
+    read: the binding copies librdkafka's length-counted metadata as a C string, so it may carry
+    bytes past its end (seen with the 12 characters Kafka Streams commits) and reading it raises
+    UnicodeDecodeError at random. Those bytes are not the metadata, so none is claimed."""
+    try:
+        return ck.metadata or ""
+    except UnicodeDecodeError:
+        return None
+
+
 class KafkaAdmin(JvmGroupsAdmin):
     """Admin operations on one cluster. Thread-safe; close() when done (or use `with`).
 
@@ -382,7 +393,7 @@ class KafkaAdmin(JvmGroupsAdmin):
         for g, fut in futures.items():
             try:
                 res = self._wait(fut, action="read committed offsets", group=g)
-                out[g] = {_tp(tp): CommittedOffset(tp.offset, tp.metadata or "")
+                out[g] = {_tp(tp): CommittedOffset(tp.offset, commit_metadata(tp))
                           for tp in res.topic_partitions if tp.offset >= 0 and tp.error is None}
             except OffsetkeeperError as exc:
                 out[g] = exc
@@ -394,7 +405,7 @@ class KafkaAdmin(JvmGroupsAdmin):
         """Start committing offsets for a group (no active-member check here: see reset.apply)."""
         tps = []
         for tp, o in sorted(offsets.items()):
-            if isinstance(o, CommittedOffset):
+            if isinstance(o, CommittedOffset) and o.metadata:
                 tps.append(CkTopicPartition(tp.topic, tp.partition, o.offset, metadata=o.metadata))
             else:
                 tps.append(CkTopicPartition(tp.topic, tp.partition, int(o)))

@@ -556,11 +556,15 @@ class JvmGroupsAdmin:
         try:
             listing = ({x.group_id: x for x in parse_listings(self._jvm("list-groups", quick=True))}
                        if member_less else {})
+            active: dict[str, list[str]] = {"streams": [], "share": []}
             for g in member_less:
                 x = listing.get(g)
                 if x is not None and state_key(x.group_type) in ("streams", "share"):
                     described[g] = replace(infos[g], state=state_key(x.state),
                                            group_type=state_key(x.group_type))
+                    if state_key(x.state) not in ("empty", "dead"):
+                        active[state_key(x.group_type)].append(g)
+            self._with_java_members(described, active)
             unknown = [g for g in unknown if g not in listing
                        or state_key(listing[g].group_type) not in ("streams", "share")]
             if unknown:
@@ -571,6 +575,27 @@ class JvmGroupsAdmin:
         except OffsetkeeperError:
             pass
         return described
+
+    def _with_java_members(self, described: dict[str, Any], active: Mapping[str, list[str]]) -> None:
+        """Give active streams/share groups their members as Kafka's describe has them (the
+        member-less answer librdkafka gives made a refusal say "0 active members" of a
+        running application), in place; a failed describe leaves the answer as it was."""
+        from dataclasses import replace
+
+        from offsetkeeper.models import MemberInfo
+
+        for kind, groups in active.items():
+            if not groups:
+                continue
+            details = (self.describe_streams_groups(groups) if kind == "streams"
+                       else self.describe_share_groups(groups))
+            for g, d in details.items():
+                if isinstance(d, OffsetkeeperError):
+                    continue
+                described[g] = replace(described[g], members=tuple(
+                    MemberInfo(member_id=m.member_id, client_id=m.client_id, host=m.host,
+                               assignment=getattr(m, "assignment", ()) if kind == "share" else ())
+                    for m in d.members))
 
     def for_group_type(self, group_type: str) -> Any:
         """The facade as the reset pipeline must see groups of `group_type` (a `GroupType`):

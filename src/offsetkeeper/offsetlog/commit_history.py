@@ -6,6 +6,12 @@ the coordinator wrote them); a record counts when its time is at or before T (th
 timestamp for a commit, the record timestamp for a tombstone, which has no value); a commit
 sets the partition's offset, an offset tombstone removes it (deleted or expired). The result is
 what the coordinator held at T — exact, where sampled history is approximate.
+
+Pending records: a transaction open at scan time holds back the partition's last stable offset
+(LSO); the records from there to the log end were read too (scan.py), but whether each counts
+is unknown until the transaction ends (a transactional commit counts only when its COMMIT
+marker follows). They are shown, marked `pending`, and left out of the replay, so they are
+never a reset target.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class CommitEvent:
     tombstone: bool = False
     source_partition: int = 0
     source_offset: int = 0
+    pending: bool = False  # at or past the LSO of an open transaction at scan time
 
     @property
     def tp(self) -> TopicPartition:
@@ -49,6 +56,8 @@ class OffsetsAt:
     offsets: dict[TopicPartition, CommitEvent] = field(default_factory=dict)
     deleted: dict[TopicPartition, CommitEvent] = field(default_factory=dict)  # tombstoned by T
     summary: ScanSummary | None = None
+    # commits by T still pending at scan time (left out of `offsets`), the last per partition
+    pending: dict[TopicPartition, CommitEvent] = field(default_factory=dict)
 
 
 def _read_table(out: str, name: str, columns, group: str):
@@ -65,7 +74,7 @@ def _read_table(out: str, name: str, columns, group: str):
 def group_commits(out: str, group: str, *, since_ms: int | None = None,
                   until_ms: int | None = None) -> list[CommitEvent]:
     """The group's commits and tombstones in log order, optionally within [since, until]."""
-    load_summary(out)
+    lso = {int(p): o for p, o in load_summary(out).stable_offsets.items()}
     rows = _read_table(out, "commits", COMMIT_COLUMNS, group).to_pylist()
     rows.sort(key=lambda r: (r["source_partition"], r["source_offset"]))
     events = []
@@ -78,7 +87,8 @@ def group_commits(out: str, group: str, *, since_ms: int | None = None,
             offset=None if r["tombstone"] else r["offset"], time_ms=t, metadata=r["metadata"],
             leader_epoch=r["leader_epoch"], expire_timestamp=r["expire_timestamp"],
             tombstone=r["tombstone"], source_partition=r["source_partition"],
-            source_offset=r["source_offset"]))
+            source_offset=r["source_offset"],
+            pending=r["source_offset"] >= lso.get(r["source_partition"], r["source_offset"] + 1)))
     return events
 
 
@@ -90,8 +100,12 @@ def offsets_at(out: str, group: str, time_ms: int) -> OffsetsAt:
         raise UnknownGroupError(f"group '{group}' has no commits in the history in {out}", group=group)
     live: dict[TopicPartition, CommitEvent] = {}
     deleted: dict[TopicPartition, CommitEvent] = {}
+    pending: dict[TopicPartition, CommitEvent] = {}
     for e in events:
         if e.time_ms > time_ms:
+            continue
+        if e.pending:
+            pending[e.tp] = e
             continue
         if e.tombstone:
             live.pop(e.tp, None)
@@ -100,7 +114,8 @@ def offsets_at(out: str, group: str, time_ms: int) -> OffsetsAt:
             live[e.tp] = e
             deleted.pop(e.tp, None)
     return OffsetsAt(group=group, time_ms=time_ms, offsets=dict(sorted(live.items())),
-                     deleted=dict(sorted(deleted.items())), summary=summary)
+                     deleted=dict(sorted(deleted.items())), summary=summary,
+                     pending=dict(sorted(pending.items())))
 
 
 def show_rows(events: list[CommitEvent]) -> list[dict]:
@@ -108,6 +123,15 @@ def show_rows(events: list[CommitEvent]) -> list[dict]:
     last: dict[TopicPartition, int] = {}
     rows = []
     for e in events:
+        if e.pending:  # does not move the partition until its transaction is known to commit
+            prev = last.get(e.tp)
+            change = "deleted" if e.tombstone else "first" if prev is None else \
+                f"REWIND {e.offset - prev}" if e.offset < prev else f"+{e.offset - prev}"  # type: ignore[operator]
+            rows.append({"time": e.time_ms, "topic": e.topic, "partition": e.partition,
+                         "offset": e.offset, "change": f"pending {change}",
+                         "metadata": e.metadata, "leader_epoch": e.leader_epoch,
+                         "source_offset": e.source_offset, "pending": True})
+            continue
         if e.tombstone:
             change = "deleted"
             last.pop(e.tp, None)
@@ -122,7 +146,8 @@ def show_rows(events: list[CommitEvent]) -> list[dict]:
             last[e.tp] = e.offset  # type: ignore[assignment]
         rows.append({"time": e.time_ms, "topic": e.topic, "partition": e.partition,
                      "offset": e.offset, "change": change, "metadata": e.metadata,
-                     "leader_epoch": e.leader_epoch, "source_offset": e.source_offset})
+                     "leader_epoch": e.leader_epoch, "source_offset": e.source_offset,
+                     "pending": False})
     return rows
 
 
@@ -134,6 +159,11 @@ def at_rows(result: OffsetsAt) -> list[dict]:
     rows += [{"group": result.group, "topic": tp.topic, "partition": tp.partition, "offset": None,
               "committed_at": e.time_ms, "metadata": None, "leader_epoch": None,
               "status": "deleted"} for tp, e in result.deleted.items()]
+    rows += [{"group": result.group, "topic": tp.topic, "partition": tp.partition,
+              "offset": e.offset, "committed_at": e.time_ms, "metadata": e.metadata,
+              "leader_epoch": e.leader_epoch,
+              "status": "pending (open transaction; not a reset target)"}
+             for tp, e in result.pending.items()]
     return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
 

@@ -130,6 +130,11 @@ class ScanSummary:
     # absent from scans made before offsetkeeper decoded them
     coordinator_records: dict[str, int] = field(default_factory=dict)
     topic_names: dict[str, str] = field(default_factory=dict)  # topic id -> name at scan time
+    # Per source partition (as a string) whose last stable offset was below its log end at scan
+    # time: that LSO. Records at or past it follow an open transaction's first record; they are
+    # read (read_uncommitted) and shown as pending, never used as a reset target.
+    stable_offsets: dict[str, int] = field(default_factory=dict)
+    pending_records: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -193,25 +198,65 @@ def source_partitions(source: ScanSource, group: str | None) -> tuple[list[int] 
     return [partition_for_group(group, count)], count
 
 
-def read_source(spark, source: ScanSource, partitions: list[int] | None):
-    """A DataFrame of the source's records: key, value, partition, offset, timestamp."""
+def stable_offsets(source: ScanSource, partitions: list[int] | None) -> dict[int, tuple[int, int]]:
+    """Per partition of a Kafka source whose last stable offset (LSO) is below its log end (a
+    transaction is open): (LSO, log end). Empty for a backup."""
+    if not isinstance(source, KafkaSource):
+        return {}
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.models import TopicPartition
+
+    with KafkaAdmin(source.connection) as admin:
+        if partitions is None:
+            partitions = admin.topic_partitions([source.topic])[source.topic]
+        tps = [TopicPartition(source.topic, p) for p in partitions]
+        lso = admin.end_offsets(tps, read_committed=True)
+        end = admin.end_offsets(tps, read_committed=False)
+    return {tp.partition: (lso[tp], end[tp]) for tp in tps if lso[tp] < end[tp]}
+
+
+def read_source(spark, source: ScanSource, partitions: list[int] | None,
+                open_txn: Mapping[int, tuple[int, int]] | None = None):
+    """A DataFrame of the source's records: key, value, partition, offset, timestamp.
+
+    `open_txn` (from `stable_offsets`): partitions with an open transaction, whose records from
+    the LSO to the log end are read too (read_uncommitted): a read_committed fetch stops at the
+    LSO, so every later record of the partition was missing from the scan."""
     from pyspark.sql import functions as F
 
     if isinstance(source, KafkaSource):
         _register(spark)
-        reader = spark.read.format("offsetkeeper-kafka").option(
-            "kafka.bootstrap.servers", source.connection.bootstrap_servers)
-        for k, v in source.connection.properties.items():
-            reader = reader.option(f"kafka.{k}", v)
+
+        def reader(isolation: str):
+            r = spark.read.format("offsetkeeper-kafka").option(
+                "kafka.bootstrap.servers", source.connection.bootstrap_servers)
+            for k, v in source.connection.properties.items():
+                r = r.option(f"kafka.{k}", v)
+            return r.option("kafka.isolation.level", isolation)
+
         # Transactional offset commits count only when a COMMIT marker follows them: only a
         # read_committed fetch leaves the aborted ones out (the records carry no marker of
         # their own), so client properties must not turn it into read_uncommitted.
-        reader = reader.option("kafka.isolation.level", "read_committed")
+        committed = reader("read_committed")
         if partitions is None:
-            reader = reader.option("subscribe", source.topic)
+            committed = committed.option("subscribe", source.topic)
         else:
-            reader = reader.option("assign", json.dumps({source.topic: partitions}))
-        df = reader.option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
+            committed = committed.option("assign", json.dumps({source.topic: partitions}))
+        df = committed.option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
+        if open_txn:
+            # Past the LSO nothing tells committed, aborted and still-open records apart
+            # (markers are not shown to clients): read them all, the history marks them pending.
+            span = {str(p): se for p, se in sorted(open_txn.items())}
+            rest = reader("read_uncommitted").option("assign", json.dumps(
+                {source.topic: sorted(open_txn)})).option(
+                "startingOffsets", json.dumps({source.topic: {p: s for p, (s, _) in span.items()}})
+            ).option(
+                "endingOffsets", json.dumps({source.topic: {p: e for p, (_, e) in span.items()}})
+            ).load()
+            # the committed read ends at the LSO it sees, which may have moved on since
+            df = df.where(~F.col("partition").isin(list(open_txn))).unionByName(
+                df.where(F.col("partition").isin(list(open_txn))).where(
+                    _below_lso(F, open_txn))).unionByName(rest)
     else:
         from offsetkeeper.backup.manifest import load_manifest, read_backup_records
 
@@ -223,6 +268,14 @@ def read_source(spark, source: ScanSource, partitions: list[int] | None):
         if partitions is not None:
             df = df.where(F.col("partition").isin(partitions))
     return df
+
+
+def _below_lso(F, open_txn: Mapping[int, tuple[int, int]]):
+    cond = None
+    for p, (lso, _) in open_txn.items():
+        c = (F.col("partition") == p) & (F.col("offset") < lso)
+        cond = c if cond is None else cond | c
+    return cond
 
 
 def decode_frame(records):
@@ -265,7 +318,8 @@ def topic_names(source: ScanSource) -> dict[str, str]:
         return {}
 
 
-def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, object]:
+def write_history(decoded, out: str, *, group: str | None = None,
+                  open_txn: Mapping[int, tuple[int, int]] | None = None) -> dict[str, object]:
     """Write the commit and group tables from a decoded DataFrame; returns the counts.
 
     Decoding runs once: every decoded record is written to `OUT/_staging`, and the tables and
@@ -292,6 +346,7 @@ def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, o
                    F.slice(F.collect_list(F.when(F.col("kind") == "error", error_text)), 1,
                            _ERROR_SAMPLES).alias("samples"))
               .collect())
+    pending = staged.where(_past_lso(F, open_txn)).count() if open_txn else 0
     staged.where(F.col("kind") == "offset_commit").select(*COMMIT_COLUMNS) \
         .write.mode("overwrite").parquet(join(out, "commits"))
     staged.where(F.col("kind") == "group_metadata").select(*GROUP_COLUMNS) \
@@ -321,7 +376,17 @@ def write_history(decoded, out: str, *, group: str | None = None) -> dict[str, o
             skipped[(part, version)] = skipped.get((part, version), 0) + r["count"]
     tally["skipped"] = [SkippedCount(p, v, n) for (p, v), n in sorted(skipped.items())]
     tally["error_samples"] = samples
+    tally["stable_offsets"] = {str(p): lso for p, (lso, _) in sorted((open_txn or {}).items())}
+    tally["pending_records"] = pending
     return tally
+
+
+def _past_lso(F, open_txn: Mapping[int, tuple[int, int]]):
+    cond = None
+    for p, (lso, _) in open_txn.items():
+        c = (F.col("source_partition") == p) & (F.col("source_offset") >= lso)
+        cond = c if cond is None else cond | c
+    return cond
 
 
 def _publish(work: str, out: str, summary: ScanSummary) -> None:
@@ -357,8 +422,9 @@ def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress)
     work = join(cfg.out, f".scan-{uuid.uuid4().hex[:12]}")
     fs, work_path = open_fs(work)
     try:
-        decoded = decode_frame(read_source(spark, cfg.source, partitions))
-        tally = write_history(decoded, work, group=cfg.group)
+        open_txn = stable_offsets(cfg.source, partitions)
+        decoded = decode_frame(read_source(spark, cfg.source, partitions, open_txn))
+        tally = write_history(decoded, work, group=cfg.group, open_txn=open_txn)
         if not tally["records"]:
             what = f" for group '{cfg.group}'" if cfg.group else ""
             raise UsageError(f"{cfg.source.describe()} holds no records{what}; nothing to scan")

@@ -5,9 +5,11 @@ from offsetkeeper.devbroker import (
     BrokerStatus,
     as_dict,
     run_kafka_tool,
+    running_elsewhere,
     start,
     status,
     stop,
 )
 
-__all__ = ["DEFAULT_PORT", "BrokerStatus", "as_dict", "run_kafka_tool", "start", "status", "stop"]
+__all__ = ["DEFAULT_PORT", "BrokerStatus", "as_dict", "run_kafka_tool", "running_elsewhere",
+           "start", "status", "stop"]

@@ -204,9 +204,10 @@ class TimeRange:
 
 
 def _open(store: str | None):
+    """The store, for reading: a missing SQLite file is reported, never created."""
     from offsetkeeper.history.store import open_store
 
-    return open_store(store)
+    return open_store(store, create=False)
 
 
 def history_rows(group: str, *, store: str | None = None, topic: str | None = None,
@@ -264,6 +265,10 @@ def history_report(source: str, *, master: str | None = None) -> list[dict]:
 
 
 # -- status ---------------------------------------------------------------------------------
+# `lag status` exit code when no group fails but some group has no verdict yet (INCOMPLETE)
+NO_VERDICT_EXIT = 3
+
+
 class FailOn(StrEnum):
     """Which verdicts make `lag status` fail."""
 
@@ -284,6 +289,17 @@ class LagStatus:
         bad = {Status.ERR} | ({Status.WARN} if self.fail_on is not FailOn.err else set())
         return [g for g in self.groups
                 if g.status in bad or (g.undecided and self.fail_on is FailOn.incomplete)]
+
+    @property
+    def undecided(self) -> list[GroupStatus]:
+        """Groups without a verdict yet (INCOMPLETE: lag and a window not full)."""
+        return [g for g in self.groups if g.status is Status.INCOMPLETE]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a group fails under `fail_on`; else 3 ("no verdict") when a group is
+        INCOMPLETE; else 0."""
+        return 1 if self.failing else NO_VERDICT_EXIT if self.undecided else 0
 
     def rows(self, *, partitions: bool = False) -> list[dict]:
         from offsetkeeper.history.read import status_rows

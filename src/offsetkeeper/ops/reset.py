@@ -274,6 +274,19 @@ def _earlier_run_note(admin, plan: ResetPlan, req: ResetRequest) -> tuple[str, .
     return ()
 
 
+def _without_commits_notes(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
+    """A note per named group that --all-topics (or --shift-by) selected nothing of because it
+    has no committed offsets, while other named groups had some."""
+    from offsetkeeper.reset.parse import show
+
+    if not req.groups or req.all_groups or req.group_patterns or not req.all_topics:
+        return ()
+    return tuple(f"group {show(g.group)} has no committed offsets: --all-topics selects none of "
+                 "its partitions, so it is left as it is (as kafka-consumer-groups.sh does)"
+                 for g in plan.groups if not g.partitions and not g.refused
+                 and g.group in req.groups)
+
+
 def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Plan a reset, write the requested plan files, and with `req.execute` apply it."""
     signer = None
@@ -293,7 +306,7 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
         if req.execute:
             raise
         error = exc  # the dry run shows the plan, then says it (exit 2)
-    notes = notes + _earlier_run_note(admin, plan, req)
+    notes = notes + _earlier_run_note(admin, plan, req) + _without_commits_notes(plan, req)
     files = _write_files(plan, req)
     if signer is not None:
         from offsetkeeper.consumer.live import ControlTopicChannel

@@ -26,13 +26,16 @@ def reset_streams_group(admin, group: str, req: ResetRequest, *, all_input_topic
     input topic of its topology; otherwise the request's topics."""
     detail = admin.describe_streams_groups([group])[group]
     if isinstance(detail, UnknownGroupError):
-        raise UnknownGroupError(f"streams group '{group}' does not exist", group=group) from detail
+        from offsetkeeper.groups.listing import not_found_error
+
+        raise not_found_error(admin, group, "streams") from detail
     if isinstance(detail, Exception):
         raise detail
     if detail.members or state_key(detail.state) not in ("empty", "dead"):
         n = len(detail.members)
         raise GroupActiveError(f"streams group {group} has {n} active member{'s' if n != 1 else ''} "
-                               f"(state {detail.state}); stop the application and run again",
+                               f"(state {state_key(detail.state)}); stop the application and "
+                               "run again",
                                group=group)
     if all_input_topics:
         if req.topics:
@@ -42,5 +45,7 @@ def reset_streams_group(admin, group: str, req: ResetRequest, *, all_input_topic
         req = replace(req, topics=tuple(TopicSpec(t) for t in detail.input_topics))
     elif not req.topics and not req.all_topics:
         raise UsageError("name the topics with --topic, or use --all-input-topics")
-    return reset_offsets(admin, replace(req, groups=(group,), all_groups=False, live=False),
-                         progress=progress)
+    outcome = reset_offsets(admin, replace(req, groups=(group,), all_groups=False, live=False),
+                            progress=progress)
+    # the offsets are committed offsets (GroupType.CONSUMER) of a streams group: say which
+    return replace(outcome, plan=replace(outcome.plan, group_kind="streams"))

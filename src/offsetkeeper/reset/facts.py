@@ -125,15 +125,19 @@ def gather_facts(admin: AdminPort, scope: ResetScope, target: ResetTarget, group
     gfacts = _group_facts(admin, groups)
 
     needs_commit = isinstance(target, ShiftBy) or (scope.all_topics and not isinstance(target, FromOffsets))
-    if needs_commit and not scope.all_groups and not scope.group_patterns:
-        for g, gf in gfacts.items():
-            if not gf.committed and not gf.denied:
-                glob = any(c in g for c in "*?[")
-                raise UnknownGroupError(
-                    f"group '{g}' has no committed offsets"
-                    + (" to shift from" if isinstance(target, ShiftBy) else " (--all-topics needs them)")
-                    + (f"; to select groups by pattern use --group-pattern '{g}'" if glob else ""),
-                    group=g)
+    lacking = [g for g, gf in gfacts.items() if not gf.committed and not gf.denied]
+    # Several groups where some have commits: the others are planned with no partition and
+    # reported (kafka-consumer-groups.sh resets the ones with commits); refused only when no
+    # named group has any (nothing to do is not a success).
+    if needs_commit and not scope.all_groups and not scope.group_patterns \
+            and len(lacking) == len(gfacts):
+        g = lacking[0]
+        glob = any(c in g for c in "*?[")
+        raise UnknownGroupError(
+            f"group '{g}' has no committed offsets"
+            + (" to shift from" if isinstance(target, ShiftBy) else " (--all-topics needs them)")
+            + (f"; to select groups by pattern use --group-pattern '{g}'" if glob else ""),
+            group=g)
 
     topics = {s.topic for s in scope.topics}
     for gf in gfacts.values():
@@ -180,6 +184,8 @@ def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, labe
                          may_create=frozenset(groups) if create_groups else named)
     progress(ProgressEvent("reading groups from the cluster", len(groups), len(groups), "groups"))
     plan = _typed(plan_reset(facts, scope, target, label=label, progress=progress), admin)
+    if plan.group_type == "share":
+        plan = with_redelivery(plan, admin)
     if not any(True for _ in plan.partitions()) and not plan.refused:
         where = f" of {target.source}" if isinstance(target, FromOffsets) else ""
         raise UsageError(f"the reset selects no partition: none of the {len(groups)} group(s) in "
@@ -209,6 +215,49 @@ def build_delete_plan(admin: AdminPort, scope: ResetScope, *, whole_groups: bool
     facts = ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=admin.watermarks(tps),
                        allow_unknown_state=allow_unknown_state)
     return _typed(plan_delete(facts, scope, whole_groups=whole_groups), admin)
+
+
+def with_redelivery(plan: ResetPlan, admin) -> ResetPlan:
+    """A share plan with, on each partition whose start offset moves back, how many records
+    executing it delivers again: moving the start offset from S back to T drops the
+    acknowledgement state from T on, so every readable record in [T, log end) is available
+    again, of which the group has not yet acknowledged `lag` (all at or after S). Counted by
+    reading (compacted and transactional logs have gaps), not by subtracting offsets; a
+    partition that cannot be counted says so."""
+    from dataclasses import replace
+
+    back = {(gp.group, p.tp): p for gp in plan.groups if not gp.refused for p in gp.partitions
+            if p.changes and not p.delete and p.current is not None and p.target is not None
+            and p.target < p.current}
+    if not back:
+        return plan
+    groups = sorted({g for g, _ in back})
+    lags: dict[tuple[str, TopicPartition], int | None] = {}
+    for g, res in admin.share_group_offsets(groups).items():
+        if not isinstance(res, Exception):
+            for o in res:
+                lags[(g, TopicPartition(o.topic, o.partition))] = o.lag
+    counts: dict[tuple[str, TopicPartition], int] = {}
+    for g in groups:
+        ranges = {tp: (p.target, p.log_end) for (gg, tp), p in back.items() if gg == g}
+        for tp, (n, _) in admin.count_readable(ranges, timeout_s=15.0).items():
+            counts[(g, tp)] = n
+    new_groups = []
+    for gp in plan.groups:
+        parts = []
+        for p in gp.partitions:
+            key = (gp.group, p.tp)
+            if key in back:
+                n, lag = counts.get(key), lags.get(key)
+                redeliver = None if n is None else max(0, n - (lag or 0))
+                say = (f"{redeliver} record(s) will be delivered again (moving the start offset "
+                       "back drops their acknowledgements)" if redeliver is not None else
+                       "records from the new start offset on will be delivered again (could not "
+                       "count them)")
+                p = replace(p, redeliver=redeliver, note="; ".join(x for x in (p.note, say) if x))
+            parts.append(p)
+        new_groups.append(replace(gp, partitions=tuple(parts)))
+    return replace(plan, groups=tuple(new_groups))
 
 
 def _typed(plan: ResetPlan, admin) -> ResetPlan:

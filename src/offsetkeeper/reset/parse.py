@@ -34,7 +34,18 @@ from offsetkeeper.times import MAX_TIME_MS, parse_duration_ms
 _ASCII_INT = re.compile(r"[0-9]+")
 _SIGNED_ASCII_INT = re.compile(r"[-+]?[0-9]+")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-TIME_FORMS = "ISO-8601 like 2026-11-20T09:40:00Z, 2026-11-20T09:40:00.250+02:00, or epoch milliseconds"
+TIME_FORMS = ("YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.fraction]] with an optional zone Z, +HH:MM or "
+              "+HHMM (UTC when none), e.g. 2026-11-20T09:40:00.250+02:00, or 13-digit epoch "
+              "milliseconds such as 1795167600000")
+# The documented forms, nothing more: Python's fromisoformat also reads any separator
+# (2023-11-14x22:13:20), week dates (2023-W46-2) and basic forms (20231114T2213), so a typo
+# would be applied as a time instead of refused.
+_ISO_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}"
+    r"(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?", re.ASCII)
+# Epoch milliseconds: 13 digits (2001-09-09 to 2286-11-20); a shorter number is more likely a
+# date typed without dashes (20231114) than a time in 1970.
+_EPOCH_MS = re.compile(r"\d{13}", re.ASCII)
 
 
 def show(text: object) -> str:
@@ -106,17 +117,16 @@ def parse_time(text: str | int | datetime, *, what: str = "--to-datetime") -> in
     if isinstance(text, int) and not isinstance(text, bool):
         text = str(text)
     s = str(text).strip()
-    if _SIGNED_ASCII_INT.fullmatch(s):
+    if _SIGNED_ASCII_INT.fullmatch(s) and s.startswith("-"):
+        raise UsageError(f"{what} {show(text)} is before 1970-01-01T00:00:00Z; Kafka "
+                         "timestamps start there")
+    if _EPOCH_MS.fullmatch(s):
         ms = int(s)
-        if ms < 0:
-            raise UsageError(f"{what} {show(text)} is before 1970-01-01T00:00:00Z; Kafka "
-                             "timestamps start there")
     else:
-        iso = s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s
         try:
-            if not iso.isascii():
-                raise ValueError(iso)
-            dt = datetime.fromisoformat(iso)
+            if not _ISO_TIME.fullmatch(s):
+                raise ValueError(s)
+            dt = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith("Z") else s)
         except ValueError:
             raise UsageError(f"{what} {show(text)} is not a time (expected {TIME_FORMS})") from None
         ms = datetime_ms(dt, what=what, text=text)

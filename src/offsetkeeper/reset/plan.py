@@ -144,6 +144,9 @@ class PartitionPlan:
     note: str = ""
     error: str | None = None
     delete: bool = False
+    # share groups: records that moving the start offset back delivers again (the broker drops
+    # the acknowledgement state from the new start offset on); None when not a share rewind
+    redeliver: int | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -203,6 +206,9 @@ class ResetPlan:
     # Which offsets the plan changes: committed offsets, or a share group's start offsets. The
     # executor applies it through the admin facade's view for this type (`for_group_type`).
     group_type: GroupType = GroupType.CONSUMER
+    # the kind of group when it is not what `group_type` says ("streams": committed offsets of a
+    # streams group), shown as the JSON's group_type
+    group_kind: str = ""
 
     def partitions(self) -> Iterator[PartitionPlan]:
         for g in self.groups:
@@ -218,8 +224,9 @@ class ResetPlan:
 
     @property
     def uncreatable(self) -> list[str]:
-        """Groups that do not exist and that executing is not allowed to create."""
-        return [g.group for g in self.groups if g.new_group and not g.may_create]
+        """Groups that do not exist and that executing is not allowed to create (one with no
+        partition planned creates nothing: a note says it, see ops.reset)."""
+        return [g.group for g in self.groups if g.new_group and not g.may_create and g.partitions]
 
     @property
     def changes(self) -> bool:
@@ -230,8 +237,8 @@ class ResetPlan:
         """The plan as JSON output: `created_at` in epoch ms with `created_at_iso` beside it."""
         return {"kind": str(self.kind), "target": self.target,
                 "created_at": ms_of_iso(self.created_at), "created_at_iso": self.created_at,
-                **({"group_type": str(self.group_type)}
-                   if self.group_type is not GroupType.CONSUMER else {}),
+                **({"group_type": self.group_kind or str(self.group_type)}
+                   if self.group_kind or self.group_type is not GroupType.CONSUMER else {}),
                 "groups": [asdict(g) for g in self.groups]}
 
 

@@ -8,10 +8,10 @@ one `kafka-consumer-groups.sh --reset-offsets --from-file` call per group — on
 instead of one per partition.
 
 A share group's plan (start offsets) becomes a kafka-share-groups.sh script. That tool (Kafka
-4.3) resets only to the earliest, the latest or a time, and deletes start offsets per whole
-topic: a plan to --to-earliest / --to-latest uses it as is, deletes use `--delete-offsets`, and
-exact offsets (every other target, or a rollback) go through `offsetkeeper share-groups
-reset-offsets --from-file`, which the script calls with the same here-document CSV.
+4.4) resets to the earliest, the latest, a time, an offset, the current offsets or a CSV file,
+and deletes start offsets per whole topic: a plan to --to-earliest / --to-latest uses it as
+is, deletes use `--delete-offsets`, and exact offsets (every other target, or a rollback) go
+through its `--reset-offsets --from-file` with the same here-document CSV.
 """
 
 from __future__ import annotations
@@ -127,21 +127,22 @@ def plan_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str 
     return "\n".join(out) + "\n"
 
 
-# The targets kafka-share-groups.sh (Kafka 4.3) can name itself; every other plan is exact offsets.
+# The targets the script names to kafka-share-groups.sh as they are; every other plan is written
+# as exact offsets (a CSV for its --from-file, Kafka 4.4).
 _SHARE_TOOL_TARGETS = {"--to-earliest", "--to-latest"}
 
 
 def share_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str | None = None) -> str:
-    """A reviewable script for a share group's plan: kafka-share-groups.sh where that tool can
-    express it (--to-earliest, --to-latest, --delete-offsets of whole topics), otherwise
-    `offsetkeeper share-groups reset-offsets --from-file` with the exact start offsets."""
+    """A reviewable script for a share group's plan, run with kafka-share-groups.sh (Kafka
+    4.4): --to-earliest / --to-latest as they are, --delete-offsets of whole topics, and the
+    exact start offsets of every other plan through its --from-file."""
     now = iso_now()
     out = [
         "#!/usr/bin/env bash",
         f"# offsetkeeper share group plan ({comment_text(plan.target)}), generated {now}",
         "# Stop the share consumers of this group before running this script.",
-        "# kafka-share-groups.sh (Kafka 4.3) resets to earliest, latest or a time and deletes",
-        "# start offsets per whole topic; exact start offsets are set with offsetkeeper.",
+        "# kafka-share-groups.sh (Kafka 4.4) sets exact start offsets from a CSV file",
+        "# (--from-file) and deletes start offsets per whole topic.",
         "set -euo pipefail",
         f"BOOTSTRAP={shlex.quote(bootstrap_servers)}",
         'PLAN_FILE="$(mktemp)"',
@@ -179,12 +180,11 @@ def share_script(plan: ResetPlan, *, bootstrap_servers: str, command_config: str
             continue
         body = "\n".join(csv_line([tp.topic, str(tp.partition), str(o)]) for tp, o in offsets)
         delim = _delimiter(body)
-        out.append(f"# share group {name}: {len(offsets)} exact start offset(s), which "
-                   "kafka-share-groups.sh cannot set")
+        out.append(f"# share group {name}: {len(offsets)} exact start offset(s)")
         out.append(f"cat > \"$PLAN_FILE\" <<'{delim}'")
         out.append(body)
         out.append(delim)
-        out.append(f'offsetkeeper share-groups reset-offsets --bootstrap-server "$BOOTSTRAP"{cc} '
-                   f'--group {shlex.quote(g.group)} --from-file "$PLAN_FILE" --execute')
+        out.append(f'{tool} --group {shlex.quote(g.group)} --reset-offsets --from-file '
+                   '"$PLAN_FILE" --execute')
         out.append("")
     return "\n".join(out) + "\n"

@@ -83,9 +83,21 @@ def diff(a: Snapshot, b: Snapshot | Live, *, groups: list[str] | None = None) ->
 
 
 def diff_live(admin: KafkaAdmin, snapshot: Snapshot) -> list[OffsetDiff]:
-    """Differences from the snapshot to the live committed offsets of the snapshot's groups."""
+    """Differences from the snapshot to the live offsets of the snapshot's groups: committed
+    offsets for consumer groups, start offsets for share groups (read through the admin's
+    share view, as the snapshot took them; reading a share group's committed offsets found
+    none and called every partition "removed")."""
     names = sorted(snapshot.groups)
-    return diff(snapshot, Live.read(admin, names), groups=names)
+    by_type: dict[object, list[str]] = {}
+    for g in names:
+        by_type.setdefault(snapshot.groups[g].group_type, []).append(g)
+    live: dict[str, GroupSnapshot] = {}
+    cluster_id = ""
+    for group_type, members in by_type.items():
+        side = Live.read(admin.for_group_type(group_type), members)
+        live.update(side.groups)
+        cluster_id = side.cluster_id
+    return diff(snapshot, Live(live, cluster_id), groups=names)
 
 
 def verify(admin: KafkaAdmin, snapshot: Snapshot) -> list[OffsetDiff]:

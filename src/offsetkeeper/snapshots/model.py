@@ -186,6 +186,15 @@ class Snapshot:
                                len(self.groups), self.partition_count(),
                                bootstrap_servers=self.bootstrap_servers, origin=self.kind.value)
 
+    def lag_note(self) -> str:
+        """Which lag `rows()` shows: log end minus the offset recorded, which for a share group
+        is its start offset — not the broker's share lag (records not yet acknowledged)."""
+        share = any(gs.group_type is GroupType.SHARE for gs in self.groups.values())
+        return ("LAG = log end - the offset recorded: for share groups the start offset, so it "
+                "counts acknowledged records after it too (not the broker's share lag, which "
+                "counts only unacknowledged ones)" if share else
+                "LAG = log end - committed offset, at the time of the snapshot")
+
     def rows(self) -> list[dict[str, Any]]:
         """One row per group and partition, sorted, with the watermarks and the lag then."""
         rows = []
@@ -256,7 +265,7 @@ class Snapshot:
                 str(g): GroupSnapshot(
                     state=_str(gd, "state"),
                     offsets=_once(((TopicPartition(_str(o, "topic"), _offset(o, "partition")),
-                                    CommittedOffset(_offset(o, "offset"), _str(o, "metadata", "")))
+                                    CommittedOffset(_offset(o, "offset"), _metadata(o)))
                                    for o in _list(gd, "offsets")), f"group {str(g)[:200]!r}"),
                     uncommitted=frozenset(
                         TopicPartition(_str(u, "topic"), _offset(u, "partition"))
@@ -339,6 +348,11 @@ def _get(d: Any, key: str, default: Any) -> Any:
     if v is _MISSING:
         raise SnapshotFormatError(f"'{key}' is missing")
     return v
+
+
+def _metadata(o: Any) -> str | None:
+    """Commit metadata of an offset entry: a string, or null when the client could not read it."""
+    return None if isinstance(o, dict) and o.get("metadata", "") is None else _str(o, "metadata", "")
 
 
 def _str(d: Any, key: str, default: Any = _MISSING) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.times import iso_ms
 from offsetkeeper.web.itemerr import guarded, message
 
 log = logging.getLogger("offsetkeeper.web")
@@ -50,6 +51,9 @@ class GroupHistory:
     last_sample_ms: int | None = None
     partitions: tuple[PartitionVerdict, ...] = ()
     error: str | None = None               # this group's history could not be read
+    # the window the status judged: "4 of 10 samples, <first> to <last>" (the CLI's --window
+    # may differ, so the page says which one it used)
+    judged: str = ""
 
 
 @dataclass(frozen=True)
@@ -176,10 +180,13 @@ class HistoryView:
         lag, tlag = _totals(samples)
         verdicts = tuple(PartitionVerdict(p.topic, p.partition, str(p.status), p.reason,
                                           p.time_lag_s) for p in st.partitions) if partitions else ()
+        judged = [t for t in cycle_ts if t >= window_from]
         return GroupHistory(status=str(st.status), reason=st.reason,
                             time_lag_s=tlag[-1][1] if tlag else None,
                             spark=tuple(v for _, v in lag), last_sample_ms=cycle_ts[-1],
-                            partitions=verdicts)
+                            partitions=verdicts,
+                            judged=f"window: {len(judged)} of {self.window} samples, "
+                                   f"{iso_ms(judged[0])} to {iso_ms(judged[-1])}")
 
     def groups(self, names: Sequence[str]) -> dict[str, GroupHistory]:
         """`group()` for many groups (the groups page); one query says which groups have new

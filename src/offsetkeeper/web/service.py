@@ -365,7 +365,7 @@ SORT_KEYS = {
     "time_lag": lambda r: (-1.0 if r.time_lag_s is None else r.time_lag_s, r.group),
     "status": lambda r: (_STATUS_RANK.get(r.status or "", -1), r.group),
 }
-_STATUS_RANK = {"OK": 0, "WARN": 1, "ERR": 2, "STOP": 3, "STALL": 4, "REWIND": 5}
+_STATUS_RANK = {"OK": 0, "INCOMPLETE": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}
 
 
 def filter_sort(rows: list[GroupRow], *, q: str = "", state: str = "", status: str = "",

@@ -44,8 +44,10 @@ def resolve_store_url(value: str | None, *, configured: str | None = None) -> st
     return value or os.environ.get(ENV_VAR) or configured or default_store_url()
 
 
-def open_store(url: str | None = None, *, check: bool = True) -> HistoryStore:
+def open_store(url: str | None = None, *, check: bool = True, create: bool = True) -> HistoryStore:
     """Open the store named by `url` (see module doc); with `check`, connect and migrate now.
+    Without `create` (a read), a SQLite file that does not exist is a UsageError and nothing
+    is created: a read has no side effects.
 
     Raises UsageError for a malformed URL (exit 2) and StoreUnavailable when it cannot be
     reached (exit 1).
@@ -60,6 +62,11 @@ def open_store(url: str | None = None, *, check: bool = True) -> HistoryStore:
         path = url.split("://", 1)[1] if scheme else url
         if not path.strip():
             raise UsageError(f"history store '{url}' names no file (expected PATH or sqlite:///PATH)")
+        if not create and not os.path.exists(os.path.expanduser(path)):
+            raise UsageError(f"history store {os.path.expanduser(path)} does not exist: no samples "
+                             "yet (offsetkeeper history record --store "
+                             "PATH writes it; --store / $OFFSETKEEPER_HISTORY_STORE name "
+                             "another)")
         store: HistoryStore = SqliteStore(url, os.path.expanduser(path))
     elif scheme in ("postgresql", "postgres"):
         from offsetkeeper.history.store.postgres import PostgresStore
