@@ -78,7 +78,7 @@ THIRD_PARTY: dict[str, dict[str, str]] = {
         "devbroker": "starts development brokers and probes them",
         "streaming.lag": "reads the timestamps of a streaming query's next records",
         "offsetlog.sample_log": "produces the sample __consumer_offsets log of the demo and tests",
-        "demo": "demo parts seed a demo cluster",
+        "demo": "the demo (one package, offsetkeeper/demo) seeds its own clusters",
     },
     "pyspark": {
         "spark": "sessions, the data source, the connector",
@@ -190,16 +190,12 @@ def area(module: str) -> str:
 
 
 def layer_of(module: str) -> int | None:
-    if module.rsplit(".", 1)[-1] == "demo" or module.rsplit(".", 1)[-1].startswith("demo_"):
-        return 4  # a package's demo part renders for the demo command
     a = area(module)
     return next((n for n, names in LAYERS.items() if a in names), None)
 
 
 def _allowed(rule: Mapping[str, str], module: str) -> bool:
     parts = module.split(".")[1:]
-    if parts and (parts[-1] == "demo" or parts[-1].startswith("demo_")):
-        parts = ["demo"]
     return any(".".join(parts[:n]) in rule for n in range(1, len(parts) + 1))
 
 
@@ -226,8 +222,6 @@ def domain_violations(imps: list[Import]) -> list[str]:
         a, b = area(imp.source), area(imp.target)
         if imp.target.split(".")[0] != PKG or a == b or a not in DOMAIN or b not in DOMAIN:
             continue
-        if layer_of(imp.source) != 2:
-            continue  # a domain package's demo part is in the demo layer
         if b not in DOMAIN_IMPORTS.get(a, set()):
             out.append(f"{imp.source}:{imp.line} imports {imp.target} ({a}/ may import only "
                        f"{sorted(DOMAIN_IMPORTS.get(a, set())) or 'no other domain package'})")
@@ -373,7 +367,8 @@ def test_the_domain_rule_fails_on_a_violation():
     ("cli__groups", "import confluent_kafka\n", True),
     ("history__sample", "from confluent_kafka import Consumer\n", True),
     ("consumer__core", "from confluent_kafka import Consumer\n", False),
-    ("history__demo", "def f():\n    from confluent_kafka import Producer\n", False),
+    ("demo__history", "def f():\n    from confluent_kafka import Producer\n", False),
+    ("history__demo", "def f():\n    from confluent_kafka import Producer\n", True),  # no exemption by name
     ("history__spark_report", "def f():\n    from pyspark.sql import functions\n", False),
     ("history__spark_report", "from pyspark.sql import functions\n", True),   # not lazily
     ("reset__plan", "def f():\n    import pyspark\n", True),
@@ -397,7 +392,7 @@ def test_the_cycle_rule_fails_on_a_violation():
 
 @pytest.mark.parametrize("module, source, bad", [
     ("cli__ui", "def f():\n    from offsetkeeper.web.server import serve\n", True),
-    ("web__demo", "from offsetkeeper.cli.output import print_table\n", True),
+    ("web__pages", "from offsetkeeper.cli.output import print_table\n", True),
     ("cli__zk", "from offsetkeeper.zk.offsets import read_zk_offsets\n", True),
     ("cli__streaming", "from offsetkeeper.spark.connector import jars_conf\n", True),
     ("cli__zk", "from offsetkeeper.ops.zk import export_zk_offsets\n", False),
