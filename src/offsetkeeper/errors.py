@@ -17,8 +17,6 @@
     │   └── StoreUnavailable*         the history store cannot be reached (history/store/base.py)
     ├── CheckpointBusyError           a streaming checkpoint looks in use or is stateful
     ├── NoCommittedOffset             auto.offset.reset=none and a partition has no offset
-    ├── PartialFailure                some share-group partitions failed (`offsetkeeper
-    │                                 share-groups reset`); the report says which
     ├── JvmHelperUnavailable*         Java or the admin helper is missing (kafka/jvm.py)
     └── GroupCommitError*             a streaming query could not commit to its group
                                       (spark/kafka/group.py)
@@ -98,14 +96,6 @@ class StoreError(OffsetkeeperError):
 class NotFoundError(UsageError, StoreError):
     """A named snapshot or backup does not exist: bad input, exit 2 (also a StoreError, as
     code that catches a store's errors expects)."""
-
-
-class PartialFailure(OffsetkeeperError):
-    """Some groups or partitions failed; the attached report says which."""
-
-    def __init__(self, message: str, *, report: object = None, **ctx):
-        super().__init__(message, **ctx)
-        self.report = report
 
 
 class SnapshotFormatError(StoreError, ValueError):

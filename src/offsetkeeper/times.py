@@ -45,13 +45,6 @@ def iso_ms(ms: object) -> str | None:
     return f"{when:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
 
 
-def iso_seconds(seconds: float | None) -> str | None:
-    """Epoch seconds (as `time.time()` gives them) formatted like `iso_ms`."""
-    if seconds is None or isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        return None
-    return iso_ms(seconds * 1000) if math.isfinite(seconds) else None
-
-
 def iso_datetime(when: datetime) -> str:
     """An aware datetime (UTC when naive) formatted like `iso_ms`: `2026-11-21T19:45:01.123Z`."""
     when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
@@ -61,12 +54,6 @@ def iso_datetime(when: datetime) -> str:
 def iso_now() -> str:
     """Now, formatted like `iso_ms`."""
     return iso_datetime(datetime.now(UTC))
-
-
-def datetime_of_ms(ms: int) -> datetime:
-    """Epoch milliseconds as an aware UTC datetime (for arithmetic and plotting)."""
-    seconds, millis = divmod(int(ms), 1000)
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=millis * 1000)
 
 
 # -- durations --------------------------------------------------------------------------------

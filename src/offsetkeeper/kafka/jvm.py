@@ -636,14 +636,6 @@ class JvmGroupsAdmin:
                           parse_streams_offsets, action="read streams group offsets",
                           secrets=self._jvm_secrets())
 
-    def alter_streams_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]
-                                    ) -> dict[TopicPartition, OffsetkeeperError | None]:
-        res = self._jvm("alter-streams-group-offsets", group=group_id,
-                        offsets=[{"topic": tp.topic, "partition": tp.partition, "offset": int(o)}
-                                 for tp, o in sorted(offsets.items())])
-        return parse_partition_errors(res, action="alter streams group offsets", group=group_id,
-                                      secrets=self._jvm_secrets())
-
 
 # -- long-running Java clients (tests, demos) ----------------------------------------------------
 
