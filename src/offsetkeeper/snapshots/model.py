@@ -29,7 +29,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -41,7 +41,7 @@ from offsetkeeper.models import (
     Watermarks,
     offset_problem,
 )
-from offsetkeeper.times import iso_datetime
+from offsetkeeper.times import id_stamp, iso_datetime
 
 SCHEMA_VERSION = 1  # written when no group records uncommitted partitions
 UNCOMMITTED_VERSION = 2  # written when one does (a version 1 reader would ignore them)
@@ -78,9 +78,8 @@ format_time = iso_datetime  # ISO-8601 UTC with milliseconds and a Z: 2026-11-21
 
 def new_snapshot_id(when: datetime | None = None, *, suffix: str | None = None) -> str:
     """A new id that sorts by time: ``snap-20261121T194501.123Z-1a2b``."""
-    when = (when or datetime.now(UTC)).astimezone(UTC)
     suffix = suffix if suffix is not None else secrets.token_hex(2)
-    return when.strftime("snap-%Y%m%dT%H%M%S.") + f"{when.microsecond // 1000:03d}Z-{suffix}"
+    return f"snap-{id_stamp(when)}-{suffix}"
 
 
 @dataclass(frozen=True)
