@@ -9,10 +9,10 @@ The rules (docs/design.md, "Layers"), checked over every module of src/offsetkee
 4. confluent_kafka and pyspark are imported only where THIRD_PARTY allows them, and pyspark
    outside spark/ only inside functions (importing a domain package never loads Spark);
 5. no import cycle between modules, lazy imports inside functions included;
-6. cli/ and web/ never import each other, and cli/ reaches the layers below ops only for the
-   modules CLI_ALLOWED lists (types it builds requests from, option parsers, the admin facade
-   a command opens); the commands not yet behind ops are listed one import each in
-   CLI_PENDING, which only shrinks.
+6. cli/ and web/ never import each other, and both reach the layers below ops only for the
+   modules CLI_ALLOWED lists (types they build requests from, option parsers, the admin facade
+   a command or page opens); what is not yet behind ops is listed one import each in
+   CLI_PENDING and WEB_PENDING, which only shrink.
 
 Imports are resolved, not guessed by prefix: `from offsetkeeper import ops`,
 `from offsetkeeper.restore import state`, relative imports, and `__import__` /
@@ -108,6 +108,15 @@ CLI_ALLOWED: dict[str, str] = {
 # Commands that still call domain code themselves: (cli module, imported module), to move
 # behind ops. The test fails when one is gone (delete its line) or a new one appears.
 CLI_PENDING: set[tuple[str, str]] = set()  # every command goes through ops now
+# The same for the dashboard: (web module, imported module) still to move behind ops.
+WEB_PENDING: set[tuple[str, str]] = {
+    ("data", "history.store"),      # HistoryView opens the history store it reads ...
+    ("data", "history.status"),     # ... and judges each group's status itself
+    ("server", "history.store"),    # resolve_store_url for --history-store
+    ("pages", "backup.manifest"),   # validate_backup_id before a backup page is read
+    ("wizard", "backup.manifest"),  # the reset wizard: its own preview/confirm sequence,
+    ("wizard", "reset.facts"),      # to become the ops sequence the CLI runs
+}
 
 
 @dataclass(frozen=True)
@@ -249,7 +258,8 @@ def _rel(module: str) -> str:
 
 
 def cli_violations(imps: list[Import], allowed: Mapping[str, str] = CLI_ALLOWED,
-                   pending: set[tuple[str, str]] = CLI_PENDING) -> list[str]:
+                   pending: set[tuple[str, str]] = CLI_PENDING,
+                   web_pending: set[tuple[str, str]] = WEB_PENDING) -> list[str]:
     out = []
     for imp in imps:
         a, b = area(imp.source), area(imp.target)
@@ -258,10 +268,10 @@ def cli_violations(imps: list[Import], allowed: Mapping[str, str] = CLI_ALLOWED,
         if {a, b} == {"cli", "web"}:
             out.append(f"{imp.source}:{imp.line} imports {imp.target} (cli and web never import "
                        "each other: go through ops)")
-        elif a == "cli" and layer_of(imp.target) in (1, 2):
-            src, dst = _rel(imp.source).removeprefix("cli."), _rel(imp.target)
-            if dst not in allowed and (src, dst) not in pending:
-                out.append(f"{imp.source}:{imp.line} imports {imp.target} (cli reaches the "
+        elif a in ("cli", "web") and layer_of(imp.target) in (1, 2):
+            src, dst = _rel(imp.source).removeprefix(f"{a}."), _rel(imp.target)
+            if dst not in allowed and (src, dst) not in (pending if a == "cli" else web_pending):
+                out.append(f"{imp.source}:{imp.line} imports {imp.target} ({a} reaches the "
                            "domain through ops; see CLI_ALLOWED)")
     return out
 
@@ -399,6 +409,10 @@ def test_the_cycle_rule_fails_on_a_violation():
     ("cli__offsets", "from offsetkeeper.reset.plan import TopicSpec\n", False),
     ("cli__main", "from offsetkeeper.errors import UsageError\n", False),
     ("cli__lab", "from offsetkeeper.consumer.lab import LabConfig\n", True),  # was pending: now refused
+    ("web__service", "from offsetkeeper.zk.offsets import read_zk_offsets\n", True),
+    ("web__service", "def f():\n    from offsetkeeper.consumer.lab import LabConfig\n", True),
+    ("web__service", "from offsetkeeper.ops.zk import export_zk_offsets\n", False),
+    ("web__service", "from offsetkeeper.reset.plan import TopicSpec\n", False),
 ])
 def test_the_cli_rule_fails_on_a_violation(module, source, bad):
     tree = synthetic(**{module: source}, web__server="", web__init="", cli__init="",
@@ -454,6 +468,9 @@ def test_every_allowance_of_the_tables_is_used(imps):
     cli_edges = {(_rel(i.source).removeprefix("cli."), _rel(i.target)) for i in imps
                  if area(i.source) == "cli" and i.target.split(".")[0] == PKG}
     assert sorted(e for e in CLI_PENDING if e not in cli_edges) == [], "delete these lines"
+    web_edges = {(_rel(i.source).removeprefix("web."), _rel(i.target)) for i in imps
+                 if area(i.source) == "web" and i.target.split(".")[0] == PKG}
+    assert sorted(e for e in WEB_PENDING if e not in web_edges) == [], "delete these lines"
     assert sorted(m for m in CLI_ALLOWED if m not in {d for _, d in cli_edges}) == []
 
 

@@ -40,7 +40,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from offsetkeeper.errors import ConfigError, KafkaOperationError, OffsetkeeperError
+from offsetkeeper.errors import (
+    ConfigError,
+    JvmHelperUnavailable,
+    KafkaOperationError,
+    OffsetkeeperError,
+)
 from offsetkeeper.kafka.group_types import (
     AnyGroupListing,
     ConsumerGroupDetail,
@@ -62,10 +67,6 @@ MAIN_CLASS = "io.offsetkeeper.admin.Main"
 JVM_FLAGS = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
 # the JVM start plus the Admin client's own retries on top of the request timeout
 PROCESS_GRACE_S = 20.0
-
-
-class JvmHelperUnavailable(OffsetkeeperError):
-    """Java or the admin helper's jar is missing: the commands that need it cannot run."""
 
 
 # -- locating the helper ----------------------------------------------------------------------
