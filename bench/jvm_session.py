@@ -60,6 +60,9 @@ def main() -> None:
     from offsetkeeper.devbroker.dist import tool_command
     from offsetkeeper.kafka import jvm
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: tests/
+    from tests.jvm_apps import JvmApp
+
     tmp = Path(tempfile.mkdtemp(prefix="ok-bench-jvm-"))
     try:
         bootstrap = args.bootstrap or devbroker.start(devbroker.free_port(), tmp / "broker",
@@ -75,7 +78,7 @@ def main() -> None:
         run(tool_command("kafka-configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type",
                          "groups", "--entity-name", group, "--add-config",
                          "share.auto.offset.reset=earliest"))
-        app = jvm.JvmApp(conf, "share-consume", {"group": group, "topics": [topic]})
+        app = JvmApp(conf, "share-consume", {"group": group, "topics": [topic]})
         try:
             app.wait_for("acknowledged", count=30)
         finally:

@@ -24,6 +24,7 @@ from typing import Any
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import OffsetkeeperError, UnknownTopicError
 from offsetkeeper.kafka.errors import translate_code
+from offsetkeeper.kafka.port import unwrap_each
 from offsetkeeper.kafka.stable import LogOffsets
 from offsetkeeper.models import (
     CommittedOffset,
@@ -233,6 +234,19 @@ class FakeAdmin:
                 return GroupInfo(g, "dead")
             return GroupInfo(g, grp.state, members=grp.members)
         return self._each("describe_groups_each", list(dict.fromkeys(group_ids)), describe)
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
+        """The facade's raising form of describe_groups_each (snapshots read groups with it)."""
+        return unwrap_each(self.describe_groups_each(group_ids))
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        """The facade's raising form of committed_offsets_each for one group (--from-group)."""
+        return unwrap_each(self.committed_offsets_each([group_id]))[group_id]
+
+    def cluster_id(self) -> str:
+        """The id snapshots record and rollbacks check (ops calls it; the port lacks it)."""
+        self._enter("cluster_id")
+        return "fake-cluster"
 
     def committed_offsets_each(
         self, group_ids: Iterable[str], *,

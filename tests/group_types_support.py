@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from offsetkeeper.kafka import jvm
 from tests.integration.test_share_streams_groups import set_group_config, wait_until
+from tests.jvm_apps import JvmApp
 from tests.kafkatools import commit, create_topic, produce_n
 
 
@@ -23,8 +23,8 @@ class TypedGroups:
     share: str
     streams: str
     streams_input: str
-    share_app: jvm.JvmApp
-    streams_app: jvm.JvmApp
+    share_app: JvmApp
+    streams_app: JvmApp
 
 
 @contextlib.contextmanager
@@ -42,16 +42,16 @@ def typed_groups(bootstrap: str, token: str, state_dir: str):
     share, streams = f"{token}-share", f"{token}-streams"
     commit(bootstrap, classic, {(topic, 0): 4})
     set_group_config(bootstrap, share, share_auto_offset_reset="earliest")
-    apps: list[jvm.JvmApp] = []
+    apps: list[JvmApp] = []
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": consumer,
                   "group.protocol": "consumer", "enable.auto.commit": False})
     try:
-        sh = jvm.JvmApp({"bootstrap.servers": bootstrap}, "share-consume",
-                        {"group": share, "topics": [topic]})
+        sh = JvmApp({"bootstrap.servers": bootstrap}, "share-consume",
+                    {"group": share, "topics": [topic]})
         apps.append(sh)
-        st = jvm.JvmApp({"bootstrap.servers": bootstrap}, "streams-app",
-                        {"application_id": streams, "input": src, "output": out,
-                         "state_dir": state_dir})
+        st = JvmApp({"bootstrap.servers": bootstrap}, "streams-app",
+                    {"application_id": streams, "input": src, "output": out,
+                     "state_dir": state_dir})
         apps.append(st)
         c.subscribe([topic])
         wait_until("an assignment", lambda: c.poll(0.2) is None and c.assignment())

@@ -17,9 +17,7 @@
     │   └── StoreUnavailable*         the history store cannot be reached (history/store/base.py)
     ├── CheckpointBusyError           a streaming checkpoint looks in use or is stateful
     ├── NoCommittedOffset             auto.offset.reset=none and a partition has no offset
-    ├── PartialFailure                some share-group partitions failed (`offsetkeeper
-    │                                 share-groups reset`); the report says which
-    ├── JvmHelperUnavailable*         Java or the admin helper is missing (kafka/jvm.py)
+    ├── JvmHelperUnavailable          Java or the admin helper is missing (kafka/jvm.py)
     └── GroupCommitError*             a streaming query could not commit to its group
                                       (spark/kafka/group.py)
 
@@ -100,14 +98,6 @@ class NotFoundError(UsageError, StoreError):
     code that catches a store's errors expects)."""
 
 
-class PartialFailure(OffsetkeeperError):
-    """Some groups or partitions failed; the attached report says which."""
-
-    def __init__(self, message: str, *, report: object = None, **ctx):
-        super().__init__(message, **ctx)
-        self.report = report
-
-
 class SnapshotFormatError(StoreError, ValueError):
     """A snapshot document does not have the expected structure."""
 
@@ -130,6 +120,11 @@ class FencedError(StoreError):
 
 class NoCommittedOffset(OffsetkeeperError):
     """auto.offset.reset is 'none' and a partition has no committed (or stored) offset."""
+
+
+class JvmHelperUnavailable(OffsetkeeperError):
+    """Java or the admin helper's jar is missing: the commands that need it cannot run (raised
+    by kafka/jvm.py; defined here so the front ends can name it without the Kafka layer)."""
 
 
 def did_you_mean(name: str, candidates) -> str:

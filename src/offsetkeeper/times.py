@@ -6,6 +6,11 @@ non-number, NaN/infinity, a negative number (Kafka's -1 "no timestamp") and anyt
 9999-12-31T23:59:59.999Z give `None` (shown as `-` in tables, `null` in JSON). Floats are floored
 to the millisecond. `iso_datetime` formats an aware `datetime` the same way.
 
+Ids (`id_stamp`): the time part of every id offsetkeeper makes (snapshots `snap-<stamp>-xxxx`,
+restores `restore-<stamp>`, streaming resets `<stamp>-xxxxxx`): `20261121T194501.123Z`, UTC to the
+millisecond, fixed width, so ids sort by time as plain text. Ids are names, never parsed back:
+ids of older releases (`restore-20261121T194501123`, `20261121T194501Z-1a2b3c`) stay valid.
+
 Durations (`parse_duration_ms`): one grammar for every option that takes one (`--by-duration`,
 `--since 6h`, `--interval`, `--retain`, `--deadline` ...), in either form:
 - short: one or more `<number><unit>` with units `w d h m s ms`, largest first, each at most once:
@@ -45,28 +50,22 @@ def iso_ms(ms: object) -> str | None:
     return f"{when:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
 
 
-def iso_seconds(seconds: float | None) -> str | None:
-    """Epoch seconds (as `time.time()` gives them) formatted like `iso_ms`."""
-    if seconds is None or isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        return None
-    return iso_ms(seconds * 1000) if math.isfinite(seconds) else None
-
-
 def iso_datetime(when: datetime) -> str:
     """An aware datetime (UTC when naive) formatted like `iso_ms`: `2026-11-21T19:45:01.123Z`."""
     when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
     return f"{when:%Y-%m-%dT%H:%M:%S}.{when.microsecond // 1000:03d}Z"
 
 
+def id_stamp(when: datetime | None = None) -> str:
+    """The time part of an id: `20261121T194501.123Z` (now when `when` is None; UTC when naive)."""
+    when = datetime.now(UTC) if when is None else (
+        when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC))
+    return f"{when:%Y%m%dT%H%M%S}.{when.microsecond // 1000:03d}Z"
+
+
 def iso_now() -> str:
     """Now, formatted like `iso_ms`."""
     return iso_datetime(datetime.now(UTC))
-
-
-def datetime_of_ms(ms: int) -> datetime:
-    """Epoch milliseconds as an aware UTC datetime (for arithmetic and plotting)."""
-    seconds, millis = divmod(int(ms), 1000)
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=millis * 1000)
 
 
 # -- durations --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from offsetkeeper.history.store import open_store
 from offsetkeeper.kafka import jvm
 from offsetkeeper.models import TopicPartition
 from tests.cli import run_cli
+from tests.jvm_apps import JvmApp
 from tests.kafkatools import create_topic, produce_n
 
 pytestmark = [pytest.mark.integration,
@@ -104,8 +105,8 @@ def test_acknowledged_queue_is_ok_even_when_its_start_offset_lags(bootstrap, uni
                                      "--entity-type", "groups", "--entity-name", g, "--add-config",
                                      "share.auto.offset.reset=earliest"),
                    capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
-    app = jvm.JvmApp({"bootstrap.servers": bootstrap}, "share-consume",
-                     {"group": g, "topics": [topic]})
+    app = JvmApp({"bootstrap.servers": bootstrap}, "share-consume",
+                 {"group": g, "topics": [topic]})
     try:
         app.wait_for("acknowledged", count=20)
         deadline = time.monotonic() + 60

@@ -24,6 +24,7 @@ from offsetkeeper.kafka import jvm
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
 from tests.cli import run_cli
+from tests.jvm_apps import JvmApp
 from tests.kafkatools import create_topic, produce
 
 pytestmark = [pytest.mark.integration,
@@ -153,8 +154,8 @@ def test_refused_while_members_and_when_members_join_after_planning(capsys, boot
     assert outcome.plan.changes and not outcome.plan.refused
     # one poll (acknowledged: start offsets may move forward, never back to 0), then it idles
     # as a member
-    app = jvm.JvmApp({"bootstrap.servers": bootstrap}, "share-consume",
-                     {"group": g, "topics": [topic], "max_records": 1})
+    app = JvmApp({"bootstrap.servers": bootstrap}, "share-consume",
+                 {"group": g, "topics": [topic], "max_records": 1})
     try:
         app.wait_for("subscribed")
         deadline = time.monotonic() + 60

@@ -2,7 +2,7 @@
 the release's own tools (kafka-groups, kafka-share-groups, kafka-streams-groups,
 kafka-consumer-groups) as the oracle.
 
-The clients are real Java ones driven through the admin helper (`kafka.jvm.JvmApp`): Kafka's
+The clients are real Java ones driven through the admin helper (`tests/jvm_apps.py`): Kafka's
 KafkaShareConsumer for share groups, and a Kafka Streams application (a stateless topology,
 group.protocol=streams) for streams groups.
 """
@@ -20,6 +20,7 @@ from offsetkeeper.devbroker.dist import tool_command
 from offsetkeeper.errors import OffsetkeeperError
 from offsetkeeper.kafka import jvm
 from tests.cli import run_cli
+from tests.jvm_apps import JvmApp
 from tests.kafkatools import commit, create_topic, produce_n
 
 pytestmark = [pytest.mark.integration,
@@ -70,8 +71,8 @@ def share(bootstrap, tmp_path_factory):
     create_topic(bootstrap, topic, 3)
     produce_n(bootstrap, topic, 3, 10)
     set_group_config(bootstrap, group, share_auto_offset_reset="earliest")
-    app = jvm.JvmApp({"bootstrap.servers": bootstrap}, "share-consume",
-                     {"group": group, "topics": [topic]})
+    app = JvmApp({"bootstrap.servers": bootstrap}, "share-consume",
+                 {"group": group, "topics": [topic]})
     try:
         app.wait_for("acknowledged", count=30)
         yield {"topic": topic, "group": group, "app": app}
@@ -88,9 +89,9 @@ def streams(bootstrap, tmp_path_factory):
     create_topic(bootstrap, src, 2)
     create_topic(bootstrap, out, 2)
     produce_n(bootstrap, src, 2, 5)
-    app = jvm.JvmApp({"bootstrap.servers": bootstrap}, "streams-app",
-                     {"application_id": app_id, "input": src, "output": out,
-                      "state_dir": str(tmp_path_factory.mktemp("streams-state"))})
+    app = JvmApp({"bootstrap.servers": bootstrap}, "streams-app",
+                 {"application_id": app_id, "input": src, "output": out,
+                  "state_dir": str(tmp_path_factory.mktemp("streams-state"))})
     try:
         app.wait_for("state-running")
         yield {"input": src, "output": out, "group": app_id, "app": app}
@@ -400,9 +401,9 @@ def test_streams_group_not_ready_while_an_input_topic_is_missing(capsys, bootstr
     app replaces the thread, so a member stays in the group, as a supervised application would.)"""
     src, out, g = unique("missing-in"), unique("nr-out"), unique("nr-app")
     create_topic(bootstrap, out, 1)
-    app = jvm.JvmApp({"bootstrap.servers": bootstrap}, "streams-app",
-                     {"application_id": g, "input": src, "output": out, "replace_thread": True,
-                      "state_dir": str(tmp_path / "state")})
+    app = JvmApp({"bootstrap.servers": bootstrap}, "streams-app",
+                 {"application_id": g, "input": src, "output": out, "replace_thread": True,
+                  "state_dir": str(tmp_path / "state")})
     try:
         wait_until("the group to be NotReady", lambda: "NotReady" in oracle(
             "kafka-streams-groups", bootstrap, "--describe", "--group", g, "--state"), timeout=90)

@@ -9,7 +9,6 @@ import offsetkeeper.errors as errors
 
 # Classes of the tree defined outside errors.py (marked * in the drawing).
 ELSEWHERE = {"StoreUnavailable": "offsetkeeper.history.store.base",
-             "JvmHelperUnavailable": "offsetkeeper.kafka.jvm",
              "GroupCommitError": "offsetkeeper.spark.kafka.group"}
 
 

@@ -351,13 +351,11 @@ def test_checkpoint_with_invalid_offset_or_version_is_refused(text, msg):
     negative partition or an unknown version is refused naming the file (never shown, reset
     or committed to a group)."""
     from offsetkeeper.errors import StoreError
-    from offsetkeeper.streaming.checkpoint import parse_commit_log, parse_offset_log
+    from offsetkeeper.streaming.checkpoint import parse_offset_log
 
     with pytest.raises(StoreError, match=re.escape(msg)) as exc:
         parse_offset_log(3, text)
     assert "offsets/3" in exc.value.message
-    with pytest.raises(StoreError, match="v99"):
-        parse_commit_log(3, 'v99\n{"nextBatchWatermarkMs":0}')
 
 
 def test_checkpoint_with_negative_offset_cli_exits_1(tmp_path, capsys):

@@ -10,13 +10,13 @@ from offsetkeeper.errors import UsageError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.reset.parse import (
     parse_datetime,
-    parse_duration,
     parse_offset,
     parse_offsets_csv,
     parse_topic_spec,
 )
 from offsetkeeper.reset.plan import GroupPlan, PartitionPlan, Refusal, RefusalReason, ResetPlan
 from offsetkeeper.reset.render import plan_csv, plan_script
+from offsetkeeper.times import parse_duration_ms
 
 topic_names = st.from_regex(r"[A-Za-z0-9._-]{1,20}", fullmatch=True)
 
@@ -67,18 +67,19 @@ def test_datetime_rejects(text):
     ("p2d", timedelta(days=2)),
 ])
 def test_duration(text, delta):
-    assert parse_duration(text) == delta
+    assert parse_duration_ms(text) == delta // timedelta(milliseconds=1)
 
 
 @pytest.mark.parametrize("text", ["P", "PT", "1X", "PT1X", "P1DT", "", "PT-1H", "-PT10M", "+PT1H"])
 def test_duration_rejects(text):
     with pytest.raises(UsageError, match="is not a duration"):
-        parse_duration(text)
+        parse_duration_ms(text, what="--by-duration", allow_zero=True)
 
 
 @given(st.integers(0, 10**6), st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
 def test_duration_property(d, h, m, s):
-    assert parse_duration(f"P{d}DT{h}H{m}M{s}S") == timedelta(days=d, hours=h, minutes=m, seconds=s)
+    assert parse_duration_ms(f"P{d}DT{h}H{m}M{s}S", allow_zero=True) == (
+        timedelta(days=d, hours=h, minutes=m, seconds=s) // timedelta(milliseconds=1))
 
 
 @pytest.mark.parametrize("text,msg", [("-1", "not a non-negative integer"), ("abc", "not a non-negative"),

@@ -40,9 +40,11 @@ def run(
 
     Example: offsetkeeper ui --listen 127.0.0.1:8080 --read-only
     """
-    from offsetkeeper.ops.ui import DashboardRequest, serve_dashboard
+    # The one import of web/ from cli/ (tests/unit/test_layers.py LAUNCH), inside the function:
+    # the other commands never load the web stack.
+    from offsetkeeper.web.server import ServeOptions, serve
 
-    serve_dashboard(DashboardRequest(
+    serve(ServeOptions(
         listen=listen, read_only=read_only, history_store=history_store,
         backup_destinations=tuple(backup_dest or ()), checkpoints=tuple(checkpoint or ()),
         snapshot_store=snapshot_store, config_path=config, bootstrap=bootstrap,

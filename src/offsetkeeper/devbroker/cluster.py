@@ -6,6 +6,9 @@ laptop settings (no initial rebalance delay; replication = the node count, min I
 nodes). One cluster per data directory; what runs where is in ``DATA_DIR/offsetkeeper-broker.json``.
 Each data directory is formatted once with a new cluster id, so two clusters never share one;
 a restart keeps the data, as Apache Kafka does.
+
+Size: over 500 lines because it runs a cluster end to end (format, configs, start, readiness,
+killing and restarting single nodes, stop), which the tests' fault cases need in one place.
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 
 Everything that talks to a cluster about groups and offsets goes through `KafkaAdmin`, so the
 rest of the library deals in `offsetkeeper.models` and `offsetkeeper.errors` only.
+
+Size: over 500 lines because every librdkafka admin request offsetkeeper makes is here, each
+with its timeout, batching and error translation; splitting it by role (groups, committed
+offsets, log offsets) behind role protocols is the next step of the Kafka seam.
 """
 
 from __future__ import annotations

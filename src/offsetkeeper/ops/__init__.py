@@ -5,10 +5,10 @@ plans, executes or merges configuration on its own. Layers (a module may import 
 own layer or those below; tests/unit/test_layers.py enforces it):
 
     cli, web, demo              parse input, call ONE operation, render the result
-                                (cli and web never import each other)
+                                (cli imports web only to start it: `offsetkeeper ui`)
     ops                         this package: requests -> domain calls -> outcomes, one module
                                 per capability (reset, targets, snapshots, history, commits,
-                                zk, streaming, backup, restore, live, streams_reset, ui); the
+                                zk, streaming, backup, restore, live, streams_reset); the
                                 modules not re-exported here are imported by name
     reset, snapshots, backup,   domain logic (reset/ imports neither snapshots nor restore:
     restore, describe, history,  the executor gets its snapshot function injected)

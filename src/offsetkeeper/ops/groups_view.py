@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
+from offsetkeeper.errors import JvmHelperUnavailable, OffsetkeeperError, UnknownGroupError
 from offsetkeeper.groups import describe_share_groups, describe_streams_groups, list_typed_groups
 from offsetkeeper.groups.listing import GROUP_TYPES, GroupRow
 from offsetkeeper.groups.share import ShareGroupView
@@ -33,6 +33,37 @@ def typed_groups(admin: KafkaAdmin) -> tuple[list[GroupRow], str | None]:
     """Every group with its type, protocol and real state, as `groups list` shows them; and a
     note when the JVM helper is missing or failed (then classic and consumer groups only)."""
     return list_typed_groups(admin)
+
+
+def helper_missing() -> str | None:
+    """The JVM helper's one sentence when it is not installed (share and streams groups cannot
+    be read), else None."""
+    from offsetkeeper.kafka.jvm import helper_command
+
+    try:
+        helper_command()
+    except JvmHelperUnavailable as exc:
+        return exc.message
+    return None
+
+
+def describe_consumer_groups(admin: KafkaAdmin, ids: Iterable[str], *, drop_vanished: bool = True):
+    """States, members and committed offsets of classic and consumer groups, in one describe:
+    `(infos, offset rows)`. With `drop_vanished`, groups that disappear between listing and
+    describing (a live cluster changes under us) are left out instead of failing the read."""
+    from offsetkeeper.describe import describe_groups_offsets
+
+    ids = list(ids)
+    if not drop_vanished:
+        return describe_groups_offsets(admin, ids)
+    for _ in range(5):
+        try:
+            return describe_groups_offsets(admin, ids)
+        except UnknownGroupError as exc:
+            if exc.group not in ids:
+                raise
+            ids.remove(exc.group)
+    return describe_groups_offsets(admin, ids)
 
 
 def group_info(admin: KafkaAdmin, group: str) -> GroupInfo | OffsetkeeperError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from offsetkeeper.errors import UsageError
+from offsetkeeper.errors import OffsetkeeperError, UsageError
 from offsetkeeper.ops.reset import ExecuteOptions, Outcome, execute_plan
 from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
@@ -37,8 +37,8 @@ from offsetkeeper.streaming.view import (
 __all__ = ["DEFAULT_ALIVE_WINDOW_S", "TARGET_KINDS", "CheckpointResetOutcome",
            "CheckpointResetPlan", "CheckpointResetRequest", "CheckpointRollbackRequest",
            "CheckpointView", "CommitToGroupRequest", "LagRow", "PositionRow", "RollbackResult",
-           "checkpoint_lag", "checkpoint_positions", "commit_to_group", "connector_jars", "load_view",
-           "reset_checkpoint", "roll_back_checkpoint"]
+           "checkpoint_lag", "checkpoint_positions", "checkpoint_resets", "commit_to_group",
+           "connector_jars", "load_view", "reset_checkpoint", "roll_back_checkpoint"]
 
 # The targets a checkpoint can be reset to: everything `offsets reset` offers that does not
 # name offsets per consumer group (a snapshot, a restore mapping, the offset history,
@@ -125,6 +125,17 @@ def commit_to_group(admin, req: CommitToGroupRequest, *,
                           description=f"before streaming commit-to-group {req.group}",
                           progress=progress) if req.execute else None
     return Outcome(plan, report)
+
+
+def checkpoint_resets(location: str) -> list[str]:
+    """The ids of the offsetkeeper resets recorded in a checkpoint (what `streaming rollback`
+    can undo), oldest first; none when the checkpoint cannot be read."""
+    from offsetkeeper.streaming.store import CheckpointStore
+
+    try:
+        return CheckpointStore(location).records()
+    except (OffsetkeeperError, OSError):
+        return []
 
 
 def connector_jars() -> str:

@@ -15,6 +15,9 @@ without members), and a live reset (`ApplyOptions.live`, a `LiveChannel`): the p
 group's running members, which apply it themselves; their acknowledgements are claims, and a
 partition counts as changed only when the acknowledging member is a current member of the group
 and the group's committed offset read back equals the target.
+
+Size: over 500 lines on purpose: the one executor (snapshot, waves, re-checks, commits,
+read-backs, retries on a fresh client) reads top to bottom in one module.
 """
 
 from __future__ import annotations

@@ -140,19 +140,6 @@ def parse_datetime(text: str, *, what: str = "--to-datetime") -> int:
     return parse_time(text, what=what)
 
 
-def parse_duration(text: str, *, what: str = "--by-duration") -> timedelta:
-    """A duration in the one grammar of `offsetkeeper.times` (`2h`, `1d2h`, `PT1H30M`, `P1DT2H`).
-
-    A duration here always reaches back from now, so a sign (`-PT1H`) is refused rather than
-    silently ignored.
-    """
-    ms = parse_duration_ms(text, what=what, allow_zero=True)
-    try:
-        return timedelta(milliseconds=ms)
-    except OverflowError:
-        raise UsageError(f"{what} {show(text)} reaches back before 1970-01-01T00:00:00Z") from None
-
-
 def duration_start_ms(text: str, *, now: datetime | None = None, what: str = "--by-duration") -> int:
     """Epoch milliseconds of now minus the duration; refused when that is before 1970."""
     back = parse_duration_ms(text, what=what, allow_zero=True)

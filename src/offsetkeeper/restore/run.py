@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -62,6 +61,7 @@ from offsetkeeper.restore.state import (
 )
 from offsetkeeper.spark.task_failure import guarded, raise_failures
 from offsetkeeper.storage import join
+from offsetkeeper.times import id_stamp
 
 
 @dataclass
@@ -82,7 +82,8 @@ class RestoreResult:
 
 
 def new_restore_id() -> str:
-    return "restore-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")[:-4]
+    """`restore-20261121T194501.123Z`: ids sort by time (see `offsetkeeper.times.id_stamp`)."""
+    return "restore-" + id_stamp()
 
 
 def _segments(view: BackupView, source: TopicPartition):

@@ -29,7 +29,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -41,7 +41,7 @@ from offsetkeeper.models import (
     Watermarks,
     offset_problem,
 )
-from offsetkeeper.times import iso_datetime
+from offsetkeeper.times import id_stamp, iso_datetime
 
 SCHEMA_VERSION = 1  # written when no group records uncommitted partitions
 UNCOMMITTED_VERSION = 2  # written when one does (a version 1 reader would ignore them)
@@ -69,8 +69,6 @@ class SnapshotOrigin(StrEnum):
             return cls.BEFORE_RESET
         return cls.MANUAL
 
-# snap-YYYYMMDDTHHMMSS.mmmZ-xxxx: sorts by creation time as plain text.
-ID_PATTERN = re.compile(r"^snap-\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{4}$")
 # What may name a snapshot at all (ids are file names in the store: no separators).
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
@@ -80,16 +78,8 @@ format_time = iso_datetime  # ISO-8601 UTC with milliseconds and a Z: 2026-11-21
 
 def new_snapshot_id(when: datetime | None = None, *, suffix: str | None = None) -> str:
     """A new id that sorts by time: ``snap-20261121T194501.123Z-1a2b``."""
-    when = (when or datetime.now(UTC)).astimezone(UTC)
     suffix = suffix if suffix is not None else secrets.token_hex(2)
-    return when.strftime("snap-%Y%m%dT%H%M%S.") + f"{when.microsecond // 1000:03d}Z-{suffix}"
-
-
-def id_time(snapshot_id: str) -> datetime | None:
-    """The creation time encoded in an id made by `new_snapshot_id` (None for other ids)."""
-    if not ID_PATTERN.match(snapshot_id):
-        return None
-    return datetime.strptime(snapshot_id[5:24] + "000", "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC)
+    return f"snap-{id_stamp(when)}-{suffix}"
 
 
 @dataclass(frozen=True)

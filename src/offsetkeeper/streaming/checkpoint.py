@@ -28,7 +28,6 @@ _VERSION = re.compile(r"^v(\d+)$")
 # The newest file versions this offsetkeeper understands (Spark 3.x and 4 write v1): a newer
 # one may mean something else, so it is refused rather than read, shown or rewritten.
 OFFSET_LOG_VERSION = 1
-COMMIT_LOG_VERSION = 1
 
 
 def _check_version(line: str, newest: int, where: str, what: str) -> None:
@@ -141,19 +140,6 @@ def render_kafka_offsets(offsets: Mapping[TopicPartition, int]) -> str:
     for tp in sorted(offsets):
         out.setdefault(tp.topic, {})[str(tp.partition)] = int(offsets[tp])
     return json.dumps(out, separators=(",", ":"))
-
-
-def parse_commit_log(batch_id: int, text: str) -> dict:
-    """Parse ``commits/N`` (version line + JSON); StoreError when malformed."""
-    lines = [x for x in text.split("\n") if x.strip()]
-    if not lines or not _VERSION.match(lines[0].strip()):
-        raise StoreError(f"commits/{batch_id} is not a Spark commit log file (expected 'v1' "
-                         "and a JSON line)")
-    _check_version(lines[0], COMMIT_LOG_VERSION, f"commits/{batch_id}", "commit log")
-    try:
-        return json.loads(lines[1]) if len(lines) > 1 else {}
-    except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
-        raise StoreError(f"commits/{batch_id}: the second line is not JSON") from None
 
 
 def parse_initial_offsets(text: str, *, where: str = "sources/<i>/0") -> KafkaOffsets | None:

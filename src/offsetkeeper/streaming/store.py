@@ -23,7 +23,7 @@ from offsetkeeper.streaming.checkpoint import (
     parse_initial_offsets,
     parse_offset_log,
 )
-from offsetkeeper.times import iso_datetime
+from offsetkeeper.times import id_stamp, iso_datetime
 
 BACKUP_DIR = "offsetkeeper-resets"
 
@@ -197,5 +197,5 @@ class ResetRecord:
     @staticmethod
     def new(target: str, last_planned: int | None) -> ResetRecord:
         now = datetime.now(UTC)
-        rid = now.strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+        rid = id_stamp(now) + "-" + uuid.uuid4().hex[:6]
         return ResetRecord(rid, iso_datetime(now), target, last_planned)

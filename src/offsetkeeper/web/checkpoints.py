@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
+from offsetkeeper.errors import StoreError, UsageError
 from offsetkeeper.times import iso_ms
 from offsetkeeper.web.backups import shown
 from offsetkeeper.web.itemerr import guarded
@@ -221,12 +221,9 @@ def checkpoint_detail(entries_: tuple[CheckpointEntry, ...], index: str, admin_f
                   "offset": r["committed_offset"], "pending_offset": r["pending_offset"],
                   "log_start": None, "log_end": None, "lag": None, "time_lag_s": None}
                  for r in view.rows()]
-    from offsetkeeper.streaming.store import CheckpointStore
+    from offsetkeeper.ops.streaming import checkpoint_resets
 
-    try:
-        resets = CheckpointStore(e.location).records()
-    except (OffsetkeeperError, OSError):
-        resets = []
+    resets = checkpoint_resets(e.location)
     return CheckpointDetail(line, batch, frm, btime, parts, resets, commands)
 
 

@@ -167,17 +167,6 @@ def _group_kind(request: Request) -> str:
     return kind
 
 
-def _helper_missing() -> str | None:
-    """The JVM helper's one sentence when it is not installed, else None."""
-    from offsetkeeper.kafka.jvm import JvmHelperUnavailable, helper_command
-
-    try:
-        helper_command()
-    except JvmHelperUnavailable as exc:
-        return exc.message
-    return None
-
-
 def _detect_kind(admin, name: str) -> str:
     """share or streams when the cluster says so, else "" (the consumer group page)."""
     from offsetkeeper.ops.groups_view import TYPED, group_info
@@ -191,7 +180,7 @@ def _detect_kind(admin, name: str) -> str:
 async def group(dash: Dashboard, request: Request) -> Response:
     """A group's page, by its type: a share or streams group gets its own (`typed_group`);
     classic and consumer groups this one."""
-    from offsetkeeper.ops.groups_view import TYPED
+    from offsetkeeper.ops.groups_view import TYPED, helper_missing
 
     cluster = request.path_params["cluster"]
     name = _group_param(request)
@@ -207,7 +196,7 @@ async def group(dash: Dashboard, request: Request) -> Response:
     except UnknownGroupError as exc:
         # Without the JVM helper a share group looks like a group that does not exist
         # (librdkafka cannot see it): say so with the helper's sentence.
-        missing = _helper_missing()
+        missing = helper_missing()
         if missing:
             raise HttpError(404, f"{exc.message}; if it is a share or streams group, it cannot "
                                  f"be seen without the JVM admin helper: {missing}") from None
@@ -215,7 +204,7 @@ async def group(dash: Dashboard, request: Request) -> Response:
     type_note = None
     if not view.members and view.state == "dead":
         # ... and a streams group with committed offsets as a member-less Dead classic group
-        missing = _helper_missing()
+        missing = helper_missing()
         if missing:
             type_note = ("librdkafka reads this group as a member-less Dead group, as it reads "
                          "every streams group (even a running one): its real type and state "

@@ -16,9 +16,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from offsetkeeper.config import ConfigFile, Connection
-from offsetkeeper.errors import UnknownGroupError, UsageError
+from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.connect import resolve_connection
 from offsetkeeper.ops.groups_view import GroupRow as TypedRow
+from offsetkeeper.ops.groups_view import describe_consumer_groups
 from offsetkeeper.times import iso_ms
 from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
@@ -86,22 +87,6 @@ class GroupRow:
     describe_error: str | None = None   # this group could not be described (share/streams)
 
 
-def _describe(admin, ids: list[str]):
-    """States, members and offsets of `ids` (one describe), dropping groups that vanished
-    between listing and describing (a live cluster changes under us)."""
-    from offsetkeeper.describe import describe_groups_offsets
-
-    ids = list(ids)
-    for _ in range(5):
-        try:
-            return describe_groups_offsets(admin, ids)
-        except UnknownGroupError as exc:
-            if exc.group not in ids:
-                raise
-            ids.remove(exc.group)
-    return describe_groups_offsets(admin, ids)
-
-
 def _txn_since(offset_rows) -> int | None:
     """The oldest open transaction holding back one of a group's partitions (ms), if any."""
     held = [r.open_transaction_since for r in offset_rows
@@ -139,7 +124,7 @@ def overview(admin, history: HistoryView | None, ids: list[str] | None = None,
             # At most DESCRIBE_CHUNK groups' requests in flight: with 10,000 groups at once
             # librdkafka aborted the process (rd_kafka_enq_once_del_source_return: Assertion
             # `eonce->refcnt > 0'), taking the dashboard down with it.
-            more_infos, more_rows = _describe(admin, plain[i:i + DESCRIBE_CHUNK])
+            more_infos, more_rows = describe_consumer_groups(admin, plain[i:i + DESCRIBE_CHUNK])
             infos += more_infos
             rows += more_rows
         summaries = summaries_f.result() if summaries_f else {}
@@ -377,12 +362,6 @@ def filter_sort(rows: list[GroupRow], *, q: str = "", state: str = "", status: s
     return sorted(out, key=SORT_KEYS.get(sort, SORT_KEYS["group"]), reverse=desc)
 
 
-def _describe_one(admin, group: str):
-    from offsetkeeper.describe import describe_groups_offsets
-
-    return describe_groups_offsets(admin, [group])
-
-
 @dataclass(frozen=True)
 class GroupView:
     """Everything the group page shows."""
@@ -421,7 +400,7 @@ def _transaction(parts: list[dict]) -> dict | None:
 
 def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
     """State, members with assignments, partitions (committed, log start/end, lag, time lag)."""
-    (info,), rows = _describe_one(admin, group)
+    (info,), rows = describe_consumer_groups(admin, [group], drop_vanished=False)
     h, err = (GroupHistory(), None)
     if history is not None:
         h, err = safe(lambda: history.group(group, partitions=True), GroupHistory())

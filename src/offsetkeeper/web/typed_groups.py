@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from offsetkeeper.kafka.jvm import JvmHelperUnavailable
+from offsetkeeper.errors import JvmHelperUnavailable
 
 
 @dataclass(frozen=True)

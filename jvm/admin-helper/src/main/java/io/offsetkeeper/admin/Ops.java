@@ -19,7 +19,6 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterShareGroupOffsetsResult;
-import org.apache.kafka.clients.admin.AlterStreamsGroupOffsetsResult;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DeleteShareGroupOffsetsResult;
 import org.apache.kafka.clients.admin.DescribeConsumerGroupsOptions;
@@ -62,7 +61,6 @@ final class Ops {
             case "delete-share-group-offsets" -> deleteShareGroupOffsets(admin, args, timeoutMs);
             case "describe-streams-groups" -> describeStreamsGroups(admin, groups(args), timeoutMs);
             case "list-streams-group-offsets" -> listStreamsGroupOffsets(admin, groups(args), timeoutMs);
-            case "alter-streams-group-offsets" -> alterStreamsGroupOffsets(admin, args, timeoutMs);
             default -> throw new IllegalArgumentException("unknown op " + op);
         };
     }
@@ -274,16 +272,6 @@ final class Ops {
             offsets.put(tp(n), n.path("offset").asLong());
         }
         AlterShareGroupOffsetsResult res = admin.alterShareGroupOffsets(group, offsets);
-        return partitionResults(offsets.keySet(), tp -> res.partitionResult(tp), timeoutMs);
-    }
-
-    static JsonNode alterStreamsGroupOffsets(Admin admin, JsonNode args, long timeoutMs) throws Exception {
-        String group = args.path("group").asText();
-        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-        for (JsonNode n : args.path("offsets")) {
-            offsets.put(tp(n), new OffsetAndMetadata(n.path("offset").asLong()));
-        }
-        AlterStreamsGroupOffsetsResult res = admin.alterStreamsGroupOffsets(group, offsets);
         return partitionResults(offsets.keySet(), tp -> res.partitionResult(tp), timeoutMs);
     }
 

@@ -1,7 +1,7 @@
 """The streaming part of `offsetkeeper demo`: a Spark streaming query whose Kafka position is
 visible as a consumer group, rewound in time through its checkpoint, and rolled back.
 
-Run as a module it is the demo's query: ``python -m offsetkeeper.streaming.demo BOOTSTRAP TOPIC
+Run as a module it is the demo's query: ``python -m offsetkeeper.demo.streaming BOOTSTRAP TOPIC
 CHECKPOINT OUT GROUP`` reads TOPIC with Trigger.AvailableNow into Parquet and prints its batches.
 """
 
@@ -14,10 +14,10 @@ GROUP = "orders-spark"
 
 
 def _query(ctx, ck: str, out: str) -> None:
-    ctx.console.print(f"[green]$ python -m offsetkeeper.streaming.demo  # readStream "
+    ctx.console.print(f"[green]$ python -m offsetkeeper.demo.streaming  # readStream "
                       f"offsetkeeper-kafka -> Parquet, AvailableNow, commitToGroup={GROUP}",
                       highlight=False)
-    code = subprocess.call([sys.executable, "-m", "offsetkeeper.streaming.demo", ctx.prod,
+    code = subprocess.call([sys.executable, "-m", "offsetkeeper.demo.streaming", ctx.prod,
                             ctx.topic, ck, out, GROUP], env=ctx.env)
     if code != 0:
         ctx.run.failures.append(f"the demo streaming query exited {code}")

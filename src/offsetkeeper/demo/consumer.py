@@ -1,7 +1,7 @@
 """Demo part: delivery guarantees measured by crashing consumers, and a live reset of a running
 application built on offsetkeeper.consumer.
 
-Run as a module (`python -m offsetkeeper.consumer.demo BOOTSTRAP GROUP TOPIC`) it is that
+Run as a module (`python -m offsetkeeper.demo.consumer BOOTSTRAP GROUP TOPIC`) it is that
 application: it consumes with the BATCH policy until SIGTERM/SIGINT, then closes cleanly.
 """
 
@@ -30,7 +30,7 @@ def part(ctx) -> None:
         ["live-key", "generate", "--out", str(key)])
     from offsetkeeper.consumer.live_auth import load_signer
 
-    app = subprocess.Popen([sys.executable, "-m", "offsetkeeper.consumer.demo", ctx.prod, group, ctx.topic,
+    app = subprocess.Popen([sys.executable, "-m", "offsetkeeper.demo.consumer", ctx.prod, group, ctx.topic,
                             load_signer(key).public], env=ctx.env)
     ctx.stack.callback(_stop, app)
     _wait_caught_up(ctx.prod, group, ctx.topic)

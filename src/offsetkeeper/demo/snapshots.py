@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from offsetkeeper.demo import DemoContext
+    from offsetkeeper.demo.context import DemoContext
 
 
 def part(ctx: DemoContext) -> None:
