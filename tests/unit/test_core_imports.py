@@ -88,6 +88,8 @@ def test_core_runs_with_the_extras_blocked():
     (["ui"], "ui"),
     (["history", "plot", "payments", "--out", "/nonexistent/x.png"], "ui"),
     (["zk", "export", "--zookeeper", "127.0.0.1:1"], "zk"),
+    (["offsets", "reset", "-b", "127.0.0.1:1", "-g", "g", "--all-topics", "--from-zookeeper",
+      "127.0.0.1:1"], "zk"),
     (["history", "show", "payments", "--store", "postgresql://u@127.0.0.1:1/db"], "stores"),
     (["history", "show", "payments", "--store", "redis://127.0.0.1:1/0"], "stores"),
 ])
