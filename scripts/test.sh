@@ -22,4 +22,10 @@ if [ "$rc" -gt 128 ]; then
     fi
 fi
 rm -f "$failures"
+# The package as users install it: sdist + wheel built, the wheel in a fresh venv, a smoke set
+# against a broker it starts: after the whole suite passed (a run of chosen tests, with
+# arguments, skips it; it adds ~2.5 minutes).
+if [ "$rc" -eq 0 ] && [ "$#" -eq 0 ]; then
+    bash scripts/wheel_smoke.sh || rc=$?
+fi
 exit "$rc"

@@ -7,7 +7,9 @@
     │   ├── UnknownTopicError         a topic or partition does not exist
     │   ├── NotFoundError             a named snapshot or backup does not exist (also a StoreError)
     │   ├── ConsumerConfigError       an invalid commit policy / consumer parameter
-    │   └── PartitionNotAssignedError a commit for a partition the consumer does not own
+    │   ├── PartitionNotAssignedError a commit for a partition the consumer does not own
+    │   └── MissingExtraError         the command needs an extra that is not installed
+    │                                 (`require_extra`: pip install 'offsetkeeper[spark]')
     ├── GroupActiveError              the group has members; offsets may not be changed
     ├── KafkaOperationError           the cluster answered with an error (code + advice)
     │   └── RestoreWriteError         a restore task could not write or resume (also a RuntimeError)
@@ -144,3 +146,46 @@ def unknown_group(admin, group: str, *, hint: str = "") -> UnknownGroupError:
         known = []
     return UnknownGroupError(f"consumer group '{group}' does not exist"
                              f"{did_you_mean(group, known)}{hint}", group=group)
+
+
+class MissingExtraError(UsageError):
+    """A command needs an optional part (an extra) that is not installed: the message is the
+    pip command that installs it."""
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
+#: The extras of pyproject.toml and the modules whose import proves each is installed.
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "spark": ("pyspark", "pyarrow", "pandas", "numpy"),
+    "ui": ("starlette", "jinja2", "multipart", "uvicorn", "matplotlib"),
+    "plots": ("matplotlib",),
+    "postgres": ("psycopg",),
+    "redis": ("redis",),
+    "zk": ("kazoo",),
+}
+#: The extra to install for each group of EXTRA_MODULES (plots come with ui, the stores together).
+_PIP_EXTRA = {"plots": "ui", "postgres": "stores", "redis": "stores"}
+
+
+def require_extra(extra: str, what: str) -> None:
+    """Raise MissingExtraError (exit 2, one line naming the pip command) unless the modules of
+    `extra` can be imported; `what` names the command or feature, e.g. 'backup run'.
+
+    Call it at the entry of a command (before anything connects), not inside library code that
+    only an installed extra reaches. It looks the modules up without importing them.
+    """
+    from importlib.util import find_spec
+
+    pip_extra = _PIP_EXTRA.get(extra, extra)
+    for module in EXTRA_MODULES[extra]:
+        try:
+            found = find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise MissingExtraError(
+                f"offsetkeeper {what} needs the {pip_extra} extra: "
+                f"pip install 'offsetkeeper[{pip_extra}]'", extra=pip_extra)

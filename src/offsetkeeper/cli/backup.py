@@ -11,6 +11,7 @@ from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, 
 from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
+from offsetkeeper.errors import require_extra
 from offsetkeeper.times import ms_of_iso
 
 backup_app = typer.Typer(help="Back topics up to Parquet with a manifest (Spark).", no_args_is_help=True)
@@ -65,6 +66,7 @@ def run(
 
     Example: offsetkeeper backup run -b localhost:9092 -t 'orders*' --dest /backups --id nightly
     """
+    require_extra("spark", "backup run")
     from offsetkeeper.ops.backup import BackupRequest, run_backup
 
     req = BackupRequest(
@@ -172,6 +174,7 @@ def validate(
 
     Example: offsetkeeper backups validate nightly --dest /backups --deep
     """
+    require_extra("spark", "backups validate")
     from offsetkeeper.errors import StoreError
     from offsetkeeper.ops.backup import validate_backup
 

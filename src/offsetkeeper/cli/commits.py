@@ -17,6 +17,7 @@ from offsetkeeper.cli.common import (
 )
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
+from offsetkeeper.errors import require_extra
 
 app = typer.Typer(help="Decode __consumer_offsets into a commit history (Spark) and query it.",
                   no_args_is_help=True)
@@ -53,6 +54,7 @@ def scan(
 
     Example: offsetkeeper commits scan -b localhost:9092 --out /data/commit-history
     """
+    require_extra("spark", "commits scan")
     from offsetkeeper.ops.commits import ScanRequest, scan_commits
 
     conn = None if backup else connection(bootstrap, command_config, cluster, config)
@@ -96,6 +98,7 @@ def show(
 
     Example: offsetkeeper commits show payments --history /data/commit-history --since 2026-11-20T09:00:00Z
     """
+    require_extra("spark", "commits show")
     from offsetkeeper.ops.commits import group_commits
 
     rows = group_commits(history, group, since=since, until=until)
@@ -113,6 +116,7 @@ def at(
 
     Example: offsetkeeper commits at payments --history /data/commit-history --time 2026-11-20T09:40:00Z
     """
+    require_extra("spark", "commits at")
     from offsetkeeper.ops.commits import commits_at
 
     render_rows(commits_at(history, group, time), ["group", "topic", "partition", "offset", "committed_at", "metadata",
@@ -135,6 +139,7 @@ def generations(
 
     Example: offsetkeeper commits generations payments --history /data/commit-history
     """
+    require_extra("spark", "commits generations")
     from offsetkeeper.ops.commits import group_generations
 
     gens = group_generations(history, group, members=members)
@@ -149,6 +154,7 @@ def generations(
 def _report(name: str, help_text: str, example: str) -> None:
     def command(history: HistoryOpt, group: GroupFilterOpt = None, master: MasterOpt = None,
                 output: OutputOpt = OutputFormat.table) -> None:
+        require_extra("spark", f"commits {name}")
         from offsetkeeper.ops.commits import commit_report
 
         report = commit_report(name, history, group=group, master=master)

@@ -104,6 +104,10 @@ def register_demo(root: typer.Typer) -> None:
 
         Example: offsetkeeper demo
         """
+        if spark:
+            from offsetkeeper.errors import require_extra
+
+            require_extra("spark", "demo (its backup/restore part; --no-spark leaves it out)")
         from offsetkeeper.demo import run_demo
 
         run_demo(port=port or None, keep=keep, spark=spark)

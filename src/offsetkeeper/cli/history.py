@@ -22,6 +22,7 @@ from offsetkeeper.cli.output import (
     render_rows,
     say,
 )
+from offsetkeeper.errors import require_extra
 from offsetkeeper.ops.history import SamplerSettings, TimeRange
 
 app = typer.Typer(help="Offset history: record samples of committed offsets and lag, read them "
@@ -156,6 +157,7 @@ def plot(
 
     Example: offsetkeeper history plot payments --since 24h --out lag.png
     """
+    require_extra("plots", "history plot")
     from offsetkeeper.ops.history import plot_history
 
     n = plot_history(group, out, store=store, topic=topic, window=TimeRange(since, until))
@@ -197,6 +199,7 @@ def report(
 
     Example: offsetkeeper history report --from /data/offset-history -o csv
     """
+    require_extra("spark", "history report")
     from offsetkeeper.ops.history import REPORT_COLUMNS, history_report
 
     render_rows(history_report(source, master=master), REPORT_COLUMNS, output)

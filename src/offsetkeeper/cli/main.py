@@ -18,17 +18,21 @@ from typing import Annotated, Any
 
 import typer
 
-from offsetkeeper.cli.output import say
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 
-app = typer.Typer(
-    name="offsetkeeper",
-    help="See, move, back up and restore Kafka consumer offsets — safely.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    rich_markup_mode=None,
-)
+
+def _new_app() -> typer.Typer:
+    root = typer.Typer(
+        name="offsetkeeper",
+        help="See, move, back up and restore Kafka consumer offsets — safely.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        rich_markup_mode=None,
+    )
+    root.callback()(_root)
+    return root
+
 
 VERBOSE_ENV = "OFFSETKEEPER_VERBOSE"
 _state = {"verbose": False}
@@ -42,7 +46,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option(
         "--verbose", help="Show debug logs (including librdkafka's) and a traceback on errors.")] = False,
@@ -58,46 +61,92 @@ def _root(
         _configure_logging(True)
 
 
-def _register() -> None:
-    # Imported here so `offsetkeeper --help` stays fast and each module owns its commands.
-    from offsetkeeper.cli import backup, devbroker, groups, offsets, restore, snapshots
-    from offsetkeeper.cli import streaming as streaming_cli
+# Every command: (name, module, attribute, kind, its help's first paragraph). A command's module
+# is imported when that command runs (or its --help is asked), so `offsetkeeper --help` and
+# `--version` import no subcommand (nor pydantic, confluent_kafka ...); `kind` is "group" (a
+# Typer app), "command" (a function) or "register" (a function that adds the command to an app).
+# The help column is what the root's --help lists; tests/unit/test_startup.py checks it against
+# the commands themselves.
+_COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("exporter", "offsetkeeper.cli.exporter", "run", "command",
+     "Serve consumer-group lag, time lag and status as Prometheus metrics (kafka-lag-exporter's "
+     "metric names), sampling the cluster every --interval until SIGTERM/SIGINT."),
+    ("demo", "offsetkeeper.cli.devbroker", "register_demo", "register",
+     "Start a local broker, create data and groups, and walk through inspection, reset, "
+     "rollback, backup and restore."),
+    ("ui", "offsetkeeper.cli.ui", "run", "command",
+     "Serve the dashboard: groups, lag over time, the reset wizard, snapshots, backups, "
+     "streaming checkpoints."),
+    ("groups", "offsetkeeper.cli.groups", "app", "group",
+     "List, describe and delete consumer groups."),
+    ("offsets", "offsetkeeper.cli.offsets", "app", "group",
+     "Show log offsets; reset or delete committed offsets (dry run by default)."),
+    ("snapshots", "offsetkeeper.cli.snapshots", "app", "group",
+     "Offset snapshots: create, list, show, diff, verify, rollback, delete."),
+    ("backup", "offsetkeeper.cli.backup", "backup_app", "group",
+     "Back topics up to Parquet with a manifest (Spark)."),
+    ("backups", "offsetkeeper.cli.backup", "backups_app", "group",
+     "List, describe and validate backups."),
+    ("restore", "offsetkeeper.cli.restore", "restore_app", "group",
+     "Restore a backup to a cluster with an exact offset mapping (Spark)."),
+    ("mapping", "offsetkeeper.cli.restore", "mapping_app", "group",
+     "Show and look up source -> target offset mappings."),
+    ("dev-broker", "offsetkeeper.cli.devbroker", "app", "group",
+     "Run a local Apache Kafka cluster (KRaft) for development and demos."),
+    ("history", "offsetkeeper.cli.history", "app", "group",
+     "Offset history: record samples of committed offsets and lag, read them back, plot and "
+     "report."),
+    ("lag", "offsetkeeper.cli.lag", "app", "group",
+     "Consumer lag and status (OK/WARN/ERR, STOP/STALL/REWIND per partition)."),
+    ("streaming", "offsetkeeper.cli.streaming", "app", "group",
+     "Spark streaming checkpoints with Kafka offsets: show, lag, reset (dry run by default), "
+     "roll back, commit to a consumer group."),
+    ("lab", "offsetkeeper.cli.lab", "app", "group",
+     "Experiments against a real cluster (delivery guarantees)."),
+    ("commits", "offsetkeeper.cli.commits", "app", "group",
+     "Decode __consumer_offsets into a commit history (Spark) and query it."),
+    ("zk", "offsetkeeper.cli.zk", "app", "group",
+     "ZooKeeper-era consumer offsets: export them (migrate with 'offsets reset "
+     "--from-zookeeper')."),
+    ("live-key", "offsetkeeper.cli.live", "app", "group",
+     "Signing keys for live resets (offsets reset --live)."),
+    ("share-groups", "offsetkeeper.cli.share_groups", "app", "group",
+     "List, describe and reset share groups (KIP-932; needs Java)."),
+    ("streams-groups", "offsetkeeper.cli.streams_groups", "app", "group",
+     "List and describe streams groups (KIP-1071; needs Java)."),
+)
 
-    app.add_typer(groups.app, name="groups")
-    app.add_typer(offsets.app, name="offsets")
-    app.add_typer(snapshots.app, name="snapshots")
-    app.add_typer(backup.backup_app, name="backup")
-    app.add_typer(backup.backups_app, name="backups")
-    app.add_typer(restore.restore_app, name="restore")
-    app.add_typer(restore.mapping_app, name="mapping")
-    app.add_typer(devbroker.app, name="dev-broker")
-    from offsetkeeper.cli import exporter, history, lag
 
-    app.add_typer(history.app, name="history")
-    app.add_typer(lag.app, name="lag")
-    app.command("exporter")(exporter.run)
-    app.add_typer(streaming_cli.app, name="streaming")
-    devbroker.register_demo(app)
-    from offsetkeeper.cli import lab
+def _add(target: typer.Typer, name: str, module: str, attr: str, kind: str) -> None:
+    import importlib
 
-    app.add_typer(lab.app, name="lab")
-
-    from offsetkeeper.cli import ui
-
-    app.command("ui")(ui.run)
-    from offsetkeeper.cli import commits, zk
-
-    app.add_typer(commits.app, name="commits")
-    app.add_typer(zk.app, name="zk")
-    from offsetkeeper.cli import live, share_groups, streams_groups
-
-    app.add_typer(live.app, name="live-key")
-
-    app.add_typer(share_groups.app, name="share-groups")
-    app.add_typer(streams_groups.app, name="streams-groups")
+    obj = getattr(importlib.import_module(module), attr)
+    if kind == "group":
+        target.add_typer(obj, name=name)
+    elif kind == "command":
+        target.command(name)(obj)
+    else:
+        obj(target)
 
 
-_register()
+_full: list[typer.Typer] = []
+
+
+def _full_app() -> typer.Typer:
+    """The app with every command registered (imports every command module)."""
+    if not _full:
+        full = _new_app()
+        for name, module, attr, kind, _ in _COMMANDS:
+            _add(full, name, module, attr, kind)
+        _full.append(full)
+    return _full[0]
+
+
+def __getattr__(name: str) -> Any:
+    # `app` (the whole Typer app, for code that walks it) is built on first use only
+    if name == "app":
+        return _full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- one manner for every command ---------------------------------------------------------------
@@ -167,9 +216,54 @@ def _harden(cmd: Any) -> None:
 
 def command() -> Any:
     """The click command tree of the app, with word metavars and strict integer parsing."""
-    cmd = typer.main.get_command(app)
+    cmd = typer.main.get_command(_full_app())
     _harden(cmd)
     return cmd
+
+
+def _load(name: str) -> Any:
+    """The click command `name` of the root, hardened (imports its module only)."""
+    for entry_name, module, attr, kind, _ in _COMMANDS:
+        if entry_name == name:
+            single = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False,
+                                 add_completion=False)
+            _add(single, name, module, attr, kind)
+            cmd = typer.main.get_command(single)
+            if kind == "group":  # a Typer with one sub-app is a group holding it
+                cmd = cmd.commands[name]
+            _harden(cmd)
+            return cmd
+    return None
+
+
+def lazy_command() -> Any:
+    """The root command as `main` runs it: the same tree as `command()`, each command's module
+    imported only when that command is resolved (the root's --help lists them from _COMMANDS)."""
+    root = typer.main.get_command(_new_app())
+    _harden(root)
+    base = type(root)
+
+    class _Lazy(base):  # type: ignore[misc, valid-type]
+        def list_commands(self, ctx: Any) -> list[str]:
+            return [e[0] for e in _COMMANDS]
+
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            if cmd_name not in self.commands:
+                cmd = _load(cmd_name)
+                if cmd is None:
+                    return None
+                self.commands[cmd_name] = cmd
+            return self.commands[cmd_name]
+
+        def format_commands(self, ctx: Any, formatter: Any) -> None:
+            limit = formatter.width - 6 - max(len(e[0]) for e in _COMMANDS)
+            rows = [(e[0], typer.core.TyperCommand(e[0], help=e[4]).get_short_help_str(limit))
+                    for e in _COMMANDS]
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    root.__class__ = _Lazy
+    return root
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -193,19 +287,29 @@ def _verbose(argv: list[str] | None) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turn every error into one line on stderr and an exit code."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:  # nothing else to parse: no command tree to build
+        from offsetkeeper import __version__
+
+        sys.stdout.write(f"offsetkeeper {__version__}\n")
+        return
     _state["verbose"] = False
     _configure_logging(_verbose(argv))
     from offsetkeeper.cli.common import forget_hint_options
 
     forget_hint_options()
     try:
-        command()(args=argv, prog_name="offsetkeeper")
+        lazy_command()(args=argv, prog_name="offsetkeeper")
     except OffsetkeeperError as exc:
+        from offsetkeeper.cli.output import say
+
         if _verbose(argv):
             traceback.print_exc()
         say(exc.message, style="bold red", prefix="error:")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
+        from offsetkeeper.cli.output import say
+
         say("interrupted")
         sys.exit(130)
     except BrokenPipeError:
@@ -217,6 +321,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if _verbose(argv):
             traceback.print_exc()
+        from offsetkeeper.cli.output import say
         from offsetkeeper.redact import mask_url
 
         detail = mask_url(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""

@@ -15,6 +15,7 @@ from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, 
 from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
+from offsetkeeper.errors import require_extra
 
 restore_app = typer.Typer(help="Restore a backup to a cluster with an exact offset mapping (Spark).",
                           no_args_is_help=True)
@@ -183,6 +184,7 @@ def run_cmd(
 
     Example: offsetkeeper restore run /backups/nightly -b dr-kafka:9092 --topic orders --restore-id r1
     """
+    require_extra("spark", "restore run")
     from offsetkeeper.ops.restore import restore
 
     req = _request(locals())
@@ -258,6 +260,7 @@ def validate_cmd(
 
     Example: offsetkeeper restore validate /backups/nightly --restore r1 -b dr-kafka:9092 --all-groups
     """
+    require_extra("spark", "restore validate")
     from offsetkeeper.ops.restore import ValidateRequest, validate
 
     req = ValidateRequest(backup=backup, restore_id=restore_id, bootstrap_server=bootstrap,
@@ -324,6 +327,7 @@ def three_phase_cmd(
 
     Example: offsetkeeper restore three-phase /backups/nightly -b dr-kafka:9092 --restore-id dr-1
     """
+    require_extra("spark", "restore three-phase")
     from offsetkeeper.ops.restore import ThreePhaseRequest, three_phase
 
     req = ThreePhaseRequest(
@@ -366,6 +370,7 @@ def mapping_show(backup: BackupArg, restore_id: ExistingRestoreOpt = None,
 
     Example: offsetkeeper mapping show /backups/nightly --restore r1 --output csv
     """
+    require_extra("spark", "mapping show")
     from offsetkeeper.ops.restore import mapping_summary
 
     s = mapping_summary(backup, restore_id)
@@ -391,6 +396,7 @@ def mapping_lookup(
 
     Example: offsetkeeper mapping lookup /backups/nightly --restore r1 --topic orders --partition 0 --offset 1234
     """
+    require_extra("spark", "mapping lookup")
     from offsetkeeper.ops.restore import mapping_lookup as lookup
 
     row = lookup(backup, restore_id, topic, partition, offset)

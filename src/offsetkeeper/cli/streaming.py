@@ -30,6 +30,7 @@ from offsetkeeper.cli.output import (
     say,
     table_cell,
 )
+from offsetkeeper.errors import require_extra
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.ops import streaming as ops
 from offsetkeeper.ops.targets import TargetKind, target_from_flags
@@ -210,6 +211,7 @@ def commit_to_group(
 
     Example: offsetkeeper streaming commit-to-group /data/ck/orders --group orders-etl -b localhost:9092 --execute
     """
+    require_extra("spark", "streaming commit-to-group")
     from offsetkeeper.cli.reset_render import render_outcome
     from offsetkeeper.ops.reset import ExecuteOptions
 
@@ -230,4 +232,5 @@ def connector_jars() -> None:
 
     Example: spark-submit --jars "$(offsetkeeper streaming connector-jars)" orders_query.py
     """
+    require_extra("spark", "streaming connector-jars")
     typer.echo(ops.connector_jars())

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from offsetkeeper.cli.common import BootstrapOpt, ConfigOpt
+from offsetkeeper.errors import require_extra
 
 
 def run(
@@ -40,6 +41,7 @@ def run(
 
     Example: offsetkeeper ui --listen 127.0.0.1:8080 --read-only
     """
+    require_extra("ui", "ui")
     # The one import of web/ from cli/ (tests/unit/test_layers.py LAUNCH), inside the function:
     # the other commands never load the web stack.
     from offsetkeeper.web.server import ServeOptions, serve

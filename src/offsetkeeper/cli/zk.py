@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from offsetkeeper.cli.output import OutputFormat, plural, render_rows, say
+from offsetkeeper.errors import require_extra
 
 app = typer.Typer(help="ZooKeeper-era consumer offsets: export them (migrate with "
                   "'offsets reset --from-zookeeper').", no_args_is_help=True)
@@ -35,6 +36,7 @@ def export(
 
     Example: offsetkeeper zk export --zookeeper zk1:2181/kafka -g payments -o csv > payments.csv
     """
+    require_extra("zk", "zk export")
     from offsetkeeper.ops.zk import ZkExportRequest, export_zk_offsets
 
     result = export_zk_offsets(ZkExportRequest(zookeeper, tuple(group or ())))

@@ -237,6 +237,9 @@ class PostgresOffsetStore(OffsetStore):
     connection and transaction (`tx.execute(sql, params)` with `%s` placeholders)."""
 
     def __init__(self, url: str) -> None:
+        from offsetkeeper.errors import require_extra
+
+        require_extra("postgres", "a postgresql:// offset store")
         import psycopg
 
         self.url = redact_url(url)

@@ -2,9 +2,10 @@
 
 confluent-kafka 2.16 has no admin calls for share groups (KIP-932) or streams groups
 (KIP-1071), and its describe of consumer-protocol groups (KIP-848) reads Assigning/Reconciling
-as UNKNOWN and lacks the KIP-1099 epochs. Those calls go to `jvm/admin-helper` (built by
-scripts/setup.sh into ``~/.cache/offsetkeeper/admin-helper-<version>/``; ``$OFFSETKEEPER_ADMIN_HELPER``
-points elsewhere). Its line protocol: a JSON request on stdin ``{"op", "config", "args"}``,
+as UNKNOWN and lacks the KIP-1099 epochs. Those calls go to `jvm/admin-helper`: shipped in the
+wheel as ``offsetkeeper/_jvm/`` (setup.py builds it with Maven), or in a source checkout built
+by scripts/setup.sh into ``~/.cache/offsetkeeper/admin-helper-<version>/``;
+``$OFFSETKEEPER_ADMIN_HELPER`` points at another build and wins over both. Its line protocol: a JSON request on stdin ``{"op", "config", "args"}``,
 a JSON answer on stdout ``{"ok": true, "result"}`` or ``{"ok": false, "error": {"code",
 "exception", "message"}}``. `call()` runs one process for one request; `HelperSession` keeps one
 process and one Java Admin client for request after request (``{"op": "session", "config"}``
@@ -75,10 +76,23 @@ PROCESS_GRACE_S = 20.0
 
 # -- locating the helper ----------------------------------------------------------------------
 
+#: Where a wheel carries the helper (setup.py builds it into the package at `python -m build`).
+PACKAGED = Path(__file__).resolve().parents[1] / "_jvm"
+
+
+def _complete(d: Path) -> bool:
+    return (d / "admin-helper.jar").is_file() and (d / "lib").is_dir()
+
+
 def helper_dir() -> Path:
+    """Directory of the admin helper: ``$OFFSETKEEPER_ADMIN_HELPER`` when set (another build, on
+    purpose), else the one shipped in the wheel, else the developer's cache that
+    scripts/setup.sh builds (a source checkout)."""
     given = os.environ.get(HELPER_ENV)
     if given:
         return Path(given).expanduser()
+    if _complete(PACKAGED):
+        return PACKAGED
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("offsetkeeper")) / f"admin-helper-{HELPER_VERSION}"
@@ -100,9 +114,10 @@ def helper_command() -> list[str]:
     """argv of the helper (no secrets: properties go on stdin)."""
     d = helper_dir()
     jar = d / "admin-helper.jar"
-    if not jar.is_file() or not (d / "lib").is_dir():
+    if not _complete(d):
         raise JvmHelperUnavailable(
-            f"the JVM admin helper is not installed in {d}; run scripts/setup.sh (it builds "
+            f"the JVM admin helper is not installed in {d}; install offsetkeeper from its wheel "
+            "(which ships it), or in a source checkout run scripts/setup.sh (it builds "
             "jvm/admin-helper with Maven)")
     return [_java(), *JVM_FLAGS, "-cp", f"{jar}{os.pathsep}{d / 'lib' / '*'}", MAIN_CLASS]
 

@@ -92,6 +92,9 @@ class _Client:
         self.timeout = timeout
 
     def __enter__(self):
+        from offsetkeeper.errors import require_extra
+
+        require_extra("zk", "offsets reset --from-zookeeper")
         from kazoo.client import KazooClient
         from kazoo.handlers.threading import KazooTimeoutError
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from platformdirs import user_data_dir
 
-from offsetkeeper.errors import UsageError
+from offsetkeeper.errors import UsageError, require_extra
 from offsetkeeper.history.store.base import (
     SCHEMA_VERSION,
     GroupSummary,
@@ -69,10 +69,12 @@ def open_store(url: str | None = None, *, check: bool = True, create: bool = Tru
                              "another)")
         store: HistoryStore = SqliteStore(url, os.path.expanduser(path))
     elif scheme in ("postgresql", "postgres"):
+        require_extra("postgres", "a postgresql:// history store")
         from offsetkeeper.history.store.postgres import PostgresStore
 
         store = PostgresStore(url)
     elif scheme in ("redis", "rediss", "unix"):
+        require_extra("redis", "a redis:// history store")
         from offsetkeeper.history.store.redis import RedisStore
 
         store = RedisStore(url)
