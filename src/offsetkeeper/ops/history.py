@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from offsetkeeper.config import Connection
 from offsetkeeper.errors import UsageError
 from offsetkeeper.history.read import (
     AT_COLUMNS,
@@ -22,10 +22,29 @@ from offsetkeeper.history.read import (
     STATUS_COLUMNS,
     AtResult,
 )
-from offsetkeeper.history.service import RecordSummary
-from offsetkeeper.history.spark_report import REPORT_COLUMNS, ExportResult
 from offsetkeeper.history.status import GroupStatus, Status
 from offsetkeeper.times import iso_ms
+
+if TYPE_CHECKING:
+    from offsetkeeper.config import Connection
+    from offsetkeeper.history.service import RecordSummary
+    from offsetkeeper.history.spark_report import REPORT_COLUMNS, ExportResult
+
+# Imported on first use (PEP 562): `lag status` reads a store and needs neither the sampler's
+# Kafka client nor the report's Parquet code.
+_LAZY = {"RecordSummary": "offsetkeeper.history.service",
+         "REPORT_COLUMNS": "offsetkeeper.history.spark_report",
+         "ExportResult": "offsetkeeper.history.spark_report"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'offsetkeeper.ops.history' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
 
 __all__ = ["AT_COLUMNS", "REPORT_COLUMNS", "SHOW_COLUMNS", "AtResult", "ExportResult",
            "ExporterRequest", "FailOn", "LagStatus", "RecordOutcome", "RecordRequest",
