@@ -64,7 +64,7 @@ from prometheus_client.utils import floatToGoString
 
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 from offsetkeeper.history.model import Sample
-from offsetkeeper.history.status import DEFAULT_WINDOW, evaluate_status
+from offsetkeeper.history.status import DEFAULT_WINDOW, CommitPeak, advance_peak, evaluate_status
 from offsetkeeper.netaddr import parse_listen
 
 PARTITION_LABELS = ["cluster_name", "group", "topic", "partition", "member_host", "consumer_id",
@@ -252,6 +252,10 @@ class LagCollector(Collector):
         self.allowed_lag = allowed_lag
         self.filter = metric_filter
         self._cache: dict[str, tuple[tuple | None, _GroupSeries | None]] = {}
+        # per group and partition, its committed offsets folded since the exporter started:
+        # REWIND holds until the partition passes its offset from before the rewind, as in
+        # `lag status` (which reads a look-back from the store instead)
+        self._peaks: dict[str, dict[tuple[str, int], CommitPeak]] = {}
         self._lock = threading.Lock()
 
     # -- series of one group ----------------------------------------------------------------
@@ -275,7 +279,12 @@ class LagCollector(Collector):
         c = self.cluster
         last_ts = max(s.ts for s in samples)
         cur = [s for s in samples if s.ts == last_ts]
-        st = evaluate_status(samples, window=self.window, allowed_lag=self.allowed_lag, group=group)
+        peaks = self._peaks.setdefault(group, {})
+        for s in sorted(samples, key=lambda x: x.ts):
+            peaks[(s.topic, s.partition)] = advance_peak(peaks.get((s.topic, s.partition)),
+                                                         s.ts, s.committed)
+        st = evaluate_status(samples, window=self.window, allowed_lag=self.allowed_lag, group=group,
+                             rewinds={tp: p.mark() for tp, p in peaks.items()})
         rows: list[list[Row]] = [[] for _ in FAMILIES]
         tp_rows: dict[tuple[str, int], list[tuple[int, Row]]] = {}
         by_topic: dict[str, int] = {}
@@ -324,6 +333,7 @@ class LagCollector(Collector):
         data = self.source()
         for gone in [g for g in self._cache if g not in data]:
             del self._cache[gone]
+            self._peaks.pop(gone, None)
         limit = self._stale_limit()
         out = []
         for group in sorted(data):

@@ -316,11 +316,13 @@ class LagStatus:
 
 def lag_status(groups: Sequence[str] = (), *, all_groups: bool = False, window: int = 10,
                allowed_lag: int = 0, fail_on: FailOn = FailOn.err,
-               store: str | None = None) -> LagStatus:
-    """Judge groups from their last `window` samples in the store."""
+               store: str | None = None, rewind_lookback: int = 60) -> LagStatus:
+    """Judge groups from their last `window` samples in the store (a rewind is looked for in
+    the last `rewind_lookback` cycles: REWIND holds until the partition passes its offset from
+    before the rewind)."""
     from offsetkeeper.history import read
 
     with _open(store) as st:
         result = read.status(st, groups, all_groups=all_groups, window=window,
-                             allowed_lag=allowed_lag)
+                             allowed_lag=allowed_lag, rewind_lookback=rewind_lookback)
     return LagStatus(result, fail_on)

@@ -7,6 +7,7 @@ Read API (stable; the web dashboard builds on it):
     at(group, ts)                    -> [Sample]         the group's latest cycle at or before ts
     recent(group, cycles=N)          -> [Sample]         the last N cycles (status windows)
     recent_many(groups, cycles=N)    -> {group: [Sample]} recent() of many groups in one call
+    committed_points_many(groups, cycles=N) -> {group: {(topic, part): [(ts, committed)]}}
     series(group, topic=None, since=None, until=None) -> [Sample]   ordered by time
     cycles(since, until)             -> [Cycle]          when sampling ran, at what interval
     gaps(since, until)               -> [Gap]            when it could not
@@ -124,6 +125,17 @@ class HistoryStore(ABC):
             samples = self.recent(g, cycles)
             if samples:
                 out[g] = samples
+        return out
+
+    def committed_points_many(self, groups: Sequence[str], cycles: int
+                              ) -> dict[str, dict[tuple[str, int], list[tuple[int, int]]]]:
+        """Per group and partition, the (ts, committed offset) of its last `cycles` cycles,
+        oldest first: the look-back of `lag status`' rewind rule (history/status.py)."""
+        out: dict[str, dict[tuple[str, int], list[tuple[int, int]]]] = {}
+        for g, samples in self.recent_many(groups, cycles).items():
+            for s in samples:
+                out.setdefault(g, {}).setdefault((s.topic, s.partition), []).append(
+                    (s.ts, s.committed))
         return out
 
     @abstractmethod

@@ -300,12 +300,29 @@ class SqlStore(HistoryStore, abc.ABC):
     def recent_many(self, groups: Sequence[str], cycles: int) -> dict[str, list[Sample]]:
         """One statement per MANY_CHUNK groups: per group, the ts of its N-th newest cycle (an
         index range on samples_grp_ts, newest first) bounds an index range read of its samples."""
+        out: dict[str, list[Sample]] = {}
+        self._recent_rows(groups, cycles, COLUMNS,
+                          lambda r: out.setdefault(r[1], []).append(_row_to_sample(r)))
+        return out
+
+    def committed_points_many(self, groups: Sequence[str], cycles: int
+                              ) -> dict[str, dict[tuple[str, int], list[tuple[int, int]]]]:
+        """The same rows as `recent_many`, four columns only (no Sample built): the long
+        look-back of `lag status`' rewind rule costs a tuple per row."""
+        out: dict[str, dict[tuple[str, int], list[tuple[int, int]]]] = {}
+
+        def each(r) -> None:
+            out.setdefault(r[1], {}).setdefault((r[2], r[3]), []).append((r[0], r[4]))
+        self._recent_rows(groups, cycles, ("ts", "grp", "topic", "part", "committed"), each)
+        return out
+
+    def _recent_rows(self, groups: Sequence[str], cycles: int, columns: Sequence[str],
+                     each) -> None:
         names = list(dict.fromkeys(groups))
-        cols = ", ".join(f"s.{c}" for c in COLUMNS)
+        cols = ", ".join(f"s.{c}" for c in columns)
         n = max(1, int(cycles))
 
-        def go(cur):
-            out: dict[str, list[Sample]] = {}
+        def go(cur) -> None:
             for i in range(0, len(names), self.MANY_CHUNK):
                 chunk = names[i:i + self.MANY_CHUNK]
                 marks = ", ".join(["?"] * len(chunk))
@@ -322,9 +339,9 @@ class SqlStore(HistoryStore, abc.ABC):
                     "ORDER BY s.grp, s.ts, s.topic, s.part"),
                     (n - 1, *chunk))
                 for r in cur:  # row by row: no list of 20,000 tuples beside the samples
-                    out.setdefault(r[1], []).append(_row_to_sample(r))
-            return out
-        return self._run(go) if names else {}
+                    each(r)
+        if names:
+            self._run(go)
 
     def series(self, group: str, topic: str | None = None, since: int | None = None,
                until: int | None = None) -> list[Sample]:
