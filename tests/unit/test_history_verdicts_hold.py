@@ -53,7 +53,7 @@ REWOUND_ENDS = [1000 + 10 * i for i in range(25)]
      Status.STALL),
     ("rewound and re-reading, 14 samples after the rewind", REWOUND, REWOUND_ENDS, "m",
      Status.REWIND),
-    ("rewound, passed its old offset", REWOUND + [1100, 1250], REWOUND_ENDS + [1300, 1300], "m",
+    ("rewound, passed its old offset", [*REWOUND, 1100, 1250], [*REWOUND_ENDS, 1300, 1300], "m",
      Status.OK),
     ("idle: caught up, nothing produced", [700] * 15, [700] * 15, "", Status.OK),
     ("small bounded lag (2-3, 50 records a sample)", [50 * i for i in range(15)],

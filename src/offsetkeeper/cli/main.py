@@ -21,7 +21,7 @@ import typer
 from offsetkeeper.cli.output import say
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 
-app = typer.Typer(
+root = typer.Typer(
     name="offsetkeeper",
     help="See, move, back up and restore Kafka consumer offsets — safely.",
     no_args_is_help=True,
@@ -31,7 +31,7 @@ app = typer.Typer(
 )
 
 VERBOSE_ENV = "OFFSETKEEPER_VERBOSE"
-_state = {"verbose": False}
+_state: dict[str, Any] = {"verbose": False, "only": None}
 
 
 def _version(value: bool) -> None:
@@ -42,7 +42,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@root.callback()
 def _root(
     verbose: Annotated[bool, typer.Option(
         "--verbose", help="Show debug logs (including librdkafka's) and a traceback on errors.")] = False,
@@ -58,46 +58,80 @@ def _root(
         _configure_logging(True)
 
 
-def _register() -> None:
-    # Imported here so `offsetkeeper --help` stays fast and each module owns its commands.
-    from offsetkeeper.cli import backup, devbroker, groups, offsets, restore, snapshots
-    from offsetkeeper.cli import streaming as streaming_cli
-
-    app.add_typer(groups.app, name="groups")
-    app.add_typer(offsets.app, name="offsets")
-    app.add_typer(snapshots.app, name="snapshots")
-    app.add_typer(backup.backup_app, name="backup")
-    app.add_typer(backup.backups_app, name="backups")
-    app.add_typer(restore.restore_app, name="restore")
-    app.add_typer(restore.mapping_app, name="mapping")
-    app.add_typer(devbroker.app, name="dev-broker")
-    from offsetkeeper.cli import exporter, history, lag
-
-    app.add_typer(history.app, name="history")
-    app.add_typer(lag.app, name="lag")
-    app.command("exporter")(exporter.run)
-    app.add_typer(streaming_cli.app, name="streaming")
-    devbroker.register_demo(app)
-    from offsetkeeper.cli import lab
-
-    app.add_typer(lab.app, name="lab")
-
-    from offsetkeeper.cli import ui
-
-    app.command("ui")(ui.run)
-    from offsetkeeper.cli import commits, zk
-
-    app.add_typer(commits.app, name="commits")
-    app.add_typer(zk.app, name="zk")
-    from offsetkeeper.cli import live, share_groups, streams_groups
-
-    app.add_typer(live.app, name="live-key")
-
-    app.add_typer(share_groups.app, name="share-groups")
-    app.add_typer(streams_groups.app, name="streams-groups")
+# Each command's module, and how it is added to the root: a Typer group (`add_typer`), a
+# command function (`command`), or a registration function given the root (`hook`).
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "groups": ("offsetkeeper.cli.groups", "app", "typer"),
+    "offsets": ("offsetkeeper.cli.offsets", "app", "typer"),
+    "snapshots": ("offsetkeeper.cli.snapshots", "app", "typer"),
+    "backup": ("offsetkeeper.cli.backup", "backup_app", "typer"),
+    "backups": ("offsetkeeper.cli.backup", "backups_app", "typer"),
+    "restore": ("offsetkeeper.cli.restore", "restore_app", "typer"),
+    "mapping": ("offsetkeeper.cli.restore", "mapping_app", "typer"),
+    "dev-broker": ("offsetkeeper.cli.devbroker", "app", "typer"),
+    "history": ("offsetkeeper.cli.history", "app", "typer"),
+    "lag": ("offsetkeeper.cli.lag", "app", "typer"),
+    "exporter": ("offsetkeeper.cli.exporter", "run", "command"),
+    "streaming": ("offsetkeeper.cli.streaming", "app", "typer"),
+    "demo": ("offsetkeeper.cli.devbroker", "register_demo", "hook"),
+    "lab": ("offsetkeeper.cli.lab", "app", "typer"),
+    "ui": ("offsetkeeper.cli.ui", "run", "command"),
+    "commits": ("offsetkeeper.cli.commits", "app", "typer"),
+    "zk": ("offsetkeeper.cli.zk", "app", "typer"),
+    "live-key": ("offsetkeeper.cli.live", "app", "typer"),
+    "share-groups": ("offsetkeeper.cli.share_groups", "app", "typer"),
+    "streams-groups": ("offsetkeeper.cli.streams_groups", "app", "typer"),
+}
 
 
-_register()
+def _register(names: typing.Iterable[str] | None = None) -> None:
+    """Add commands to the root (all when `names` is None). Imported here so each module owns
+    its commands, and a run of one command imports that command's module only (`main`)."""
+    import importlib
+
+    for name in _COMMANDS if names is None else names:
+        if name in _registered:
+            continue
+        _registered.add(name)
+        module, attr, how = _COMMANDS[name]
+        obj = getattr(importlib.import_module(module), attr)
+        if how == "typer":
+            root.add_typer(obj, name=name)
+        elif how == "command":
+            root.command(name)(obj)
+        else:
+            obj(root)
+    # the order of _COMMANDS in --help, whichever command registered first
+    order = {n: i for i, n in enumerate(_COMMANDS)}
+    root.registered_groups.sort(key=lambda g: order.get(g.name or "", 0))
+    root.registered_commands.sort(key=lambda c: order.get(c.name or "", 0))
+
+
+_registered: set[str] = set()
+
+
+def __getattr__(name: str) -> Any:
+    # `app`: the root with every command (tests and tools walk it); `main` registers lazily
+    if name == "app":
+        _register()
+        return root
+    raise AttributeError(f"module 'offsetkeeper.cli.main' has no attribute {name!r}")
+_LEAN_ENV = "OFFSETKEEPER_CLI_ALL_COMMANDS"  # "1": register every command even for one
+
+
+def _command_named(argv: list[str] | None) -> str | None:
+    """The command a command line runs (`groups` of `--verbose groups list`), when it names
+    one the root knows and asks for nothing that needs the others (the root's --help); ""
+    for --version (no command needed)."""
+    args = sys.argv[1:] if argv is None else argv
+    for a in args:
+        if a == "--version":
+            return ""
+        if a in ("-h", "--help"):
+            return None
+        if not a.startswith("-"):
+            return a if a in _COMMANDS else None
+    return None
 
 
 # -- one manner for every command ---------------------------------------------------------------
@@ -166,8 +200,10 @@ def _harden(cmd: Any) -> None:
 
 
 def command() -> Any:
-    """The click command tree of the app, with word metavars and strict integer parsing."""
-    cmd = typer.main.get_command(app)
+    """The click command tree of the app (every command, or those `main` needs), with word
+    metavars and strict integer parsing."""
+    _register(_state["only"])
+    cmd = typer.main.get_command(root)
     _harden(cmd)
     return cmd
 
@@ -192,11 +228,21 @@ def _verbose(argv: list[str] | None) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turn every error into one line on stderr and an exit code."""
+    """Entry point: run the app, turn every error into one line on stderr and an exit code.
+
+    A command line that names one command registers that command only: `groups list` need not
+    import backup, restore, the dashboard and Spark's planning (issue 32: 1 s of imports)."""
     _state["verbose"] = False
     _configure_logging(_verbose(argv))
     try:
-        command()(args=argv, prog_name="offsetkeeper")
+        one = _command_named(argv)
+        lean = one is not None and os.environ.get(_LEAN_ENV) != "1"
+        _state["only"] = ([one] if one else []) if lean else None
+        try:
+            cmd = command()
+        finally:
+            _state["only"] = None
+        cmd(args=argv, prog_name="offsetkeeper")
     except OffsetkeeperError as exc:
         if _verbose(argv):
             traceback.print_exc()
