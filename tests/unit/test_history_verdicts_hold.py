@@ -116,3 +116,24 @@ def test_folding_again_or_twice_changes_nothing(offsets, data):
         if data.draw(st.booleans()) and ts > 0:
             state = advance_peak(state, *points[data.draw(st.integers(0, ts))])
     assert state.mark() == rewind_mark(points)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_store_look_back_reads(kind, tmp_path):
+    """The look-back reads of `lag status` agree between the SQL aggregate and the generic
+    one: per partition the (ts, committed) points of the last N cycles and their maximum."""
+    from offsetkeeper.history.model import Cycle
+    from offsetkeeper.history.store import open_store
+
+    url = str(tmp_path / "h.db") if kind == "sqlite" else "memory://"
+    offsets = [5, 9, 3, 4, 8]
+    with open_store(url) as store:
+        for i, c in enumerate(offsets):
+            store.write([Sample(ts=i, group=g, topic="t", partition=p, committed=c + p,
+                                log_start=0, log_end=20) for g in ("a", "b") for p in (0, 1)],
+                        Cycle(i, 1, 2, 4, 1))
+        points = store.committed_points_many(["a", "b", "nope"], 3)
+        peaks = store.committed_peaks_many(["a", "b", "nope"], 3)
+    assert set(points) == set(peaks) == {"a", "b"}
+    assert points["a"][("t", 1)] == [(2, 4), (3, 5), (4, 9)]
+    assert peaks["b"] == {("t", 0): 8, ("t", 1): 9}

@@ -11,6 +11,7 @@ from offsetkeeper.history.status import (
     DEFAULT_REWIND_LOOKBACK,
     DEFAULT_WINDOW,
     GroupStatus,
+    RewindMark,
     evaluate_status,
     rewind_marks,
 )
@@ -120,14 +121,38 @@ def status(store: HistoryStore, groups: Sequence[str] = (), *, all_groups: bool 
     for g in names:
         if not recent.get(g):
             _known(store, g)
-    points = store.committed_points_many(names, rewind_lookback)
+    rewinds = _rewinds(store, recent, names, rewind_lookback)
     verdicts = [evaluate_status(recent[g], window=window, allowed_lag=allowed_lag, group=g,
-                                rewinds=rewind_marks(points.get(g, {})))
+                                rewinds=rewinds.get(g, {}))
                 for g in names]
     now = now_ms()
     lasts = [st.last_sample for st in verdicts if st.last_sample is not None]
     cycles = {c.ts: c for c in store.cycles(since=min(lasts), until=max(lasts))} if lasts else {}
     return [_flag_stale(st, now, cycles.get(st.last_sample)) for st in verdicts]
+
+
+def _rewinds(store: HistoryStore, recent: dict[str, list[Sample]], names: list[str],
+             lookback: int) -> dict[str, dict[tuple[str, int], RewindMark | None]]:
+    """The look-back's rewind marks: one aggregate says which partitions are below their
+    highest offset of the look-back (rare: a rewind being recovered from), and only those
+    groups' offsets are read point by point. Partitions at their peak get None (no rewind)."""
+    peaks = store.committed_peaks_many(names, lookback)
+    below: dict[str, set[tuple[str, int]]] = {}
+    out: dict[str, dict[tuple[str, int], RewindMark | None]] = {}
+    for g in names:
+        latest: dict[tuple[str, int], int] = {}
+        for s in recent[g]:  # ordered by ts: the last one per partition wins
+            latest[(s.topic, s.partition)] = s.committed
+        out[g] = {tp: None for tp in latest}
+        for tp, c in latest.items():
+            if c < peaks.get(g, {}).get(tp, c):
+                below.setdefault(g, set()).add(tp)
+    if below:
+        points = store.committed_points_many(list(below), lookback)
+        for g, tps in below.items():
+            marks = rewind_marks({tp: p for tp, p in points.get(g, {}).items() if tp in tps})
+            out[g].update(marks)
+    return out
 
 
 def _flag_stale(st: GroupStatus, now: int, cyc: Cycle | None) -> GroupStatus:

@@ -8,6 +8,7 @@ Read API (stable; the web dashboard builds on it):
     recent(group, cycles=N)          -> [Sample]         the last N cycles (status windows)
     recent_many(groups, cycles=N)    -> {group: [Sample]} recent() of many groups in one call
     committed_points_many(groups, cycles=N) -> {group: {(topic, part): [(ts, committed)]}}
+    committed_peaks_many(groups, cycles=N)  -> {group: {(topic, part): highest committed}}
     series(group, topic=None, since=None, until=None) -> [Sample]   ordered by time
     cycles(since, until)             -> [Cycle]          when sampling ran, at what interval
     gaps(since, until)               -> [Gap]            when it could not
@@ -126,6 +127,13 @@ class HistoryStore(ABC):
             if samples:
                 out[g] = samples
         return out
+
+    def committed_peaks_many(self, groups: Sequence[str], cycles: int
+                             ) -> dict[str, dict[tuple[str, int], int]]:
+        """Per group and partition, the highest committed offset of its last `cycles` cycles
+        (only partitions below theirs need `committed_points_many`)."""
+        return {g: {tp: max(c for _, c in pts) for tp, pts in by_tp.items()}
+                for g, by_tp in self.committed_points_many(groups, cycles).items()}
 
     def committed_points_many(self, groups: Sequence[str], cycles: int
                               ) -> dict[str, dict[tuple[str, int], list[tuple[int, int]]]]:

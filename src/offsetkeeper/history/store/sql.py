@@ -316,10 +316,23 @@ class SqlStore(HistoryStore, abc.ABC):
         self._recent_rows(groups, cycles, ("ts", "grp", "topic", "part", "committed"), each)
         return out
 
+    def committed_peaks_many(self, groups: Sequence[str], cycles: int
+                             ) -> dict[str, dict[tuple[str, int], int]]:
+        """Per group and partition, the highest committed offset of its last `cycles` cycles:
+        one aggregate in the database, no row reaches Python."""
+        out: dict[str, dict[tuple[str, int], int]] = {}
+
+        def each(r) -> None:
+            out.setdefault(r[0], {})[(r[1], r[2])] = r[3]
+        self._recent_rows(groups, cycles, ("grp", "topic", "part", "MAX(s.committed)"), each,
+                          group_by="s.grp, s.topic, s.part")
+        return out
+
     def _recent_rows(self, groups: Sequence[str], cycles: int, columns: Sequence[str],
-                     each) -> None:
+                     each, *, group_by: str | None = None) -> None:
         names = list(dict.fromkeys(groups))
-        cols = ", ".join(f"s.{c}" for c in columns)
+        cols = ", ".join(c if "(" in c else f"s.{c}" for c in columns)
+        tail = f"GROUP BY {group_by}" if group_by else "ORDER BY s.grp, s.ts, s.topic, s.part"
         n = max(1, int(cycles))
 
         def go(cur) -> None:
@@ -336,7 +349,7 @@ class SqlStore(HistoryStore, abc.ABC):
                     "x.ts FROM samples x WHERE x.grp = w.grp ORDER BY x.ts DESC LIMIT 1 OFFSET ?), "
                     f"w.first_ts) AS since FROM group_index w WHERE w.grp IN ({marks})) "
                     f"SELECT {cols} FROM c JOIN samples s ON s.grp = c.grp AND s.ts >= c.since "
-                    "ORDER BY s.grp, s.ts, s.topic, s.part"),
+                    f"{tail}"),
                     (n - 1, *chunk))
                 for r in cur:  # row by row: no list of 20,000 tuples beside the samples
                     each(r)
