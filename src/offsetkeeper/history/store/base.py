@@ -128,6 +128,16 @@ class HistoryStore(ABC):
                 out[g] = samples
         return out
 
+    # -- notification state (history/notify.py) ----------------------------------------------
+    def notify_state(self) -> dict[str, str]:
+        """Per group, the status last notified ("WARN"/"ERR" while an incident is open, "OK"
+        once closed). Kept in memory here; the SQL stores keep it in a table, so a restarted
+        sampler sends nothing twice."""
+        return dict(self.__dict__.setdefault("_notified", {}))
+
+    def save_notify_state(self, group: str, status: str) -> None:
+        self.__dict__.setdefault("_notified", {})[group] = status
+
     def committed_peaks_many(self, groups: Sequence[str], cycles: int
                              ) -> dict[str, dict[tuple[str, int], int]]:
         """Per group and partition, the highest committed offset of its last `cycles` cycles

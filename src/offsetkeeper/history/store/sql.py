@@ -316,6 +316,27 @@ class SqlStore(HistoryStore, abc.ABC):
         self._recent_rows(groups, cycles, ("ts", "grp", "topic", "part", "committed"), each)
         return out
 
+    # Not part of the versioned schema: created on first use by a sampler that notifies.
+    _NOTIFY_TABLE = ("CREATE TABLE IF NOT EXISTS notify_state (grp TEXT PRIMARY KEY, "
+                     "status TEXT NOT NULL, ts BIGINT NOT NULL)")
+
+    def notify_state(self) -> dict[str, str]:
+        def go(cur):
+            cur.execute(self._NOTIFY_TABLE)
+            cur.execute("SELECT grp, status FROM notify_state")
+            return {r[0]: r[1] for r in cur.fetchall()}
+        return self._run(go)
+
+    def save_notify_state(self, group: str, status: str) -> None:
+        import time
+
+        def go(cur):
+            cur.execute(self._NOTIFY_TABLE)
+            cur.execute(self._q("DELETE FROM notify_state WHERE grp = ?"), (group,))
+            cur.execute(self._q("INSERT INTO notify_state (grp, status, ts) VALUES (?, ?, ?)"),
+                        (group, status, int(time.time() * 1000)))
+        self._run(go)
+
     def committed_peaks_many(self, groups: Sequence[str], cycles: int
                              ) -> dict[str, dict[tuple[str, int], int]]:
         """Per group and partition, the highest committed offset of its last `cycles` cycles:
