@@ -1,6 +1,7 @@
 """Benchmark: everyday group commands, whole command (fresh process) and warm (one facade).
 
     .venv/bin/python bench/groups_cli.py [--groups 8] [--repeat 5] [--bootstrap HOST:PORT]
+        [--baseline-python /work/main/.venv/bin/python]
 
 On a one-node Apache Kafka with GROUPS classic and consumer groups (offsets committed), times:
 - `offsetkeeper groups list -o json` and `groups describe G -o json`, each a fresh process
@@ -51,6 +52,8 @@ def main() -> None:
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--bootstrap")
+    ap.add_argument("--baseline-python", help="another checkout's interpreter (e.g. main's "
+                    ".venv/bin/python): its `groups list`/`describe` alternate with ours")
     args = ap.parse_args()
 
     from confluent_kafka import Consumer, TopicPartition
@@ -79,13 +82,21 @@ def main() -> None:
     b = ["-b", bootstrap, "-o", "json"]
     kcat = ["kcat", "-L", "-b", bootstrap]
 
+    base = [args.baseline_python, "-m", "offsetkeeper.cli.main"] if args.baseline_python else None
+
     def cold(label_env: dict | None = None) -> dict:
         out: dict[str, list[float]] = {"list": [], "describe": [], "kcat": []}
         for _ in range(args.repeat):
             out["list"].append(timed_cmd([*OK, "groups", "list", *b], label_env))
             out["kcat"].append(timed_cmd(kcat))
+            if base:
+                out.setdefault("baseline_list", []).append(
+                    timed_cmd([*base, "groups", "list", *b], label_env))
             out["describe"].append(timed_cmd([*OK, "groups", "describe", groups[0], *b], label_env))
             out["kcat"].append(timed_cmd(kcat))
+            if base:
+                out.setdefault("baseline_describe", []).append(
+                    timed_cmd([*base, "groups", "describe", groups[0], *b], label_env))
         return {k: summary(v) for k, v in out.items()}
 
     def warm() -> dict:
@@ -104,7 +115,12 @@ def main() -> None:
 
     def ratios(d: dict) -> dict:
         k = d["kcat"]["median"]
-        return {f"{name}_vs_kcat": round(d[name]["median"] / k, 1) for name in d if name != "kcat"}
+        out = {f"{name}_vs_kcat": round(d[name]["median"] / k, 1) for name in d if name != "kcat"}
+        for name in ("list", "describe"):
+            if f"baseline_{name}" in d:
+                out[f"baseline_{name}_vs_ours"] = round(d[f"baseline_{name}"]["median"]
+                                                        / d[name]["median"], 2)
+        return out
 
     result: dict = {"bootstrap_given": bool(args.bootstrap), "groups": args.groups,
                     "load_before": os.getloadavg()[0]}

@@ -1,6 +1,7 @@
 """Benchmark: `lag status` for many groups from a local SQLite history store (issue 32, goal 3).
 
     .venv/bin/python bench/lag_status.py [--groups 100 --partitions 8 --cycles 2880] [--repeat 5]
+        [--baseline-python /work/main/.venv/bin/python]
 
 Fills a store in a temporary directory with CYCLES samples per group partition (30 s apart: one
 day at the default), no broker needed (`lag status` reads the store only), then times:
@@ -69,6 +70,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--cycles", type=int, default=2880)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--baseline-python", help="another checkout's interpreter (e.g. main's "
+                    ".venv/bin/python): its `lag status` alternates with ours on the same file")
     args = ap.parse_args()
 
     from offsetkeeper.history.read import status as read_status
@@ -93,12 +96,17 @@ def main() -> None:
             "(int(sys.argv[2]),)).fetchall()", db, str(args.groups * 10)]
     bare = [sys.executable, "-c", "pass"]
     timed_cmd(cli)  # byte-code cache and page cache warm
-    cold, ys, bs = [], [], []
+    cold, ys, bs, old = [], [], [], []
+    base = [args.baseline_python, *cli[1:]] if args.baseline_python else None
     for _ in range(args.repeat):
         cold.append(timed_cmd(cli))
         ys.append(timed_cmd(yard))
         bs.append(timed_cmd(bare))
+        if base:
+            old.append(timed_cmd(base))
     result["cold_cli"] = summary(cold)
+    if old:
+        result["baseline_cold_cli"] = summary(old)
     result["yardstick_sqlite3_python"] = summary(ys)
     result["bare_python"] = summary(bs)
 
@@ -131,6 +139,9 @@ def main() -> None:
     ym = result["yardstick_sqlite3_python"]["median"]
     result["ratios"] = {"cold_cli_vs_yardstick": round(result["cold_cli"]["median"] / ym, 1),
                         "warm_vs_yardstick": round(result["warm"]["median"] / ym, 2)}
+    if old:
+        result["ratios"]["baseline_cold_vs_ours"] = round(
+            result["baseline_cold_cli"]["median"] / result["cold_cli"]["median"], 2)
     result["load_after"] = os.getloadavg()[0]
     print(json.dumps(result, indent=2))
 
