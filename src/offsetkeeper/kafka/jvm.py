@@ -118,7 +118,8 @@ def _class_archive(java: str) -> Path | None:
     Mapping the Admin client's classes from an archive instead of loading and verifying them
     takes about 0.5 s off every helper start (1.6 s -> 0.85 s measured here under load). The
     JVM checks the archive against its own version and the class path and ignores one that
-    does not match (-Xshare:auto); its name carries both, so a new Java or helper builds anew.
+    does not match (-Xshare:auto); its name carries both (paths and modification times), so a
+    new Java or a rebuilt helper builds anew.
     """
     if os.environ.get(ARCHIVE_ENV) == "0":
         return None
@@ -128,7 +129,8 @@ def _class_archive(java: str) -> Path | None:
 
     try:
         real = os.path.realpath(java)
-        key = f"{real}|{os.stat(real).st_mtime_ns}|{helper_dir().resolve()}"
+        jar = helper_dir().resolve() / "admin-helper.jar"
+        key = f"{real}|{os.stat(real).st_mtime_ns}|{jar}|{jar.stat().st_mtime_ns}"
     except OSError:
         return None
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
