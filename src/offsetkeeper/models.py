@@ -173,3 +173,6 @@ class GroupListing:
     group_id: str
     state: str
     group_type: str = ""
+    # the protocol type as Kafka's tools print it: "consumer", or "" for a group that only ever
+    # had offsets committed (no member joined); None when the lister did not say
+    protocol: str | None = None

@@ -232,8 +232,13 @@ def test_groups_list_falls_back_to_librdkafka_but_share_and_streams_listings_do_
     from offsetkeeper.models import GroupListing
 
     class Fake:
+        admin = None  # the librdkafka client (connected before the two listings run at once)
+
         def list_groups(self):
             return [GroupListing("pay", "stable", "classic")]
+
+        def all_group_ids(self):
+            return {"pay", "sg"}  # a share group exists: only the Java client can type it
 
         def list_all_groups(self):
             raise KafkaOperationError("list groups: the Java admin client did not answer",

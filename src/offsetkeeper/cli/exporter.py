@@ -35,21 +35,45 @@ def run(
                                            help="Exact time lag from next-record timestamps.")] = True,
     group_allow: GroupAllowOpt = None, group_deny: GroupDenyOpt = None,
     topic_allow: TopicAllowOpt = None, topic_deny: TopicDenyOpt = None,
+    track_allow: Annotated[list[str] | None, typer.Option(
+        "--track-allow", metavar="REGEX", show_default=False,
+        help="Sample only groups whose name fully matches one of these (repeatable).")] = None,
+    track_deny: Annotated[list[str] | None, typer.Option(
+        "--track-deny", metavar="REGEX", show_default=False,
+        help="Never sample groups whose name fully matches one of these (repeatable).")] = None,
+    notify_url: Annotated[str | None, typer.Option(
+        "--notify-url", metavar="URL", show_default=False,
+        help="POST status changes (open/close events) to this webhook.")] = None,
+    notify_template: Annotated[str, typer.Option(
+        "--notify-template", metavar="slack|generic|PATH",
+        help="Body of the notifications: Slack's JSON, a generic JSON, or a template file.")] = "slack",
+    notify_threshold: Annotated[list[str] | None, typer.Option(
+        "--notify-threshold", metavar="PATTERN=warn|err|off", show_default=False,
+        help="Which status opens an incident, per group pattern (repeatable, first match wins; "
+             "default warn).")] = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Serve consumer-group lag, time lag and status as Prometheus metrics (kafka-lag-exporter's
     metric names), sampling the cluster every --interval until SIGTERM/SIGINT. Per-group series
     can be limited to groups and topics matching --group-allow/--topic-allow regexes (and not
-    --group-deny/--topic-deny), like kafka-lag-exporter's allow/deny lists.
+    --group-deny/--topic-deny), like kafka-lag-exporter's allow/deny lists; --track-allow and
+    --track-deny decide which groups are sampled at all. `lag status` as JSON is served on
+    /status and /status/GROUP; --notify-url sends open/close events of status changes.
 
     Example: offsetkeeper exporter --listen 0.0.0.0:9308 -b kafka:9092 --group-deny 'console-consumer-.*'
     """
-    from offsetkeeper.cli.history import sampler_settings
-    from offsetkeeper.ops.history import ExporterRequest, serve_exporter
+    from dataclasses import replace
 
-    req = ExporterRequest(sampler_settings(group, all_groups and not group, interval, retain,
-                                           time_lag, window, group_allow, group_deny,
-                                           topic_allow, topic_deny),
-                          listen=listen, store=store, allowed_lag=allowed_lag, log_to_stderr=True)
+    from offsetkeeper.cli.history import sampler_settings
+    from offsetkeeper.ops.history import ExporterRequest, NotifySettings, serve_exporter
+
+    settings = replace(sampler_settings(group, all_groups and not group, interval, retain,
+                                        time_lag, window, group_allow, group_deny,
+                                        topic_allow, topic_deny),
+                       track_allow=tuple(track_allow or ()), track_deny=tuple(track_deny or ()))
+    notify = NotifySettings(notify_url, notify_template, tuple(notify_threshold or ())) \
+        if notify_url else None
+    req = ExporterRequest(settings, listen=listen, store=store, allowed_lag=allowed_lag,
+                          log_to_stderr=True, notify=notify)
     serve_exporter(connection(bootstrap, command_config, cluster, config), req)

@@ -24,6 +24,9 @@ def status(
     window: Annotated[int, typer.Option("--window", help="Samples per window (Burrow's intervals).")] = 10,
     allowed_lag: Annotated[int, typer.Option("--allowed-lag", help="Lag that never counts as a "
                                              "problem.")] = 0,
+    rewind_lookback: Annotated[int, typer.Option(
+        "--rewind-lookback", help="Samples looked back for a rewind: REWIND holds until the "
+        "partition passes its offset from before the rewind.")] = 60,
     partitions: Annotated[bool, typer.Option("--partitions", help="One row per partition.")] = False,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 on ERR (default), also on "
                                             "WARN (warn), or on WARN and on INCOMPLETE groups "
@@ -39,7 +42,8 @@ def status(
     from offsetkeeper.ops.history import lag_status
 
     verdicts = lag_status(groups or (), all_groups=all_groups, window=window,
-                        allowed_lag=allowed_lag, fail_on=fail_on, store=store)
+                        allowed_lag=allowed_lag, fail_on=fail_on, store=store,
+                        rewind_lookback=rewind_lookback)
     result, failing = verdicts.groups, verdicts.failing
     if output is OutputFormat.json:
         render_json([g.as_dict() for g in result])

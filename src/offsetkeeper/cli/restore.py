@@ -69,6 +69,10 @@ ChunkOpt = Annotated[int | None, typer.Option("--chunk-records", metavar="N", he
 ProducerPropOpt = Annotated[list[str] | None, typer.Option("--producer-property", metavar="KEY=VALUE",
                                                            help="librdkafka producer property (repeatable).",
                                                            show_default=False)]
+CompressionOpt = Annotated[str | None, typer.Option(
+    "--compression", metavar="none|gzip|snappy|lz4|zstd", help="Batch compression of the "
+    "restored records [default: the source topics' compression.type from the backup, else "
+    "zstd].", show_default=False)]
 AllowNonEmptyOpt = Annotated[bool, typer.Option("--allow-non-empty-target", help="Let a new restore write "
                                                 "after records already in the target partitions (refused "
                                                 "by default: it would append a second copy).")]
@@ -103,6 +107,7 @@ _REQUEST_FIELDS = {
     "replication_factor": "replication_factor", "offset_headers": "offset_headers",
     "max_records_per_sec": "max_records_per_sec", "max_bytes_per_sec": "max_bytes_per_sec",
     "chunk_records": "chunk_records", "producer_property": "producer_properties",
+    "compression": "compression",
     "dry_run": "dry_run", "allow_non_empty_target": "allow_non_empty_target", "master": "master",
     "conf": "spark_conf",
 }
@@ -170,6 +175,7 @@ def run_cmd(
     max_bytes_per_sec: ByteRateOpt = None,
     chunk_records: ChunkOpt = None,
     producer_property: ProducerPropOpt = None,
+    compression: CompressionOpt = None,
     allow_non_empty_target: AllowNonEmptyOpt = False,
     dry_run: DryRunOpt = False,
     master: MasterOpt = None,
@@ -316,6 +322,7 @@ def three_phase_cmd(
     max_bytes_per_sec: ByteRateOpt = None,
     chunk_records: ChunkOpt = None,
     producer_property: ProducerPropOpt = None,
+    compression: CompressionOpt = None,
     allow_non_empty_target: AllowNonEmptyOpt = False,
     master: MasterOpt = None,
     conf: ConfOpt = None,

@@ -64,7 +64,13 @@ from prometheus_client.utils import floatToGoString
 
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 from offsetkeeper.history.model import Sample
-from offsetkeeper.history.status import DEFAULT_WINDOW, evaluate_status
+from offsetkeeper.history.status import (
+    DEFAULT_WINDOW,
+    CommitPeak,
+    GroupStatus,
+    advance_peak,
+    evaluate_status,
+)
 from offsetkeeper.netaddr import parse_listen
 
 PARTITION_LABELS = ["cluster_name", "group", "topic", "partition", "member_host", "consumer_id",
@@ -206,6 +212,7 @@ class _GroupSeries:
     tp_rows: dict[tuple[str, int], list[tuple[int, Row]]]
     text: list[str] | None = None             # per family (TP families "")
     tp_text: dict[tuple[str, int], tuple[str, ...]] | None = None
+    status: GroupStatus | None = None        # the GroupStatus (`lag status`'s verdict)
 
     def render(self) -> None:
         if self.text is not None:
@@ -252,6 +259,10 @@ class LagCollector(Collector):
         self.allowed_lag = allowed_lag
         self.filter = metric_filter
         self._cache: dict[str, tuple[tuple | None, _GroupSeries | None]] = {}
+        # per group and partition, its committed offsets folded since the exporter started:
+        # REWIND holds until the partition passes its offset from before the rewind, as in
+        # `lag status` (which reads a look-back from the store instead)
+        self._peaks: dict[str, dict[tuple[str, int], CommitPeak]] = {}
         self._lock = threading.Lock()
 
     # -- series of one group ----------------------------------------------------------------
@@ -275,7 +286,12 @@ class LagCollector(Collector):
         c = self.cluster
         last_ts = max(s.ts for s in samples)
         cur = [s for s in samples if s.ts == last_ts]
-        st = evaluate_status(samples, window=self.window, allowed_lag=self.allowed_lag, group=group)
+        peaks = self._peaks.setdefault(group, {})
+        for s in sorted(samples, key=lambda x: x.ts):
+            peaks[(s.topic, s.partition)] = advance_peak(peaks.get((s.topic, s.partition)),
+                                                         s.ts, s.committed)
+        st = evaluate_status(samples, window=self.window, allowed_lag=self.allowed_lag, group=group,
+                             rewinds={tp: p.mark() for tp, p in peaks.items()})
         rows: list[list[Row]] = [[] for _ in FAMILIES]
         tp_rows: dict[tuple[str, int], list[tuple[int, Row]]] = {}
         by_topic: dict[str, int] = {}
@@ -305,7 +321,16 @@ class LagCollector(Collector):
         rows[GSTATUS].append((g, st.status.code))
         rows[PSTATUS].extend(((c, group, p.topic, str(p.partition)), p.status.code)
                              for p in st.partitions)
-        return _GroupSeries(key, last_ts, rows, tp_rows)
+        return _GroupSeries(key, last_ts, rows, tp_rows, status=st)
+
+    def statuses(self, group: str | None = None) -> list[dict]:
+        """`lag status -o json` of every tracked group (or of `group`: [] when unknown), from
+        the same evaluation as the status metrics: dashboards and scripts need no CLI call."""
+        now = int(time.time() * 1000)
+        with self._lock:
+            current = self._current(now)
+        return [series.status.as_dict() for g, series in current
+                if series.status is not None and (group is None or g == group)]
 
     def prepare(self, groups: Mapping[str, Sequence[Sample]]) -> None:
         """Compute and render the series of these groups now (before the next scrape)."""
@@ -324,6 +349,7 @@ class LagCollector(Collector):
         data = self.source()
         for gone in [g for g in self._cache if g not in data]:
             del self._cache[gone]
+            self._peaks.pop(gone, None)
         limit = self._stale_limit()
         out = []
         for group in sorted(data):
@@ -445,8 +471,12 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] == "/favicon.ico":
+        path = self.path.split("?", 1)[0]
+        if path == "/favicon.ico":
             self.send_error(404)
+            return
+        if path == "/status" or path.startswith("/status/"):
+            self._status(path)
             return
         body = self.server.collector.render()
         gz = "gzip" in (self.headers.get("Accept-Encoding") or "")
@@ -456,6 +486,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", CONTENT_TYPE)
         if gz:
             self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _status(self, path: str) -> None:
+        """/status: every group's verdict as `lag status -o json` gives it; /status/GROUP (the
+        id URL-encoded): that group's, 404 with a JSON error when it is not tracked."""
+        import json
+        from urllib.parse import unquote
+
+        group = unquote(path[len("/status/"):]) if path.startswith("/status/") else None
+        found = self.server.collector.statuses(group)
+        if group is not None and not found:
+            code, doc = 404, {"error": f"group {group!r} is not tracked by this exporter"}
+        else:
+            code, doc = 200, (found[0] if group is not None else found)
+        body = json.dumps(doc).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

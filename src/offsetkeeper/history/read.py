@@ -6,8 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from offsetkeeper.errors import UnknownGroupError, UsageError
-from offsetkeeper.history.model import Sample
-from offsetkeeper.history.status import DEFAULT_WINDOW, GroupStatus, evaluate_status
+from offsetkeeper.history.model import Cycle, Sample
+from offsetkeeper.history.status import (
+    DEFAULT_REWIND_LOOKBACK,
+    DEFAULT_WINDOW,
+    GroupStatus,
+    RewindMark,
+    evaluate_status,
+    rewind_marks,
+)
 from offsetkeeper.history.store.base import HistoryStore
 from offsetkeeper.history.timeparse import now_ms
 from offsetkeeper.times import human_duration_ms, iso_ms
@@ -89,12 +96,20 @@ def at(store: HistoryStore, group: str, ts: int) -> AtResult:
 
 
 def status(store: HistoryStore, groups: Sequence[str] = (), *, all_groups: bool = False,
-           window: int = DEFAULT_WINDOW, allowed_lag: int = 0) -> list[GroupStatus]:
-    """Burrow-style status of groups from their last `window` samples in the store."""
+           window: int = DEFAULT_WINDOW, allowed_lag: int = 0,
+           rewind_lookback: int = DEFAULT_REWIND_LOOKBACK) -> list[GroupStatus]:
+    """Burrow-style status of groups from their last `window` samples in the store; a rewind
+    holds while the partition is below its offset from before the rewind, looked for in the
+    last `rewind_lookback` cycles (history/status.py). Three reads in all, whatever the number
+    of groups: the windows, the look-back's committed offsets, the cycles of the latest
+    samples."""
     if window < 2:
         raise UsageError(f"--window {window} is too small (expected at least 2 samples)")
     if allowed_lag < 0:
         raise UsageError(f"--allowed-lag {allowed_lag} is negative (expected 0 or more)")
+    if rewind_lookback < window:
+        raise UsageError(f"--rewind-lookback {rewind_lookback} is shorter than --window {window} "
+                         "(expected at least the window)")
     if all_groups and groups:
         raise UsageError("give groups or --all-groups, not both")
     names = [g.group for g in store.groups()] if all_groups else list(dict.fromkeys(groups))
@@ -102,25 +117,51 @@ def status(store: HistoryStore, groups: Sequence[str] = (), *, all_groups: bool 
         raise UsageError("no group given: name groups or use --all-groups" if not all_groups else
                          f"history store {store.display_url} has no samples yet "
                          "(record some with: offsetkeeper history record --all-groups)")
-    out = []
-    now = now_ms()
+    recent = store.recent_many(names, window)
     for g in names:
-        samples = store.recent(g, window)
-        if not samples:
+        if not recent.get(g):
             _known(store, g)
-        st = evaluate_status(samples, window=window, allowed_lag=allowed_lag, group=g)
-        out.append(_flag_stale(store, st, now))
+    rewinds = _rewinds(store, recent, names, rewind_lookback)
+    verdicts = [evaluate_status(recent[g], window=window, allowed_lag=allowed_lag, group=g,
+                                rewinds=rewinds.get(g, {}))
+                for g in names]
+    now = now_ms()
+    lasts = [st.last_sample for st in verdicts if st.last_sample is not None]
+    cycles = {c.ts: c for c in store.cycles(since=min(lasts), until=max(lasts))} if lasts else {}
+    return [_flag_stale(st, now, cycles.get(st.last_sample)) for st in verdicts]
+
+
+def _rewinds(store: HistoryStore, recent: dict[str, list[Sample]], names: list[str],
+             lookback: int) -> dict[str, dict[tuple[str, int], RewindMark | None]]:
+    """The look-back's rewind marks: one aggregate says which partitions are below their
+    highest offset of the look-back (rare: a rewind being recovered from), and only those
+    groups' offsets are read point by point. Partitions at their peak get None (no rewind)."""
+    peaks = store.committed_peaks_many(names, lookback)
+    below: dict[str, set[tuple[str, int]]] = {}
+    out: dict[str, dict[tuple[str, int], RewindMark | None]] = {}
+    for g in names:
+        latest: dict[tuple[str, int], int] = {}
+        for s in recent[g]:  # ordered by ts: the last one per partition wins
+            latest[(s.topic, s.partition)] = s.committed
+        out[g] = {tp: None for tp in latest}
+        for tp, c in latest.items():
+            if c < peaks.get(g, {}).get(tp, c):
+                below.setdefault(g, set()).add(tp)
+    if below:
+        points = store.committed_points_many(list(below), lookback)
+        for g, tps in below.items():
+            marks = rewind_marks({tp: p for tp, p in points.get(g, {}).items() if tp in tps})
+            out[g].update(marks)
     return out
 
 
-def _flag_stale(store: HistoryStore, st: GroupStatus, now: int) -> GroupStatus:
+def _flag_stale(st: GroupStatus, now: int, cyc: Cycle | None) -> GroupStatus:
     """Say so in the reason when the newest sample is older than three sampling intervals (or
     10 minutes when the interval is unknown): the verdict is then about the past. A sampler
     whose cycles overrun the interval samples that much less often: the limit is then three
-    times the cycle's duration (not a stopped sampler)."""
+    times the cycle's duration (not a stopped sampler). `cyc`: the cycle of the newest sample."""
     last = st.last_sample or now
-    cyc = store.cycles(since=last, until=last)
-    limit = 3 * max(cyc[0].interval_ms, cyc[0].duration_ms) if cyc else 600_000
+    limit = 3 * max(cyc.interval_ms, cyc.duration_ms) if cyc else 600_000
     if now - last <= limit:
         return st
     text = human_duration_ms(now - last)

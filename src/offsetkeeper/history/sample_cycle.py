@@ -47,6 +47,21 @@ class SampleScope:
 
     groups: tuple[str, ...] = ()
     all_groups: bool = False
+    # regexes (re.fullmatch, like the exporter's lists) deciding which of every group the
+    # sampler tracks with `all_groups`: allowed by one of `allow` (all when empty), and by none
+    # of `deny`
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def tracks(self, group: str) -> bool:
+        """Whether the sampler samples `group` (named groups are always sampled)."""
+        import re
+
+        if not self.all_groups:
+            return True
+        if self.allow and not any(re.fullmatch(p, group) for p in self.allow):
+            return False
+        return not any(re.fullmatch(p, group) for p in self.deny)
 
 
 @dataclass
@@ -201,7 +216,8 @@ class CycleSampler:
         list_errors = list(getattr(self.admin, "last_list_errors", None) or [])
         if self.scope.all_groups:
             listing.update(self._share_listing(list_errors))
-        groups = list(self.scope.groups) if not self.scope.all_groups else list(listing)
+        groups = list(self.scope.groups) if not self.scope.all_groups else \
+            [g for g in listing if self.scope.tracks(g)]
         known = {t: frozenset(ps) for t, ps in topics.items()}
         cyc = _CycleState(ts=0)
         interrupted = False

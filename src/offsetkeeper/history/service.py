@@ -23,7 +23,7 @@ class RecordSummary:
 def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, once: bool = False,
            listen: str | None = None, stop: threading.Event | None = None,
            max_cycles: int | None = None, on_ready: Callable[[object], None] | None = None,
-           allowed_lag: int = 0, metric_filter=None) -> RecordSummary:
+           allowed_lag: int = 0, metric_filter=None, notify=None) -> RecordSummary:
     """Sample `conn` into the store at `store_url` until stopped (SIGTERM/SIGINT or `stop`).
 
     The store is checked first: unreachable -> StoreError naming it (exit 1). With `listen`,
@@ -68,8 +68,13 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
             last: list[CycleOutcome] = []
             stop = stop or threading.Event()
 
+            notifier = notify.notifier(store, conn.name or conn.bootstrap_servers) \
+                if notify is not None else None
+
             def keep(outcome: CycleOutcome) -> None:
                 last[:] = [outcome]
+                if notifier is not None and outcome.stored:
+                    notify_cycle(notifier, store, config.window, allowed_lag)
 
             with stop_on_signals(stop):
                 sampler.run(stop, max_cycles=max_cycles, on_cycle=keep)
@@ -78,3 +83,19 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
         if server is not None:
             server.stop()
         store.close()
+
+
+def notify_cycle(notifier, store, window: int, allowed_lag: int) -> None:
+    """After a stored cycle: judge every group in the store as `lag status` does and send the
+    status changes (history/notify.py). A failure is logged, never stops the sampler."""
+    import logging
+
+    from offsetkeeper.errors import OffsetkeeperError
+    from offsetkeeper.history.read import status
+
+    try:
+        verdicts = status(store, all_groups=True, window=window, allowed_lag=allowed_lag,
+                          rewind_lookback=max(window, 60))
+        notifier.observe(verdicts)
+    except OffsetkeeperError as exc:
+        logging.getLogger("offsetkeeper.history").warning("notifications skipped: %s", exc.message)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -42,6 +42,9 @@ from offsetkeeper.history.model import Sample
 from offsetkeeper.times import iso_ms
 
 DEFAULT_WINDOW = 10
+# Cycles `lag status` looks back for a rewind not yet recovered from (rewind_mark).
+DEFAULT_REWIND_LOOKBACK = 60
+NO_LOOKBACK = object()  # evaluate_partition's `rewind` when no look-back was read
 
 
 class Status(StrEnum):
@@ -116,8 +119,13 @@ class GroupStatus:
 
 
 def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDOW,
-                       allowed_lag: int = 0) -> PartitionStatus:
-    """Status of one partition from its samples (any order; the last `window` by time count)."""
+                       allowed_lag: int = 0, rewind: RewindMark | object | None = NO_LOOKBACK
+                       ) -> PartitionStatus:
+    """Status of one partition from its samples (any order; the last `window` by time count).
+
+    `rewind`: what a longer look-back than the window says (`rewind_mark`): the rewind the
+    partition has not recovered from yet, or None when there is none; left out, a rewind is
+    seen only inside the window (Burrow's rule)."""
     w = sorted(samples, key=lambda s: s.ts)[-window:]
     if not w:
         raise ValueError("evaluate_partition needs at least one sample")
@@ -133,10 +141,14 @@ def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDO
 
     if cur.lag <= allowed_lag:
         return result(Status.OK, "caught up" if cur.lag == 0 else f"lag {cur.lag} within allowed {allowed_lag}")
-    for a, b in itertools.pairwise(w):
-        if b.committed < a.committed:
-            return result(Status.REWIND, f"committed offset went back from {a.committed} to "
-                                         f"{b.committed} at {iso_ms(b.ts)}")
+    if rewind is not NO_LOOKBACK:
+        if isinstance(rewind, RewindMark) and rewind_holds(rewind, cur):
+            return result(Status.REWIND, rewind_reason(rewind, cur))
+    else:
+        for a, b in itertools.pairwise(w):
+            if b.committed < a.committed:
+                return result(Status.REWIND, f"committed offset went back from {a.committed} to "
+                                             f"{b.committed} at {iso_ms(b.ts)}")
     lags = [s.lag for s in w]
     never_ok = all(x > allowed_lag for x in lags)
     unchanged = len({s.committed for s in w}) == 1
@@ -148,7 +160,7 @@ def evaluate_partition(samples: Sequence[Sample], *, window: int = DEFAULT_WINDO
             return result(Status.STALL, f"consumer {cur.consumer_id} owns it but offset "
                                         f"{cur.committed} has not moved in {len(w)} samples, "
                                         f"lag {cur.lag}")
-    if full and never_ok and all(b >= a for a, b in itertools.pairwise(lags)):
+    if full and never_ok and falling_behind(w):
         return result(Status.WARN, f"lag has not decreased in {len(w)} samples "
                                    f"({lags[0]} -> {lags[-1]})")
     if not full:
@@ -166,8 +178,13 @@ def waiting_reason(s: Sample) -> str:
 
 
 def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
-                    allowed_lag: int = 0, group: str | None = None) -> GroupStatus:
-    """Status of one group from its samples (every partition's recent samples, any order)."""
+                    allowed_lag: int = 0, group: str | None = None,
+                    rewinds: Mapping[tuple[str, int], RewindMark | None] | None = None
+                    ) -> GroupStatus:
+    """Status of one group from its samples (every partition's recent samples, any order).
+
+    `rewinds`: per (topic, partition), the look-back's `rewind_mark` (see `rewind_marks`);
+    partitions missing from it, or all when it is None, see rewinds inside the window only."""
     by_tp: dict[tuple[str, int], list[Sample]] = defaultdict(list)
     gid = group
     for s in samples:
@@ -177,8 +194,10 @@ def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
             by_tp[(s.topic, s.partition)].append(s)
     if gid is None or not by_tp:
         raise ValueError("evaluate_status needs samples of one group")
-    parts = tuple(evaluate_partition(v, window=window, allowed_lag=allowed_lag)
-                  for _, v in sorted(by_tp.items()))
+    parts = tuple(evaluate_partition(v, window=window, allowed_lag=allowed_lag,
+                                     rewind=rewinds[tp] if rewinds is not None and tp in rewinds
+                                     else NO_LOOKBACK)
+                  for tp, v in sorted(by_tp.items()))
     latest = max((max(v, key=lambda s: s.ts) for v in by_tp.values()), key=lambda s: s.ts)
     bad = [p for p in parts if p.status in ERROR_STATES]
     warn = [p for p in parts if p.status is Status.WARN]
@@ -216,3 +235,94 @@ def evaluate_status(samples: Iterable[Sample], *, window: int = DEFAULT_WINDOW,
         max_lag=max(p.lag for p in parts), max_time_lag_s=max(p.time_lag_s for p in parts),
         complete=complete, last_sample=latest.ts, state=latest.state, members=latest.members,
         undecided=undecided)
+
+
+# -- verdicts that hold (issue 32): a rewind until it is recovered, no WARN for a bounded lag ----
+
+@dataclass(frozen=True)
+class RewindMark:
+    """A partition's committed offset went back and has not come back yet (within the
+    look-back): from `peak` (the highest offset before it went back, last seen at `peak_ts`)
+    down to `low` (first seen below the peak at `back_ts`)."""
+
+    peak: int
+    peak_ts: int
+    low: int
+    back_ts: int
+
+
+@dataclass(frozen=True)
+class CommitPeak:
+    """The running state `rewind_mark` folds a partition's committed offsets into: the highest
+    offset so far (`peak`, last seen at `peak_ts`), and since it, the lowest (`low`, None
+    while the offset has not gone below the peak) and when it first went below (`back_ts`).
+    The exporter keeps one per partition across cycles instead of a look-back."""
+
+    peak: int
+    peak_ts: int
+    low: int | None = None
+    back_ts: int | None = None
+
+    def mark(self) -> RewindMark | None:
+        """The rewind not recovered from, if the latest offset is below the peak."""
+        if self.low is None or self.back_ts is None:
+            return None
+        return RewindMark(self.peak, self.peak_ts, self.low, self.back_ts)
+
+
+def advance_peak(state: CommitPeak | None, ts: int, committed: int) -> CommitPeak:
+    """The state after one more (ts, committed) point, in time order. Reaching the peak again
+    ends a rewind; going below it starts one (or lowers its `low`). A point seen again (a
+    cycle evaluated twice) changes nothing."""
+    if state is not None and committed <= state.peak and ts <= state.peak_ts:
+        return state
+    if state is None or committed >= state.peak:
+        return CommitPeak(committed, ts)
+    if state.low is None:
+        return CommitPeak(state.peak, state.peak_ts, committed, ts)
+    return CommitPeak(state.peak, state.peak_ts, min(state.low, committed), state.back_ts)
+
+
+def rewind_mark(points: Sequence[tuple[int, int]]) -> RewindMark | None:
+    """The rewind a partition is still recovering from, from its (ts, committed) points oldest
+    first (a look-back longer than the window): None when its latest offset is at or above
+    every earlier one. Several rewinds in a row count from the highest offset before them; the
+    progress back is measured from the lowest offset since."""
+    state: CommitPeak | None = None
+    for ts, c in points:
+        state = advance_peak(state, ts, c)
+    return state.mark() if state is not None else None
+
+
+def rewind_marks(points: Mapping[tuple[str, int], Sequence[tuple[int, int]]]
+                 ) -> dict[tuple[str, int], RewindMark | None]:
+    """`rewind_mark` of every partition of a group (`HistoryStore.committed_points_many`)."""
+    return {tp: rewind_mark(sorted(p)) for tp, p in points.items()}
+
+
+def rewind_holds(mark: RewindMark, cur: Sample) -> bool:
+    """REWIND stays until the committed offset passes the offset it had before the rewind.
+    A log end below that offset (topic deleted and created again, records deleted) can never
+    be passed: the rewind no longer holds then."""
+    return cur.committed < mark.peak <= cur.log_end
+
+
+def rewind_reason(mark: RewindMark, cur: Sample) -> str:
+    """`rewound from 1000 to 200 at T; re-reading: 300 of 800 back (37%)`."""
+    span = max(1, mark.peak - mark.low)
+    done = max(0, cur.committed - mark.low)
+    return (f"committed offset went back from {mark.peak} to {mark.low} at {iso_ms(mark.back_ts)}; "
+            f"re-reading: {done} of {span} back ({100 * done // span}%), "
+            f"REWIND until it passes {mark.peak}")
+
+
+def falling_behind(w: Sequence[Sample]) -> bool:
+    """Burrow's WARN ("lag never decreased in the window"), without its false alarm on a
+    consumer whose lag stays small and bounded: the lag must also have grown over the window,
+    and be more than the producers wrote between two samples (a lag under one interval's
+    records is the batch the consumer is reading, not a backlog). Samples oldest first."""
+    lags = [s.lag for s in w]
+    if any(b < a for a, b in itertools.pairwise(lags)) or lags[-1] <= lags[0]:
+        return False
+    per_interval = max((b.log_end - a.log_end for a, b in itertools.pairwise(w)), default=0)
+    return lags[-1] > per_interval

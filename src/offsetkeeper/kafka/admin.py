@@ -296,10 +296,30 @@ class KafkaAdmin(JvmGroupsAdmin):
                                       code="_TRANSPORT", retriable=True)
         return sorted(
             (GroupListing(g.group_id, _state_name(g.state),
-                          _state_name(getattr(g, "type", "")) if getattr(g, "type", None) else "")
+                          _state_name(getattr(g, "type", "")) if getattr(g, "type", None) else "",
+                          "" if g.is_simple_consumer_group else "consumer")
              for g in result.valid),
             key=lambda g: g.group_id,
         )
+
+    def all_group_ids(self) -> set[str]:
+        """Ids of the groups of every type and protocol (share, streams and Connect's groups
+        too), without their types.
+
+        librdkafka's typed listing (`list_groups`) leaves out every group whose protocol type is
+        not `consumer` (or empty): share, streams and Connect groups never reach it. Its older
+        listing (ListGroups, then one DescribeGroups per broker) keeps them, which tells
+        whether any such group exists without starting Kafka's Java client.
+        """
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                found = self.admin.list_groups(timeout=self.timeout)
+        except KafkaException as exc:
+            raise translate(exc, action="list groups") from exc
+        return {g.id for g in found}
 
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
         """State, coordinator, assignor and members (with assignments) of each group."""

@@ -119,7 +119,83 @@ def helper_command() -> list[str]:
             f"the JVM admin helper is not installed in {d}; install offsetkeeper from its wheel "
             "(which ships it), or in a source checkout run scripts/setup.sh (it builds "
             "jvm/admin-helper with Maven)")
-    return [_java(), *JVM_FLAGS, "-cp", f"{jar}{os.pathsep}{d / 'lib' / '*'}", MAIN_CLASS]
+    java = _java()
+    archive = _class_archive(java)
+    cds = [f"-XX:SharedArchiveFile={archive}", "-Xlog:disable", "-Xlog:all=off"] \
+        if archive is not None and archive.is_file() else []
+    return [java, *JVM_FLAGS, *cds, "-cp", f"{jar}{os.pathsep}{d / 'lib' / '*'}", MAIN_CLASS]
+
+
+# -- class data sharing: the helper's classes mapped from an archive instead of loaded ----------
+
+ARCHIVE_ENV = "OFFSETKEEPER_HELPER_CLASS_ARCHIVE"  # "0": never use or build one
+ARCHIVE_BUILD_STALE_S = 600.0
+
+
+def _class_archive(java: str) -> Path | None:
+    """Where the helper's class archive (JDK AppCDS) lives for this Java and this helper.
+
+    Mapping the Admin client's classes from an archive instead of loading and verifying them
+    takes about 0.5 s off every helper start (1.6 s -> 0.85 s measured here under load). The
+    JVM checks the archive against its own version and the class path and ignores one that
+    does not match (-Xshare:auto); its name carries both (paths and modification times), so a
+    new Java or a rebuilt helper builds anew.
+    """
+    if os.environ.get(ARCHIVE_ENV) == "0":
+        return None
+    import hashlib
+
+    from platformdirs import user_cache_dir
+
+    try:
+        real = os.path.realpath(java)
+        jar = helper_dir().resolve() / "admin-helper.jar"
+        key = f"{real}|{os.stat(real).st_mtime_ns}|{jar}|{jar.stat().st_mtime_ns}"
+    except OSError:
+        return None
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return Path(user_cache_dir("offsetkeeper")) / f"admin-helper-{HELPER_VERSION}-{digest}.jsa"
+
+
+def build_class_archive_soon() -> None:
+    """Build the helper's class archive in the background when there is none yet.
+
+    A detached JVM runs one request against an address where nothing listens (it loads the
+    Admin client's classes, gets no answer, exits) and writes the archive as it exits; the
+    file appears under its final name only when complete. No secret is involved: the request
+    carries only that address. At most one build per 10 minutes (a marker file)."""
+    try:
+        argv = helper_command()
+    except JvmHelperUnavailable:
+        return
+    archive = _class_archive(argv[0])
+    if archive is None or archive.is_file():
+        return
+    marker = archive.with_suffix(".building")
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        if marker.exists() and time.time() - marker.stat().st_mtime < ARCHIVE_BUILD_STALE_S:
+            return
+        marker.write_text(str(os.getpid()))
+    except OSError:
+        return
+    tmp = archive.with_suffix(f".{os.getpid()}.tmp")
+    java_argv = [argv[0], f"-XX:ArchiveClassesAtExit={tmp}", "-Xlog:disable", "-Xlog:all=off",
+                 *[a for a in argv[1:] if not a.startswith(("-XX:SharedArchiveFile", "-Xlog"))]]
+    script = 'tmp=$1; out=$2; mark=$3; shift 3; "$@" >/dev/null 2>&1; ' \
+             '[ -s "$tmp" ] && mv -f "$tmp" "$out"; rm -f "$tmp" "$mark"'
+    request = {"op": "list-groups", "config": {"bootstrap.servers": "127.0.0.1:9"},
+               "args": {"timeout_ms": 1500}}
+    try:
+        proc = subprocess.Popen(["sh", "-c", script, "sh", str(tmp), str(archive), str(marker),
+                                 *java_argv],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.close()
+    except OSError:
+        pass
 
 
 def available() -> bool:
@@ -222,6 +298,7 @@ def call(conf: Mapping[str, Any], op: str, args: Mapping[str, Any] | None = None
     """
     request, secrets = _request(conf, op, args, timeout)
     argv = helper_command()
+    build_class_archive_soon()
     try:
         proc = subprocess.run(argv, input=json.dumps(request) + "\n", capture_output=True,
                               text=True, timeout=timeout + grace)
@@ -289,6 +366,7 @@ class HelperSession:
 
     def _start(self, props: Mapping[str, str], wait: float, op: str) -> None:
         argv = helper_command()
+        build_class_archive_soon()
         try:
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True, bufsize=1,

@@ -18,53 +18,65 @@ own layer or those below; tests/unit/test_layers.py enforces it):
     storage, progress, redact
 """
 
-from offsetkeeper.describe import (
-    OffsetRow,
-    PartitionOffsets,
-    describe_offsets,
-    describe_states,
-    list_groups,
-    show_offsets,
-)
-from offsetkeeper.ops.backup import (
-    BackupRequest,
-    describe_backup,
-    list_backups,
-    run_backup,
-    validate_backup,
-)
-from offsetkeeper.ops.reset import (
-    DeleteRequest,
-    ExecuteOptions,
-    Outcome,
-    ResetRequest,
-    RollbackRequest,
-    delete,
-    execute_plan,
-    plan_reset_request,
-    reset_offsets,
-    rollback,
-    snapshot_store_url,
-)
-from offsetkeeper.ops.restore import (
-    MappingSummary,
-    RestoreRequest,
-    ThreePhaseRequest,
-    ValidateRequest,
-    list_restores,
-    mapping_lookup,
-    mapping_summary,
-    restore,
-    three_phase,
-)
-from offsetkeeper.ops.restore import validate as validate_restore
-from offsetkeeper.ops.snapshots import (
-    create_snapshot,
-    diff_with_live,
-    list_snapshots,
-    open_snapshot_store,
-)
-from offsetkeeper.ops.targets import TargetKind, TargetSpec, target_from_flags
+# Names are imported on first use (PEP 562): a command imports the operations it runs, not
+# every operation's dependencies (`groups list` needs neither Spark planning nor restore).
+_EXPORTS = {
+    "OffsetRow": ("offsetkeeper.describe", "OffsetRow"),
+    "PartitionOffsets": ("offsetkeeper.describe", "PartitionOffsets"),
+    "describe_offsets": ("offsetkeeper.describe", "describe_offsets"),
+    "describe_states": ("offsetkeeper.describe", "describe_states"),
+    "list_groups": ("offsetkeeper.describe", "list_groups"),
+    "show_offsets": ("offsetkeeper.describe", "show_offsets"),
+    "BackupRequest": ("offsetkeeper.ops.backup", "BackupRequest"),
+    "describe_backup": ("offsetkeeper.ops.backup", "describe_backup"),
+    "list_backups": ("offsetkeeper.ops.backup", "list_backups"),
+    "run_backup": ("offsetkeeper.ops.backup", "run_backup"),
+    "validate_backup": ("offsetkeeper.ops.backup", "validate_backup"),
+    "DeleteRequest": ("offsetkeeper.ops.reset", "DeleteRequest"),
+    "ExecuteOptions": ("offsetkeeper.ops.reset", "ExecuteOptions"),
+    "Outcome": ("offsetkeeper.ops.reset", "Outcome"),
+    "ResetRequest": ("offsetkeeper.ops.reset", "ResetRequest"),
+    "RollbackRequest": ("offsetkeeper.ops.reset", "RollbackRequest"),
+    "delete": ("offsetkeeper.ops.reset", "delete"),
+    "execute_plan": ("offsetkeeper.ops.reset", "execute_plan"),
+    "plan_reset_request": ("offsetkeeper.ops.reset", "plan_reset_request"),
+    "reset_offsets": ("offsetkeeper.ops.reset", "reset_offsets"),
+    "rollback": ("offsetkeeper.ops.reset", "rollback"),
+    "snapshot_store_url": ("offsetkeeper.ops.reset", "snapshot_store_url"),
+    "MappingSummary": ("offsetkeeper.ops.restore", "MappingSummary"),
+    "RestoreRequest": ("offsetkeeper.ops.restore", "RestoreRequest"),
+    "ThreePhaseRequest": ("offsetkeeper.ops.restore", "ThreePhaseRequest"),
+    "ValidateRequest": ("offsetkeeper.ops.restore", "ValidateRequest"),
+    "list_restores": ("offsetkeeper.ops.restore", "list_restores"),
+    "mapping_lookup": ("offsetkeeper.ops.restore", "mapping_lookup"),
+    "mapping_summary": ("offsetkeeper.ops.restore", "mapping_summary"),
+    "restore": ("offsetkeeper.ops.restore", "restore"),
+    "three_phase": ("offsetkeeper.ops.restore", "three_phase"),
+    "create_snapshot": ("offsetkeeper.ops.snapshots", "create_snapshot"),
+    "diff_with_live": ("offsetkeeper.ops.snapshots", "diff_with_live"),
+    "list_snapshots": ("offsetkeeper.ops.snapshots", "list_snapshots"),
+    "open_snapshot_store": ("offsetkeeper.ops.snapshots", "open_snapshot_store"),
+    "validate_restore": ("offsetkeeper.ops.restore", "validate"),
+    "TargetKind": ("offsetkeeper.ops.targets", "TargetKind"),
+    "TargetSpec": ("offsetkeeper.ops.targets", "TargetSpec"),
+    "target_from_flags": ("offsetkeeper.ops.targets", "target_from_flags"),
+}
+
+
+def __getattr__(name: str):
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'offsetkeeper.ops' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "BackupRequest",

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from offsetkeeper.config import Connection
 from offsetkeeper.errors import UsageError
 from offsetkeeper.history.read import (
     AT_COLUMNS,
@@ -22,13 +22,32 @@ from offsetkeeper.history.read import (
     STATUS_COLUMNS,
     AtResult,
 )
-from offsetkeeper.history.service import RecordSummary
-from offsetkeeper.history.spark_report import REPORT_COLUMNS, ExportResult
 from offsetkeeper.history.status import GroupStatus, Status
 from offsetkeeper.times import iso_ms
 
+if TYPE_CHECKING:
+    from offsetkeeper.config import Connection
+    from offsetkeeper.history.service import RecordSummary
+    from offsetkeeper.history.spark_report import REPORT_COLUMNS, ExportResult
+
+# Imported on first use (PEP 562): `lag status` reads a store and needs neither the sampler's
+# Kafka client nor the report's Parquet code.
+_LAZY = {"RecordSummary": "offsetkeeper.history.service",
+         "REPORT_COLUMNS": "offsetkeeper.history.spark_report",
+         "ExportResult": "offsetkeeper.history.spark_report"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'offsetkeeper.ops.history' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 __all__ = ["AT_COLUMNS", "REPORT_COLUMNS", "SHOW_COLUMNS", "AtResult", "ExportResult",
-           "ExporterRequest", "FailOn", "LagStatus", "RecordOutcome", "RecordRequest",
+           "ExporterRequest", "FailOn", "LagStatus", "NotifySettings", "RecordOutcome", "RecordRequest",
            "SamplerSettings", "TimeRange", "export_history", "history_at", "history_report",
            "history_rows", "lag_status", "plot_history", "record_history", "serve_exporter"]
 
@@ -48,6 +67,8 @@ class SamplerSettings:
     group_deny: tuple[str, ...] = ()
     topic_allow: tuple[str, ...] = ()
     topic_deny: tuple[str, ...] = ()
+    track_allow: tuple[str, ...] = ()   # regexes: which groups the sampler tracks (all groups)
+    track_deny: tuple[str, ...] = ()
 
     def config(self):
         """The sampler's SamplerConfig (UsageError naming the option on a bad value)."""
@@ -66,8 +87,17 @@ class SamplerSettings:
         # 'forever' keeps every sample at full resolution (no deletion, no thinning).
         retention = None if self.retain.strip().lower() == "forever" else \
             RetentionPolicy(retain_ms=parse_duration_ms(self.retain, what="--retain"))
+        import re
+
+        for flag, values in (("--track-allow", self.track_allow), ("--track-deny", self.track_deny)):
+            for v in values:
+                try:
+                    re.compile(v)
+                except re.error as exc:
+                    raise UsageError(f"{flag} '{v}' is not a regular expression ({exc})") from None
         return SamplerConfig(
-            scope=SampleScope(groups=groups, all_groups=self.all_groups),
+            scope=SampleScope(groups=groups, all_groups=self.all_groups,
+                              allow=tuple(self.track_allow), deny=tuple(self.track_deny)),
             interval_ms=parse_duration_ms(self.interval, what="--interval"),
             time_lag=self.time_lag, retention=retention, window=self.window)
 
@@ -77,6 +107,28 @@ class SamplerSettings:
 
         return MetricFilter.parse(group_allow=self.group_allow, group_deny=self.group_deny,
                                   topic_allow=self.topic_allow, topic_deny=self.topic_deny)
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """Status changes to an HTTP webhook (history/notify.py): `url`, the body `template`
+    (slack, generic or a template file) and `thresholds` (`PATTERN=warn|err|off`)."""
+
+    url: str
+    template: str = "slack"
+    thresholds: tuple[str, ...] = ()
+
+    def notifier(self, store, cluster: str):
+        """The Notifier (UsageError naming the bad option)."""
+        from offsetkeeper.history.notify import Notifier, check_template, parse_rules
+
+        if not self.url.lower().startswith(("http://", "https://")):
+            raise UsageError(f"--notify-url '{self.url}' is not an http:// or https:// URL")
+        return Notifier(self.url, store, cluster, check_template(self.template),
+                        parse_rules(self.thresholds))
+
+    def check(self) -> None:
+        self.notifier(None, "")
 
 
 @dataclass(frozen=True)
@@ -135,6 +187,7 @@ class ExporterRequest:
     store: str | None = None
     allowed_lag: int = 0
     log_to_stderr: bool = False
+    notify: NotifySettings | None = None
 
     def __post_init__(self) -> None:
         from offsetkeeper.netaddr import parse_listen
@@ -142,6 +195,8 @@ class ExporterRequest:
         parse_listen(self.listen, example="127.0.0.1:9308")
         self.sampler.config()
         self.sampler.metric_filter()
+        if self.notify is not None:
+            self.notify.check()
 
 
 def serve_exporter(conn: Connection, req: ExporterRequest) -> RecordSummary:
@@ -151,7 +206,8 @@ def serve_exporter(conn: Connection, req: ExporterRequest) -> RecordSummary:
     if req.log_to_stderr:
         log_to_stderr()
     return record(conn, req.store or "memory://", req.sampler.config(), listen=req.listen,
-                  allowed_lag=req.allowed_lag, metric_filter=req.sampler.metric_filter())
+                  allowed_lag=req.allowed_lag, metric_filter=req.sampler.metric_filter(),
+                  notify=req.notify)
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -313,11 +369,13 @@ class LagStatus:
 
 def lag_status(groups: Sequence[str] = (), *, all_groups: bool = False, window: int = 10,
                allowed_lag: int = 0, fail_on: FailOn = FailOn.err,
-               store: str | None = None) -> LagStatus:
-    """Judge groups from their last `window` samples in the store."""
+               store: str | None = None, rewind_lookback: int = 60) -> LagStatus:
+    """Judge groups from their last `window` samples in the store (a rewind is looked for in
+    the last `rewind_lookback` cycles: REWIND holds until the partition passes its offset from
+    before the rewind)."""
     from offsetkeeper.history import read
 
     with _open(store) as st:
         result = read.status(st, groups, all_groups=all_groups, window=window,
-                             allowed_lag=allowed_lag)
+                             allowed_lag=allowed_lag, rewind_lookback=rewind_lookback)
     return LagStatus(result, fail_on)

@@ -45,6 +45,9 @@ class RestoreOptions:
     bytes_per_second: float | None = None
     chunk_records: int = DEFAULT_CHUNK_RECORDS
     producer_properties: Mapping[str, str] = field(default_factory=dict)
+    # batch compression of the restored records: none, gzip, snappy, lz4, zstd; None: the
+    # source topics' compression.type when the backup's topic configs name one, else zstd
+    compression: str | None = None
     dry_run: bool = False
     master: str | None = None
     spark_conf: Mapping[str, str] = field(default_factory=dict)
@@ -179,6 +182,7 @@ class RestoreModel(_Strict):
     bytes_per_second: str | float | None = None
     chunk_records: int = DEFAULT_CHUNK_RECORDS
     producer_properties: dict[str, str | int | bool] = Field(default_factory=dict)
+    compression: str | None = None
     allow_non_empty_target: bool = False
 
 
@@ -228,11 +232,41 @@ def options_from_file(f: RestoreFile, target: Connection, **overrides: Any) -> R
                                     flag="bytes_per_second"),
         chunk_records=r.chunk_records,
         producer_properties={k: prop_str(v) for k, v in r.producer_properties.items()},
+        compression=parse_compression(r.compression, flag="compression"),
         allow_non_empty_target=r.allow_non_empty_target,
         master=f.spark.master,
         spark_conf={k: prop_str(v) for k, v in f.spark.conf.items()},
     )
     return opts.with_(**{k: v for k, v in overrides.items() if v is not None})
+
+
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+DEFAULT_COMPRESSION = "zstd"
+
+
+def parse_compression(text: str | None, *, flag: str) -> str | None:
+    """A batch compression name (lower-cased), or None when not given."""
+    if text is None:
+        return None
+    name = str(text).strip().lower()
+    if name not in COMPRESSIONS:
+        raise UsageError(f"{flag} '{text}' is not a compression (expected {', '.join(COMPRESSIONS)})")
+    return name
+
+
+def restore_compression(o: RestoreOptions, topic_configs: Mapping[str, Mapping[str, str]]) -> str:
+    """The compression restored batches are written with: `o.compression` when given; else the
+    source topics' `compression.type` from the backup's topic configs when they all name the
+    same codec; else zstd (the source's producers' choice is not recorded when the topic left
+    it to them: `producer`, the default). One producer writes every route of a task, so one
+    codec serves the restore; a `compression.type` in --producer-property still wins."""
+    if o.compression is not None:
+        return o.compression
+    named = {str(c.get("compression.type", "")).lower() for c in topic_configs.values()}
+    named = {"none" if n == "uncompressed" else n for n in named}
+    if len(named) == 1 and (only := next(iter(named))) in COMPRESSIONS:
+        return only
+    return DEFAULT_COMPRESSION
 
 
 def validate_options(o: RestoreOptions) -> None:
@@ -279,6 +313,7 @@ class RestoreRequest:
     max_bytes_per_sec: str | None = None
     chunk_records: int | None = None
     producer_properties: tuple[str, ...] = ()      # KEY=VALUE
+    compression: str | None = None                 # none|gzip|snappy|lz4|zstd
     dry_run: bool = False
     allow_non_empty_target: bool = False
     master: str | None = None
@@ -333,6 +368,7 @@ def build_restore_options(req: RestoreRequest, *, file: RestoreFile | None = Non
         "producer_properties": {**base.producer_properties,
                                 **parse_properties(req.producer_properties, flag="--producer-property")}
         if req.producer_properties else None,
+        "compression": parse_compression(req.compression, flag="--compression"),
         "dry_run": req.dry_run or None,
         "allow_non_empty_target": req.allow_non_empty_target or None,
         "master": req.master or base.master or cfg.spark.master,

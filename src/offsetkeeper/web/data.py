@@ -169,14 +169,18 @@ class HistoryView:
         return h if h is not None else GroupHistory(error=f"its history is unreadable: {err}")
 
     def _history(self, group: str, samples: list, *, partitions: bool = False) -> GroupHistory:
-        from offsetkeeper.history.status import evaluate_status
+        from offsetkeeper.history.status import evaluate_status, rewind_marks
 
         if not samples:
             return GroupHistory()
         cycle_ts = sorted({s.ts for s in samples})
         window_from = cycle_ts[-self.window] if len(cycle_ts) >= self.window else cycle_ts[0]
+        # the samples read for the sparkline are the look-back of the rewind rule (lag status)
+        points: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for s in samples:
+            points.setdefault((s.topic, s.partition), []).append((s.ts, s.committed))
         st = evaluate_status([s for s in samples if s.ts >= window_from], window=self.window,
-                             group=group)
+                             group=group, rewinds=rewind_marks(points))
         lag, tlag = _totals(samples)
         verdicts = tuple(PartitionVerdict(p.topic, p.partition, str(p.status), p.reason,
                                           p.time_lag_s) for p in st.partitions) if partitions else ()

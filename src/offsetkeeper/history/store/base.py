@@ -7,6 +7,8 @@ Read API (stable; the web dashboard builds on it):
     at(group, ts)                    -> [Sample]         the group's latest cycle at or before ts
     recent(group, cycles=N)          -> [Sample]         the last N cycles (status windows)
     recent_many(groups, cycles=N)    -> {group: [Sample]} recent() of many groups in one call
+    committed_points_many(groups, cycles=N) -> {group: {(topic, part): [(ts, committed)]}}
+    committed_peaks_many(groups, cycles=N)  -> {group: {(topic, part): highest committed}}
     series(group, topic=None, since=None, until=None) -> [Sample]   ordered by time
     cycles(since, until)             -> [Cycle]          when sampling ran, at what interval
     gaps(since, until)               -> [Gap]            when it could not
@@ -124,6 +126,34 @@ class HistoryStore(ABC):
             samples = self.recent(g, cycles)
             if samples:
                 out[g] = samples
+        return out
+
+    # -- notification state (history/notify.py) ----------------------------------------------
+    def notify_state(self) -> dict[str, str]:
+        """Per group, the status last notified ("WARN"/"ERR" while an incident is open, "OK"
+        once closed). Kept in memory here; the SQL stores keep it in a table, so a restarted
+        sampler sends nothing twice."""
+        return dict(self.__dict__.setdefault("_notified", {}))
+
+    def save_notify_state(self, group: str, status: str) -> None:
+        self.__dict__.setdefault("_notified", {})[group] = status
+
+    def committed_peaks_many(self, groups: Sequence[str], cycles: int
+                             ) -> dict[str, dict[tuple[str, int], int]]:
+        """Per group and partition, the highest committed offset of its last `cycles` cycles
+        (only partitions below theirs need `committed_points_many`)."""
+        return {g: {tp: max(c for _, c in pts) for tp, pts in by_tp.items()}
+                for g, by_tp in self.committed_points_many(groups, cycles).items()}
+
+    def committed_points_many(self, groups: Sequence[str], cycles: int
+                              ) -> dict[str, dict[tuple[str, int], list[tuple[int, int]]]]:
+        """Per group and partition, the (ts, committed offset) of its last `cycles` cycles,
+        oldest first: the look-back of `lag status`' rewind rule (history/status.py)."""
+        out: dict[str, dict[tuple[str, int], list[tuple[int, int]]]] = {}
+        for g, samples in self.recent_many(groups, cycles).items():
+            for s in samples:
+                out.setdefault(g, {}).setdefault((s.topic, s.partition), []).append(
+                    (s.ts, s.committed))
         return out
 
     @abstractmethod

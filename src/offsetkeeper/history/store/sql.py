@@ -300,12 +300,63 @@ class SqlStore(HistoryStore, abc.ABC):
     def recent_many(self, groups: Sequence[str], cycles: int) -> dict[str, list[Sample]]:
         """One statement per MANY_CHUNK groups: per group, the ts of its N-th newest cycle (an
         index range on samples_grp_ts, newest first) bounds an index range read of its samples."""
-        names = list(dict.fromkeys(groups))
-        cols = ", ".join(f"s.{c}" for c in COLUMNS)
-        n = max(1, int(cycles))
+        out: dict[str, list[Sample]] = {}
+        self._recent_rows(groups, cycles, COLUMNS,
+                          lambda r: out.setdefault(r[1], []).append(_row_to_sample(r)))
+        return out
+
+    def committed_points_many(self, groups: Sequence[str], cycles: int
+                              ) -> dict[str, dict[tuple[str, int], list[tuple[int, int]]]]:
+        """The same rows as `recent_many`, four columns only (no Sample built): the long
+        look-back of `lag status`' rewind rule costs a tuple per row."""
+        out: dict[str, dict[tuple[str, int], list[tuple[int, int]]]] = {}
+
+        def each(r) -> None:
+            out.setdefault(r[1], {}).setdefault((r[2], r[3]), []).append((r[0], r[4]))
+        self._recent_rows(groups, cycles, ("ts", "grp", "topic", "part", "committed"), each)
+        return out
+
+    # Not part of the versioned schema: created on first use by a sampler that notifies.
+    _NOTIFY_TABLE = ("CREATE TABLE IF NOT EXISTS notify_state (grp TEXT PRIMARY KEY, "
+                     "status TEXT NOT NULL, ts BIGINT NOT NULL)")
+
+    def notify_state(self) -> dict[str, str]:
+        def go(cur):
+            cur.execute(self._NOTIFY_TABLE)
+            cur.execute("SELECT grp, status FROM notify_state")
+            return {r[0]: r[1] for r in cur.fetchall()}
+        return self._run(go)
+
+    def save_notify_state(self, group: str, status: str) -> None:
+        import time
 
         def go(cur):
-            out: dict[str, list[Sample]] = {}
+            cur.execute(self._NOTIFY_TABLE)
+            cur.execute(self._q("DELETE FROM notify_state WHERE grp = ?"), (group,))
+            cur.execute(self._q("INSERT INTO notify_state (grp, status, ts) VALUES (?, ?, ?)"),
+                        (group, status, int(time.time() * 1000)))
+        self._run(go)
+
+    def committed_peaks_many(self, groups: Sequence[str], cycles: int
+                             ) -> dict[str, dict[tuple[str, int], int]]:
+        """Per group and partition, the highest committed offset of its last `cycles` cycles:
+        one aggregate in the database, no row reaches Python."""
+        out: dict[str, dict[tuple[str, int], int]] = {}
+
+        def each(r) -> None:
+            out.setdefault(r[0], {})[(r[1], r[2])] = r[3]
+        self._recent_rows(groups, cycles, ("grp", "topic", "part", "MAX(s.committed)"), each,
+                          group_by="s.grp, s.topic, s.part")
+        return out
+
+    def _recent_rows(self, groups: Sequence[str], cycles: int, columns: Sequence[str],
+                     each, *, group_by: str | None = None) -> None:
+        names = list(dict.fromkeys(groups))
+        cols = ", ".join(c if "(" in c else f"s.{c}" for c in columns)
+        tail = f"GROUP BY {group_by}" if group_by else "ORDER BY s.grp, s.ts, s.topic, s.part"
+        n = max(1, int(cycles))
+
+        def go(cur) -> None:
             for i in range(0, len(names), self.MANY_CHUNK):
                 chunk = names[i:i + self.MANY_CHUNK]
                 marks = ", ".join(["?"] * len(chunk))
@@ -319,12 +370,12 @@ class SqlStore(HistoryStore, abc.ABC):
                     "x.ts FROM samples x WHERE x.grp = w.grp ORDER BY x.ts DESC LIMIT 1 OFFSET ?), "
                     f"w.first_ts) AS since FROM group_index w WHERE w.grp IN ({marks})) "
                     f"SELECT {cols} FROM c JOIN samples s ON s.grp = c.grp AND s.ts >= c.since "
-                    "ORDER BY s.grp, s.ts, s.topic, s.part"),
+                    f"{tail}"),
                     (n - 1, *chunk))
                 for r in cur:  # row by row: no list of 20,000 tuples beside the samples
-                    out.setdefault(r[1], []).append(_row_to_sample(r))
-            return out
-        return self._run(go) if names else {}
+                    each(r)
+        if names:
+            self._run(go)
 
     def series(self, group: str, topic: str | None = None, since: int | None = None,
                until: int | None = None) -> list[Sample]:
