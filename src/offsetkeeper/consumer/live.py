@@ -41,6 +41,10 @@ offset within the partition's log. Any other record is ignored and counted under
 set of reasons (`LiveResetWatcher.ignored`; nothing a record says reaches a log line or a
 counter name), whatever its size, nesting or numbers: the watcher never raises because of what
 it read. Records keyed for other groups are skipped without parsing their values.
+
+Size: over 500 lines because it holds both ends of one protocol, the members' watcher and the
+operator's channel, with the record format they share (the specification above); those two
+ends are where it splits.
 """
 
 from __future__ import annotations
