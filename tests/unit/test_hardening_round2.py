@@ -577,7 +577,7 @@ def test_unexpected_errors_are_masked_too(capsys, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("could not connect to postgresql://app:hunter2xyz@db/ok")
 
-    monkeypatch.setattr(cli_main, "command", lambda: boom)
+    monkeypatch.setattr(cli_main, "lazy_command", lambda: boom)  # what main() runs
     r = run_cli(capsys, "groups", "list")
     assert r.code == 1 and "hunter2xyz" not in r.err and "******" in r.err
 
