@@ -189,7 +189,7 @@ def test_cli_show_on_a_jvm_checkpoint_json_and_table(tmp_path, capsys):
     (["streaming", "show", "/nonexistent/ck"], "does not exist"),
     (["streaming", "reset", "/nonexistent/ck", "-b", "127.0.0.1:1"], "missing reset target"),
     (["streaming", "reset", "/x", "--to-earliest", "--to-latest", "-b", "127.0.0.1:1"], "conflicting"),
-    (["streaming", "reset", "/x", "--to-datetime", "yesterday", "-b", "127.0.0.1:1"], "ISO-8601"),
+    (["streaming", "reset", "/x", "--to-datetime", "yesterday", "-b", "127.0.0.1:1"], "is not a time"),
 ])
 def test_cli_bad_input_exits_2(args, msg, capsys):
     from cli import run_cli

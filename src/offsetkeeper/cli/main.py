@@ -292,12 +292,12 @@ def main(argv: list[str] | None = None) -> None:
         from offsetkeeper import __version__
 
         sys.stdout.write(f"offsetkeeper {__version__}\n")
-        return
+        sys.exit(0)
     _state["verbose"] = False
     _configure_logging(_verbose(argv))
-    from offsetkeeper.cli.common import forget_hint_options
-
-    forget_hint_options()
+    common = sys.modules.get("offsetkeeper.cli.common")
+    if common is not None:  # hint options of an earlier in-process run; none before any command
+        common.forget_hint_options()
     try:
         lazy_command()(args=argv, prog_name="offsetkeeper")
     except OffsetkeeperError as exc:
