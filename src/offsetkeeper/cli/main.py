@@ -295,9 +295,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     _state["verbose"] = False
     _configure_logging(_verbose(argv))
-    from offsetkeeper.cli.common import forget_hint_options
-
-    forget_hint_options()
+    # options remembered by an earlier command of this process (tests run many); a first command
+    # has none, and importing cli.common (pydantic, YAML) here would slow `--help` down
+    common = sys.modules.get("offsetkeeper.cli.common")
+    if common is not None:
+        common.forget_hint_options()
     try:
         lazy_command()(args=argv, prog_name="offsetkeeper")
     except OffsetkeeperError as exc:
