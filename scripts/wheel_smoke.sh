@@ -116,12 +116,17 @@ step="snapshots rollback of the reset's snapshot"
 step="share-groups describe of a real share group (the wheel's JVM helper)"
 "$venv/bin/offsetkeeper" dev-broker kafka-tool kafka-configs --bootstrap-server "$b" --alter \
     --entity-type groups --entity-name smoke-share --add-config share.auto.offset.reset=earliest >/dev/null
-"$venv/bin/python" - "$b" "$work/share.json" <<'EOF'
-import json, subprocess, sys
+# a KafkaShareConsumer run by the wheel's helper (tests/jvm_apps.py, loaded by path: it imports
+# only offsetkeeper, which is the wheel's here)
+"$venv/bin/python" - "$b" "$work/share.json" "$clone/tests/jvm_apps.py" <<'EOF'
+import importlib.util, json, subprocess, sys
 from offsetkeeper.kafka import jvm
-b, out = sys.argv[1], sys.argv[2]
+b, out, apps = sys.argv[1], sys.argv[2], sys.argv[3]
 assert str(jvm.helper_dir()).startswith(sys.prefix), jvm.helper_dir()  # the wheel's helper
-app = jvm.JvmApp({"bootstrap.servers": b}, "share-consume", {"group": "smoke-share", "topics": ["smoke"]})
+spec = importlib.util.spec_from_file_location("jvm_apps", apps)
+jvm_apps = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(jvm_apps)
+app = jvm_apps.JvmApp({"bootstrap.servers": b}, "share-consume", {"group": "smoke-share", "topics": ["smoke"]})
 try:
     app.wait_for("acknowledged", count=40)
     r = subprocess.run([sys.prefix + "/bin/offsetkeeper", "share-groups", "describe", "smoke-share",

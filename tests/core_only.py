@@ -12,7 +12,7 @@ import sys
 
 #: Top-level modules of the extras (pyproject.toml [project.optional-dependencies]).
 HEAVY = ("pyspark", "pyarrow", "pandas", "numpy", "matplotlib", "starlette", "jinja2",
-         "multipart", "python_multipart", "uvicorn", "psycopg", "redis", "kazoo")
+         "multipart", "python_multipart", "uvicorn", "psycopg", "redis", "kazoo", "httpx")
 
 
 class Blocker:

@@ -165,9 +165,10 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "postgres": ("psycopg",),
     "redis": ("redis",),
     "zk": ("kazoo",),
+    "demo": ("starlette", "jinja2", "multipart", "uvicorn", "matplotlib", "kazoo", "httpx"),
 }
 #: The extra to install for each group of EXTRA_MODULES (plots come with ui, the stores together).
-_PIP_EXTRA = {"plots": "ui", "postgres": "stores", "redis": "stores"}
+_PIP_EXTRA = {"plots": "ui", "postgres": "stores", "redis": "stores", "demo": "all"}
 
 
 def require_extra(extra: str, what: str) -> None:

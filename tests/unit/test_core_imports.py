@@ -86,6 +86,7 @@ def test_core_runs_with_the_extras_blocked():
     (["commits", "scan", "-b", "127.0.0.1:1", "--out", "/nonexistent"], "spark"),
     (["mapping", "show", "/nonexistent/b"], "spark"),
     (["ui"], "ui"),
+    (["demo", "--no-spark"], "all"),
     (["history", "plot", "payments", "--out", "/nonexistent/x.png"], "ui"),
     (["zk", "export", "--zookeeper", "127.0.0.1:1"], "zk"),
     (["offsets", "reset", "-b", "127.0.0.1:1", "-g", "g", "--all-topics", "--from-zookeeper",

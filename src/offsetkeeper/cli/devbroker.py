@@ -104,9 +104,11 @@ def register_demo(root: typer.Typer) -> None:
 
         Example: offsetkeeper demo
         """
-        if spark:
-            from offsetkeeper.errors import require_extra
+        from offsetkeeper.errors import require_extra
 
+        # its parts show the dashboard and ZooKeeper-era offsets too; Spark only with --spark
+        require_extra("demo", "demo")
+        if spark:
             require_extra("spark", "demo (its backup/restore part; --no-spark leaves it out)")
         from offsetkeeper.demo import run_demo
 

@@ -295,8 +295,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     _state["verbose"] = False
     _configure_logging(_verbose(argv))
+    # options remembered by an earlier command of this process (tests run many); a first command
+    # has none, and importing cli.common (pydantic, YAML) here would slow `--help` down
     common = sys.modules.get("offsetkeeper.cli.common")
-    if common is not None:  # hint options of an earlier in-process run; none before any command
+    if common is not None:
         common.forget_hint_options()
     try:
         lazy_command()(args=argv, prog_name="offsetkeeper")
