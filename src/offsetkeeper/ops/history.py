@@ -378,6 +378,7 @@ def lag_status(groups: Sequence[str] = (), *, all_groups: bool = False, window: 
     before the rewind)."""
     from offsetkeeper.history import read
 
+    read.check_status_args(window, allowed_lag, rewind_lookback)  # before a store is opened
     with _open(store) as st:
         result = read.status(st, groups, all_groups=all_groups, window=window,
                              allowed_lag=allowed_lag, rewind_lookback=rewind_lookback)
