@@ -116,3 +116,4 @@ def test_rewind_lookback_shorter_than_the_window_is_bad_input(capsys, tmp_path):
                 "--rewind-lookback", "5")
     assert r.code == 2
     assert "--rewind-lookback 5 is shorter than --window 10" in r.err
+    assert not (tmp_path / "h.db").exists()  # bad input changes nothing

@@ -103,13 +103,7 @@ def status(store: HistoryStore, groups: Sequence[str] = (), *, all_groups: bool 
     last `rewind_lookback` cycles (history/status.py). Three reads in all, whatever the number
     of groups: the windows, the look-back's committed offsets, the cycles of the latest
     samples."""
-    if window < 2:
-        raise UsageError(f"--window {window} is too small (expected at least 2 samples)")
-    if allowed_lag < 0:
-        raise UsageError(f"--allowed-lag {allowed_lag} is negative (expected 0 or more)")
-    if rewind_lookback < window:
-        raise UsageError(f"--rewind-lookback {rewind_lookback} is shorter than --window {window} "
-                         "(expected at least the window)")
+    check_status_args(window, allowed_lag, rewind_lookback)
     if all_groups and groups:
         raise UsageError("give groups or --all-groups, not both")
     names = [g.group for g in store.groups()] if all_groups else list(dict.fromkeys(groups))
@@ -129,6 +123,17 @@ def status(store: HistoryStore, groups: Sequence[str] = (), *, all_groups: bool 
     lasts = [st.last_sample for st in verdicts if st.last_sample is not None]
     cycles = {c.ts: c for c in store.cycles(since=min(lasts), until=max(lasts))} if lasts else {}
     return [_flag_stale(st, now, cycles.get(st.last_sample)) for st in verdicts]
+
+
+def check_status_args(window: int, allowed_lag: int, rewind_lookback: int) -> None:
+    """UsageError naming the option for a window, allowed lag or look-back out of range."""
+    if window < 2:
+        raise UsageError(f"--window {window} is too small (expected at least 2 samples)")
+    if allowed_lag < 0:
+        raise UsageError(f"--allowed-lag {allowed_lag} is negative (expected 0 or more)")
+    if rewind_lookback < window:
+        raise UsageError(f"--rewind-lookback {rewind_lookback} is shorter than --window {window} "
+                         "(expected at least the window)")
 
 
 def _rewinds(store: HistoryStore, recent: dict[str, list[Sample]], names: list[str],

@@ -55,6 +55,8 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
                 server = MetricsServer(collector, listen)
             if on_ready is not None:
                 on_ready(server)
+            notifier = notify.notifier(store, conn.name or conn.bootstrap_servers) \
+                if notify is not None else None
             if once:
                 try:
                     out = sampler.run_once()
@@ -64,12 +66,11 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
                     raise KafkaOperationError(f"nothing recorded: {out.error}", retriable=True)
                 if not out.stored:
                     raise StoreError(f"nothing recorded: {out.error}")
+                if notifier is not None:  # cron: each run judges and notifies once
+                    notify_cycle(notifier, store, config.window, allowed_lag)
                 return RecordSummary(1, out, store.display_url)
             last: list[CycleOutcome] = []
             stop = stop or threading.Event()
-
-            notifier = notify.notifier(store, conn.name or conn.bootstrap_servers) \
-                if notify is not None else None
 
             def keep(outcome: CycleOutcome) -> None:
                 last[:] = [outcome]

@@ -157,6 +157,26 @@ def _class_archive(java: str) -> Path | None:
     return Path(user_cache_dir("offsetkeeper")) / f"admin-helper-{HELPER_VERSION}-{digest}.jsa"
 
 
+ARCHIVE_MAX_AGE_S = 14 * 86400
+
+
+def _forget_old_archives(keep: Path) -> None:
+    """Delete the archives of other Java or helper installs not used for two weeks (temporary
+    installs, e.g. a wheel tried in a throw-away venv, leave theirs behind). A JVM maps its
+    archive at every start, so an archive in use is recent (its access time, or the time it
+    was written where access times are not kept)."""
+    now = time.time()
+    for other in keep.parent.glob("admin-helper-*.jsa"):
+        if other == keep:
+            continue
+        try:
+            st = other.stat()
+            if now - max(st.st_atime, st.st_mtime) > ARCHIVE_MAX_AGE_S:
+                other.unlink()
+        except OSError:
+            continue
+
+
 def build_class_archive_soon() -> None:
     """Build the helper's class archive in the background when there is none yet.
 
@@ -177,6 +197,7 @@ def build_class_archive_soon() -> None:
         if marker.exists() and time.time() - marker.stat().st_mtime < ARCHIVE_BUILD_STALE_S:
             return
         marker.write_text(str(os.getpid()))
+        _forget_old_archives(archive)
     except OSError:
         return
     tmp = archive.with_suffix(f".{os.getpid()}.tmp")

@@ -142,10 +142,13 @@ class RecordRequest:
     once: bool = False
     exporter: str | None = None
     log_to_stderr: bool = False
+    notify: NotifySettings | None = None
 
     def __post_init__(self) -> None:
         self.sampler.config()
         self.sampler.metric_filter()
+        if self.notify is not None:
+            self.notify.check()
         if self.exporter:
             from offsetkeeper.netaddr import parse_listen
 
@@ -172,7 +175,7 @@ def record_history(conn: Connection, req: RecordRequest) -> RecordOutcome:
     if req.log_to_stderr:
         log_to_stderr()
     summary = record(conn, req.store, req.sampler.config(), once=req.once, listen=req.exporter,
-                     metric_filter=req.sampler.metric_filter())
+                     metric_filter=req.sampler.metric_filter(), notify=req.notify)
     denied = {} if summary.last is None else \
         {g: str(e) for g, e in summary.last.group_errors.items() if is_denied(e)}
     return RecordOutcome(summary, denied)
@@ -375,6 +378,7 @@ def lag_status(groups: Sequence[str] = (), *, all_groups: bool = False, window: 
     before the rewind)."""
     from offsetkeeper.history import read
 
+    read.check_status_args(window, allowed_lag, rewind_lookback)  # before a store is opened
     with _open(store) as st:
         result = read.status(st, groups, all_groups=all_groups, window=window,
                              allowed_lag=allowed_lag, rewind_lookback=rewind_lookback)
