@@ -96,3 +96,13 @@ build_helper() {
     rm -rf "$out/build"
 }
 build_into "$cache/admin-helper-$helper_version" "$(digest jvm/admin-helper)" build_helper
+
+# Kafka Connect (distributed worker, FileStream connectors) and MirrorMaker 2, pinned in the pom:
+# the real components behind the tests and the demo of `connect` and `mm2`; read by
+# offsetkeeper.devbroker.connect (OFFSETKEEPER_CONNECT_LIBS points a run at other jars).
+connect_version=$(sed -n 's:.*<connect.version>\(.*\)</connect.version>.*:\1:p' jvm/connect-dist/pom.xml)
+fetch_connect() {
+    echo "setup: fetching Kafka Connect and MirrorMaker 2 $connect_version with Maven" >&2
+    mvn -q -B -f jvm/connect-dist/pom.xml dependency:copy-dependencies -DoutputDirectory="$out" >&2
+}
+build_into "$cache/connect-$connect_version/libs" "$(digest jvm/connect-dist)" fetch_connect

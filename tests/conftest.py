@@ -173,3 +173,31 @@ def zookeeper_hosts(tmp_path_factory):
         yield hosts
     finally:
         stop_process(proc)
+
+
+@pytest.fixture(scope="session")
+def connect_worker(tmp_path_factory, bootstrap):
+    """A distributed Kafka Connect worker (FileStream connectors) on the "prod" cluster, started
+    on first use: its WorkerStatus (url, offsets_topic)."""
+    from offsetkeeper.devbroker import connect as dev_connect
+
+    data = tmp_path_factory.mktemp("connect")
+    st = dev_connect.start_worker(bootstrap, data, tied=True)
+    try:
+        yield st
+    finally:
+        dev_connect.stop_worker(data)
+
+
+@pytest.fixture(scope="session")
+def mm2(tmp_path_factory, bootstrap, dr_bootstrap):
+    """MirrorMaker 2 (dedicated mode) mirroring "prod" (alias A) to "dr" (alias B), started on
+    first use: its MirrorStatus."""
+    from offsetkeeper.devbroker import connect as dev_connect
+
+    data = tmp_path_factory.mktemp("mm2")
+    st = dev_connect.start_mm2(bootstrap, dr_bootstrap, data, tied=True)
+    try:
+        yield st
+    finally:
+        dev_connect.stop_mm2(data)

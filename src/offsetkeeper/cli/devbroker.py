@@ -130,3 +130,99 @@ def kafka_tool(
     Example: offsetkeeper dev-broker kafka-tool kafka-consumer-groups --bootstrap-server 127.0.0.1:9092 --describe --group payments
     """
     raise typer.Exit(devbroker.run_kafka_tool(tool, list(ctx.args)))
+
+
+connect_app = typer.Typer(help="A local Kafka Connect worker (distributed mode, FileStream "
+                          "connectors on its plugin path) beside a dev-broker cluster.",
+                          no_args_is_help=True)
+mm2_app = typer.Typer(help="A local MirrorMaker 2 (dedicated mode, clusters A -> B, checkpoints "
+                      "and offset syncs every second) between two dev-broker clusters.",
+                      no_args_is_help=True)
+app.add_typer(connect_app, name="connect")
+app.add_typer(mm2_app, name="mm2")
+
+WorkerDirOpt = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="The worker's directory (config, log) "
+                 "[default: ~/.local/share/offsetkeeper/dev-connect].", show_default=False),
+]
+MirrorDirOpt = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="MirrorMaker 2's directory (mm2.properties, log) "
+                 "[default: ~/.local/share/offsetkeeper/dev-mm2].", show_default=False),
+]
+
+
+def _show_side(st, fmt: OutputFormat, cols: list[str]) -> None:
+    row = devbroker.connect_as_dict(st)
+    if fmt is OutputFormat.json:
+        render_json(row)
+    else:
+        render_rows([row], cols, fmt)
+
+
+_WORKER_COLS = ["running", "url", "bootstrap", "offsets_topic", "data_dir"]
+_MM2_COLS = ["running", "source_bootstrap", "target_bootstrap", "data_dir"]
+
+
+@connect_app.command("start")
+def connect_start(
+    bootstrap_server: Annotated[str, typer.Option("--bootstrap-server", "-b",
+                                                  help="The cluster the worker uses.")],
+    port: Annotated[int, typer.Option("--port", help="REST port (0 = any free).")] = 0,
+    data_dir: WorkerDirOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Start a distributed Connect worker in the background; wait while it starts, until its
+    REST API answers. Prints its REST URL.
+
+    Example: offsetkeeper dev-broker connect start -b 127.0.0.1:9092
+    """
+    _show_side(devbroker.start_worker(bootstrap_server, data_dir, port=port), output,
+               _WORKER_COLS)
+
+
+@connect_app.command("stop")
+def connect_stop(data_dir: WorkerDirOpt = None, output: OutputOpt = OutputFormat.table) -> None:
+    """Stop the Connect worker; its connectors stay in its topics for the next start.
+
+    Example: offsetkeeper dev-broker connect stop
+    """
+    _show_side(devbroker.stop_worker(data_dir), output, _WORKER_COLS)
+
+
+@connect_app.command("status")
+def connect_status(data_dir: WorkerDirOpt = None, output: OutputOpt = OutputFormat.table) -> None:
+    """Show whether the Connect worker runs and its REST URL; exit 1 when it does not.
+
+    Example: offsetkeeper dev-broker connect status -o json
+    """
+    st = devbroker.worker_status(data_dir)
+    _show_side(st, output, _WORKER_COLS)
+    if not st.running:
+        raise typer.Exit(1)
+
+
+@mm2_app.command("start")
+def mm2_start(
+    source: Annotated[str, typer.Option("--source-bootstrap", help="Cluster A (source).")],
+    target: Annotated[str, typer.Option("--target-bootstrap", help="Cluster B (target).")],
+    topics: Annotated[str, typer.Option("--topics", help="Topics to mirror (regex).")] = ".*",
+    groups: Annotated[str, typer.Option("--groups", help="Groups to checkpoint (regex).")] = ".*",
+    data_dir: MirrorDirOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Start MirrorMaker 2 (dedicated mode) mirroring A to B in the background; wait while it
+    starts, until its checkpoints topic exists on B.
+
+    Example: offsetkeeper dev-broker mm2 start --source-bootstrap 127.0.0.1:9092 --target-bootstrap 127.0.0.1:9093
+    """
+    _show_side(devbroker.start_mm2(source, target, data_dir, topics=topics, groups=groups),
+               output, _MM2_COLS)
+
+
+@mm2_app.command("stop")
+def mm2_stop(data_dir: MirrorDirOpt = None, output: OutputOpt = OutputFormat.table) -> None:
+    """Stop MirrorMaker 2.
+
+    Example: offsetkeeper dev-broker mm2 stop
+    """
+    _show_side(devbroker.stop_mm2(data_dir), output, _MM2_COLS)
