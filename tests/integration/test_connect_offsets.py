@@ -216,3 +216,70 @@ def test_a_failed_connector_is_refused_and_an_unknown_one_is_bad_input(client, a
     with pytest.raises(ConnectError) as exc:
         client.stop(unique("missing"))
     assert exc.value.status == 404
+
+
+def test_cli_list_export_import_and_rollback(connect_worker, bootstrap, admin, unique, tmp_path,
+                                             capsys):
+    """The `connect` commands end to end: list shows the source position, export writes
+    Connect's shape, import is a dry run until --execute, rollback undoes it; a password in
+    the worker URL never reaches output."""
+    from cli import run_cli
+
+    client = ConnectClient(parse_target(connect_worker.url))
+    name, topic = unique("cli"), unique("cli-topic")
+    admin.create_topic(topic, 1)
+    src = _source(client, tmp_path, name, topic, ["a", "b", "c"])
+    _wait("position flushed", lambda: _position(client, name) == src.stat().st_size)
+    url = connect_worker.url.replace("http://", "http://ops:hunter2secret@")
+    common = ("--connect-url", url, "-b", bootstrap)
+
+    r = run_cli(capsys, "connect", "list", "--pattern", name, *common, "-o", "json")
+    assert r.code == 0, r.err
+    [view] = r.json()
+    assert view["connector"] == name and view["type"] == "source"
+    assert view["offsets"] == [{"partition": {"filename": str(src)},
+                                "offset": {"position": 6}}]
+
+    exported = tmp_path / "exported.json"
+    r = run_cli(capsys, "connect", "offsets", "export", name, "-f", str(exported),
+                "--connect-url", url)
+    assert r.code == 0, r.err
+    doc = json.loads(exported.read_text())
+    assert doc == {"offsets": [{"partition": {"filename": str(src)}, "offset": {"position": 6}}]}
+    doc["offsets"][0]["offset"]["position"] = 2
+    exported.write_text(json.dumps(doc))
+
+    r = run_cli(capsys, "connect", "offsets", "import", name, str(exported), *common)
+    assert r.code == 0, r.err
+    assert "dry run" in r.err and _position(client, name) == 6
+    client.stop(name)
+    _wait("stopped", lambda: client.status(name)["connector"]["state"] == "STOPPED")
+    r = run_cli(capsys, "connect", "offsets", "import", name, str(exported), "--execute",
+                "--offsets-topic", connect_worker.offsets_topic, *common, "-o", "json")
+    assert r.code == 0, r.err
+    out = r.json()
+    assert out["report"]["connectors"][0]["readback"] == "rest+offsets-topic"
+    assert _position(client, name) == 2
+    snap = out["report"]["snapshot"]
+    r = run_cli(capsys, "connect", "rollback", snap, "--execute", *common)
+    assert r.code == 0, r.err
+    assert _position(client, name) == 6
+    assert "hunter2secret" not in r.out + r.err
+
+
+def test_cli_bad_input_exits_2_and_changes_nothing(connect_worker, unique, tmp_path, capsys):
+    """A file that is not Connect's offsets shape, or an unknown connector: one line, exit 2."""
+    from cli import run_cli
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"offsets": [{"offset": {"position": 1}}]}')
+    client = ConnectClient(parse_target(connect_worker.url))
+    name = unique("bad")
+    src = _source(client, tmp_path, name, unique("bad-topic"), ["x"])
+    r = run_cli(capsys, "connect", "reset", name, "--to-file", str(bad), "--execute",
+                "--connect-url", connect_worker.url)
+    assert r.code == 2 and 'has no "partition"' in r.err and "Traceback" not in r.err
+    r = run_cli(capsys, "connect", "reset", unique("ghost"), "--to-none",
+                "--connect-url", connect_worker.url)
+    assert r.code == 2 and "no connector 'ghost-" in r.err
+    assert src.exists()

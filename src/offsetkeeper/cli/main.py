@@ -114,6 +114,9 @@ _COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
      "List, describe and reset share groups (KIP-932; needs Java)."),
     ("streams-groups", "offsetkeeper.cli.streams_groups", "app", "group",
      "List and describe streams groups (KIP-1071; needs Java)."),
+    ("connect", "offsetkeeper.cli.connect", "app", "group",
+     "Kafka Connect connectors' offsets: list, show, export/import, reset (dry run by "
+     "default), roll back."),
 )
 
 

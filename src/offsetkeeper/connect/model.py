@@ -50,6 +50,8 @@ def _check_value(value: Any, where: str, depth: int = 0) -> Any:
 def _check_map(value: Any, where: str, depth: int = 0) -> dict:
     if not isinstance(value, dict):
         raise OffsetsFormatError(f"{where} is not a JSON object")
+    if depth > MAX_DEPTH:
+        raise OffsetsFormatError(f"{where} nests deeper than {MAX_DEPTH} levels")
     if len(value) > MAX_KEYS:
         raise OffsetsFormatError(f"{where} has more than {MAX_KEYS} keys")
     out = {}
