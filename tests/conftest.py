@@ -192,11 +192,12 @@ def connect_worker(tmp_path_factory, bootstrap):
 @pytest.fixture(scope="session")
 def mm2(tmp_path_factory, bootstrap, dr_bootstrap):
     """MirrorMaker 2 (dedicated mode) mirroring "prod" (alias A) to "dr" (alias B), started on
-    first use: its MirrorStatus."""
+    first use: its MirrorStatus. Only topics and groups named mm2-* are mirrored."""
     from offsetkeeper.devbroker import connect as dev_connect
 
     data = tmp_path_factory.mktemp("mm2")
-    st = dev_connect.start_mm2(bootstrap, dr_bootstrap, data, tied=True)
+    st = dev_connect.start_mm2(bootstrap, dr_bootstrap, data, topics="mm2-.*", groups="mm2-.*",
+                               tied=True)
     try:
         yield st
     finally:

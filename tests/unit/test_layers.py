@@ -42,7 +42,7 @@ LAYERS = {
     # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/
     # (its streaming source commits to groups through the reset executor).
     2: {"reset", "snapshots", "backup", "restore", "describe", "history", "consumer", "streaming",
-        "offsetlog", "zk", "spark.kafka", "groups", "connect"},
+        "offsetlog", "zk", "spark.kafka", "groups", "connect", "mm2"},
     3: {"ops", ""},  # "": the package root, the public surface re-exporting the ops layer
     4: {"cli", "web", "demo"},
 }
@@ -65,6 +65,7 @@ DOMAIN_IMPORTS: dict[str, set[str]] = {
     "consumer": {"reset", "snapshots"},                 # a live reset snapshots first
     "restore": {"backup", "reset", "snapshots", "spark.kafka"},
     "connect": set(),                                   # its own executor (Connect's REST API)
+    "mm2": {"reset"},                                   # MM2 checkpoints as a reset target
 }
 
 # Who may import confluent_kafka / pyspark (rule 4): a package ("spark") or one module
@@ -81,6 +82,7 @@ THIRD_PARTY: dict[str, dict[str, str]] = {
         "offsetlog.sample_log": "produces the sample __consumer_offsets log of the demo and tests",
         "demo": "the demo (one package, offsetkeeper/demo) seeds its own clusters",
         "connect.offsets_topic": "reads Connect's offsets topic back, independently of the worker",
+        "mm2.records": "reads MirrorMaker 2's checkpoints and offset syncs topics",
     },
     "pyspark": {
         "spark": "sessions, the data source, the connector",

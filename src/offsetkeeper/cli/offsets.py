@@ -38,6 +38,7 @@ from offsetkeeper.ops import (
 )
 from offsetkeeper.ops import delete as ops_delete
 from offsetkeeper.ops.groups import rows_as_dicts, show_offsets
+from offsetkeeper.ops.targets import mm2_alias
 from offsetkeeper.reset.parse import parse_time, parse_topic_spec
 from offsetkeeper.reset.plan import TopicSpec
 
@@ -114,6 +115,12 @@ def reset(
                                                        "history from 'commits scan'.")] = None,
     from_zookeeper: Annotated[str | None, typer.Option("--from-zookeeper", metavar="HOST:PORT[/chroot]",
                                                        help="Migrate ZooKeeper-era offsets of --group.")] = None,
+    from_mm2: Annotated[bool, typer.Option("--from-mm2", help="Where MirrorMaker 2 translated the "
+                                           "groups' source offsets (its checkpoints on this, the "
+                                           "target cluster); needs --source-alias.")] = False,
+    source_alias: Annotated[str | None, typer.Option("--source-alias", metavar="ALIAS",
+                                                     help="The source cluster's alias in MM2's "
+                                                     "configuration (--from-mm2).")] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (default: dry run).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only print the plan (the default).")] = False,
     export: Annotated[Path | None, typer.Option("--export", help="Write the plan as CSV for --from-file.")] = None,
@@ -167,7 +174,8 @@ def reset(
         TargetKind.FROM_FILE: None if from_file is None else str(from_file),
         TargetKind.FROM_SNAPSHOT: from_snapshot, TargetKind.FROM_MAPPING: from_mapping,
         TargetKind.FROM_GROUP: from_group, TargetKind.TO_HISTORY: to_history,
-        TargetKind.TO_COMMIT_TIME: to_commit_time, TargetKind.FROM_ZOOKEEPER: from_zookeeper},
+        TargetKind.TO_COMMIT_TIME: to_commit_time, TargetKind.FROM_ZOOKEEPER: from_zookeeper,
+        TargetKind.FROM_MM2: mm2_alias(from_mm2, source_alias)},
         {k: v for k, v in (("history_store", history_store), ("commit_history", commit_history)) if v})
     conn = connection(bootstrap, command_config, cluster, config)
     remember_hint_option("--store", snapshot_store)

@@ -46,6 +46,7 @@ class TargetKind(StrEnum):
     TO_HISTORY = "to-history"
     TO_COMMIT_TIME = "to-commit-time"
     FROM_ZOOKEEPER = "from-zookeeper"
+    FROM_MM2 = "from-mm2"  # the value is the source cluster's alias
 
     @property
     def flag(self) -> str:
@@ -224,6 +225,26 @@ def _from_zookeeper(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     return ResolvedTarget(from_zookeeper(spec.value or "", ctx.groups), spec.label)
 
 
+def _from_mm2(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
+    """MirrorMaker 2's translation of the groups' offsets, from its checkpoints on this (the
+    target) cluster; the value is the source cluster's alias."""
+    from offsetkeeper.mm2.target import mm2_target
+
+    target, notes = mm2_target(ctx.admin, spec.value or "", ctx.groups,
+                               all_groups=ctx.all_groups)
+    return ResolvedTarget(target, f"--from-mm2 --source-alias {spec.value}", notes)
+
+
+def mm2_alias(from_mm2: bool, source_alias: str | None) -> str | None:
+    """The FROM_MM2 value of the flags `--from-mm2 --source-alias A` (both or neither)."""
+    if from_mm2 and not source_alias:
+        raise UsageError("--from-mm2 needs --source-alias ALIAS (the source cluster's alias in "
+                         "MM2's configuration)")
+    if source_alias is not None and not from_mm2:
+        raise UsageError("--source-alias goes with --from-mm2")
+    return source_alias if from_mm2 else None
+
+
 # Kind -> provider.
 _PROVIDERS: dict[TargetKind | str, Provider] = {
     **{k: _simple for k in (TargetKind.TO_EARLIEST, TargetKind.TO_LATEST, TargetKind.TO_CURRENT,
@@ -236,6 +257,7 @@ _PROVIDERS: dict[TargetKind | str, Provider] = {
     TargetKind.TO_HISTORY: _to_history,
     TargetKind.TO_COMMIT_TIME: _to_commit_time,
     TargetKind.FROM_ZOOKEEPER: _from_zookeeper,
+    TargetKind.FROM_MM2: _from_mm2,
 }
 
 

@@ -66,6 +66,7 @@ public final class Main {
         try {
             switch (op) {
                 case "ping" -> answer = ok(JSON.getNodeFactory().textNode("pong"));
+                case "mm2-translate" -> answer = ok(Mirror.translate(props, args));
                 case "share-consume" -> {
                     TestApps.shareConsume(props, args, out, in);
                     System.exit(0);

@@ -1,0 +1,110 @@
+"""`mm2 status` and MirrorMaker 2's own answer: what a failover to the target cluster would do
+to each group, from MM2's checkpoints read directly (mm2/), and RemoteClusterUtils'
+translation through the JVM admin helper (the oracle the tests compare with).
+
+Moving the groups is `offsets reset --from-mm2 --source-alias A` (ops/targets.py): the one
+executor, with its snapshot and rollback.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+from offsetkeeper.errors import UsageError
+from offsetkeeper.mm2.records import latest_checkpoints
+from offsetkeeper.mm2.target import source_topic
+from offsetkeeper.models import TopicPartition
+
+__all__ = ["MM2Report", "MM2Row", "mm2_status", "remote_cluster_translation"]
+
+
+@dataclass(frozen=True)
+class MM2Row:
+    """One group's partition as a failover would find it."""
+
+    group: str
+    topic: str  # on the target (renamed)
+    partition: int
+    checkpoint_source_offset: int  # the group's source offset MM2 last checkpointed
+    translated: int  # where the group would resume on the target
+    checkpoint_age_s: float | None
+    target_committed: int | None
+    target_log_end: int | None
+    source_committed: int | None = None  # with the source cluster
+    # the group's source progress past the checkpoint (source offsets; exact in records unless
+    # the topic is compacted or transactional). A failover re-reads these, plus whatever MM2's
+    # conservative translation adds (docs/connect.md, "MirrorMaker 2").
+    reread_past_checkpoint: int | None = None
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MM2Report:
+    rows: tuple[MM2Row, ...]
+    source_alias: str
+    skipped_records: int = 0
+
+
+def mm2_status(target_admin, source_alias: str, *, source_admin=None,
+               groups: tuple[str, ...] = ()) -> MM2Report:
+    """Every checkpointed group (or `groups`) with MM2's translation, the checkpoint's age,
+    the target's committed offset and log end, and (with `source_admin`) the group's source
+    offset and how many records a failover would re-read at most."""
+    if not source_alias or "." in source_alias:
+        raise UsageError(f"--source-alias {source_alias!r} is not a cluster alias (expected e.g. A)")
+    latest, skipped = latest_checkpoints(target_admin.conn.client_config(), source_alias)
+    wanted = set(groups) if groups else None
+    items = sorted((k, c) for k, c in latest.items() if wanted is None or k[0] in wanted)
+    tps = {TopicPartition(t, p) for (_, t, p), _ in items}
+    wms = target_admin.watermarks(tps) if tps else {}
+    target_committed = _committed(target_admin, {g for (g, _, _), _ in items})
+    source_committed = _committed(source_admin, {g for (g, _, _), _ in items}) \
+        if source_admin is not None else {}
+    now = time.time() * 1000
+    rows = []
+    for (g, t, p), c in items:
+        tp = TopicPartition(t, p)
+        wm = wms.get(tp)
+        src = source_committed.get(g, {}).get(TopicPartition(source_topic(source_alias, t), p))
+        notes = []
+        if wm is not None and c.downstream > wm.high:
+            notes.append("translated offset beyond the target's log end")
+        if src is not None and src < c.upstream:
+            notes.append("the group moved back on the source since the checkpoint")
+        rows.append(MM2Row(
+            g, tp.topic, p, c.upstream, c.downstream,
+            None if c.timestamp_ms is None else max(0.0, (now - c.timestamp_ms) / 1000),
+            target_committed.get(g, {}).get(tp), None if wm is None else wm.high,
+            src, None if src is None else max(0, src - c.upstream), "; ".join(notes)))
+    for g in sorted((wanted or set()) - {g for (g, _, _), _ in items}):
+        rows.append(MM2Row(g, "", -1, -1, -1, None, None, None,
+                           note=f"no MM2 checkpoint from {source_alias}"))
+    return MM2Report(tuple(rows), source_alias, skipped)
+
+
+def _committed(admin, groups: set[str]) -> dict[str, dict[TopicPartition, int]]:
+    out: dict[str, dict[TopicPartition, int]] = {}
+    if not groups:
+        return out
+    for g, got in admin.committed_offsets_each(sorted(groups)).items():
+        if isinstance(got, Exception):
+            continue
+        out[g] = {tp: c.offset for tp, c in got.items()}
+    return out
+
+
+def remote_cluster_translation(target_admin, source_alias: str, groups: tuple[str, ...], *,
+                               timeout_s: float = 15.0) -> dict[str, dict[TopicPartition, int]]:
+    """MirrorMaker 2's own translation (`RemoteClusterUtils.translateOffsets`, Java, through
+    the admin helper) of each group's offsets onto the target cluster."""
+    from offsetkeeper.kafka.jvm import call
+
+    answer = call(target_admin.conn.client_config(), "mm2-translate",
+                  {"source_alias": source_alias, "groups": list(groups),
+                   "timeout_ms": int(timeout_s * 1000)}, timeout=timeout_s * (len(groups) + 1))
+    return {g: {TopicPartition(e["topic"], int(e["partition"])): int(e["offset"])
+                for e in entries} for g, entries in answer.items()}
