@@ -103,6 +103,12 @@ def test_failover_agrees_with_remote_cluster_utils_resumes_on_the_same_record_an
         assert all(rows[n].reread_past_checkpoint == 0 and rows[n].target_committed is None
                    for n in (0, 1))
 
+        r = run_cli(capsys, "mm2", "status", "--source-alias", "A", "-g", group,
+                    "-b", dr_bootstrap, "--source-bootstrap", bootstrap, "-o", "json")
+        assert r.code == 0, r.err
+        assert {(x["topic"], x["partition"]): x["translated"] for x in r.json()} == {
+            (tp.topic, tp.partition): off for tp, off in ours.items()}
+
         r = run_cli(capsys, "offsets", "reset", "-g", group, "--from-mm2", "--source-alias", "A",
                     "--execute", "-b", dr_bootstrap, "-o", "json")
         assert r.code == 0, r.err

@@ -117,6 +117,8 @@ _COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
     ("connect", "offsetkeeper.cli.connect", "app", "group",
      "Kafka Connect connectors' offsets: list, show, export/import, reset (dry run by "
      "default), roll back."),
+    ("mm2", "offsetkeeper.cli.mm2", "app", "group",
+     "MirrorMaker 2: its checkpoints as a failover would use them."),
 )
 
 

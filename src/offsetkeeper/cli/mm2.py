@@ -1,0 +1,66 @@
+"""`offsetkeeper mm2 status`: what a failover to MirrorMaker 2's target cluster would do to each
+group (docs/connect.md, "MirrorMaker 2")."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    OutputOpt,
+    connection,
+    group_ids,
+)
+from offsetkeeper.cli.output import OutputFormat, render_rows, say
+from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.ops import mm2 as ops
+
+app = typer.Typer(help="MirrorMaker 2: its checkpoints as a failover would use them.",
+                  no_args_is_help=True)
+
+COLUMNS = ["group", "topic", "partition", "checkpoint_source_offset", "translated",
+           "checkpoint_age_s", "target_committed", "target_log_end", "source_committed",
+           "reread_past_checkpoint", "note"]
+
+
+@app.command("status")
+def status(
+    source_alias: Annotated[str, typer.Option("--source-alias", metavar="ALIAS",
+                                              help="The source cluster's alias in MM2's "
+                                              "configuration.")],
+    group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Only these groups "
+                                                    "(repeatable).")] = None,
+    source_bootstrap: Annotated[str | None, typer.Option(
+        "--source-bootstrap", metavar="HOST:PORT[,...]", help="The source cluster: adds the "
+        "groups' source offsets and what a failover would re-read.")] = None,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Per group and partition on the TARGET cluster (-b): MM2's translated offset, the
+    checkpoint's age, the group's committed offset and the log end there, and with
+    --source-bootstrap its source offset and how far it moved past the checkpoint.
+
+    Example: offsetkeeper mm2 status --source-alias A -b dr-kafka:9092 --source-bootstrap kafka:9092
+    """
+    groups = tuple(group_ids(group))
+    with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as target:
+        if source_bootstrap:
+            with KafkaAdmin(connection(source_bootstrap, None, None, None)) as source:
+                report = ops.mm2_status(target, source_alias, source_admin=source, groups=groups)
+        else:
+            report = ops.mm2_status(target, source_alias, groups=groups)
+    rows = [r.as_dict() for r in report.rows]
+    for r in rows:
+        if r["checkpoint_age_s"] is not None:
+            r["checkpoint_age_s"] = round(r["checkpoint_age_s"], 1)
+    render_rows(rows, COLUMNS, output)
+    if report.skipped_records:
+        say(f"{report.skipped_records} malformed records in {source_alias}.checkpoints.internal "
+            "were skipped")
+    if any(r.note.startswith("no MM2 checkpoint") for r in report.rows):
+        raise typer.Exit(1)
