@@ -90,3 +90,26 @@ def test_worker_url_credentials_move_to_basic_auth_and_stay_masked():
         parse_target("connect.example:8083?password=s3cr3t")
     assert "s3cr3t" not in str(exc.value)
     assert json.dumps(t.display_url)
+
+
+def test_dev_connect_cli_bad_input_and_status_of_nothing(tmp_path, capsys):
+    """dev-broker connect|mm2: an empty bootstrap is bad input (exit 2, nothing started); the
+    status of a directory where nothing runs is exit 1."""
+    from cli import run_cli
+
+    r = run_cli(capsys, "dev-broker", "connect", "start", "-b", " ", "--data-dir", str(tmp_path))
+    assert r.code == 2 and "--bootstrap-server is empty" in r.err
+    assert not (tmp_path / "offsetkeeper-connect.json").exists()
+    r = run_cli(capsys, "dev-broker", "mm2", "start", "--source-bootstrap", "",
+                "--target-bootstrap", "127.0.0.1:1", "--data-dir", str(tmp_path))
+    assert r.code == 2 and "--source-bootstrap is empty" in r.err
+    r = run_cli(capsys, "dev-broker", "connect", "status", "--data-dir", str(tmp_path),
+                "-o", "json")
+    assert r.code == 1 and r.json()["running"] is False
+
+
+def test_connect_cli_refuses_a_url_that_is_not_http_and_masks_it(capsys):
+    from cli import run_cli
+
+    r = run_cli(capsys, "connect", "list", "--connect-url", "ftp://ops:pa55word@host:21")
+    assert r.code == 2 and "pa55word" not in r.err and "not a Connect REST URL" in r.err
