@@ -3,7 +3,7 @@
 stop all, one snapshot, DELETE each, read back via REST and the offsets topic, resume all).
 
 Prints JSON. Yardstick in the same run: the bare KIP-875 REST calls a script would make
-(stop, wait STOPPED, DELETE, resume per connector, no snapshot or read-back).
+(stop all, wait STOPPED, DELETE, resume all; no snapshot or read-back).
 
     python bench/connect_bulk.py --connectors 50
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
-from offsetkeeper.connect.apply import _wait_state
+from offsetkeeper.connect.apply import _retry, _wait_state
 from offsetkeeper.connect.rest import ConnectClient, parse_target
 from offsetkeeper.devbroker import connect as dev_connect
 from offsetkeeper.kafka.admin import KafkaAdmin
@@ -57,12 +57,14 @@ def main() -> None:
         assert out.ok, out.as_dict()
         _wait_all(client, names, lambda x: bool(client.offsets(x)["offsets"]))
         t0 = time.monotonic()
+        # the same calls a careful script makes (retrying 409 while the worker rebalances)
         for name in names:
-            client.stop(name)
+            _retry(lambda n=name: client.stop(n))
         for name in names:
             _wait_state(client, name, "STOPPED", 120)
-            client.reset_offsets(name)
-            client.resume(name)
+            _retry(lambda n=name: client.reset_offsets(n))
+        for name in names:
+            _retry(lambda n=name: client.resume(n))
         bare = time.monotonic() - t0
         dev_connect.stop_worker(d / "worker")
         devbroker.stop(d / "broker")

@@ -113,3 +113,14 @@ def test_connect_cli_refuses_a_url_that_is_not_http_and_masks_it(capsys):
 
     r = run_cli(capsys, "connect", "list", "--connect-url", "ftp://ops:pa55word@host:21")
     assert r.code == 2 and "pa55word" not in r.err and "not a Connect REST URL" in r.err
+
+
+def test_a_reset_without_names_or_pattern_is_bad_input_before_any_request(capsys):
+    """Regression: `connect reset --to-none` with no NAME and no --pattern would have planned
+    (and with --execute, applied) the change to EVERY connector of the worker. It must be bad
+    input, refused before the worker is even asked."""
+    from cli import run_cli
+
+    r = run_cli(capsys, "connect", "reset", "--to-none", "--execute",
+                "--connect-url", "http://127.0.0.1:1")
+    assert r.code == 2 and "name the connectors to change" in r.err

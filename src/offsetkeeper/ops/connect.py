@@ -29,6 +29,7 @@ from offsetkeeper.connect.model import (
     sink_position,
 )
 from offsetkeeper.connect.plan import (
+    Action,
     ConnectorFacts,
     ConnectorPlan,
     ConnectPlan,
@@ -260,9 +261,11 @@ def reset_connectors(client: ConnectClient, admin, req: ConnectResetRequest) -> 
     """Plan (and with `req.execute` apply) a change of connectors' offsets: a file, none, or
     for sink connectors any consumer-group target."""
     entries = _targets(req)
+    if not req.names and not req.patterns:
+        # never "every connector" by omission: a change names what it changes
+        raise UsageError("name the connectors to change (NAME ..., or --pattern GLOB; "
+                         "--pattern '*' for all)")
     names = _matching(client, req.names, req.patterns)
-    if not names:
-        raise UsageError("name a connector (NAME) or a --pattern")
     label = (f"--to-file {req.to_file}" if req.to_file is not None
              else "--to-none" if req.to_none else str(req.group_request.target.kind.flag))
     if req.group_request is not None:
@@ -290,7 +293,7 @@ def _reset_sinks_through_groups(client: ConnectClient, admin, names: list[str],
             raise UsageError(f"connector {name} is a {facts.type} connector: consumer-group "
                              "targets apply to sink connectors (use --to-file or --to-none)")
         group = sink_group(client, name)
-        plans.append(ConnectorPlan(name, facts.type, facts.state, plan_delete_all(facts).action,
+        plans.append(ConnectorPlan(name, facts.type, facts.state, Action.ALTER,
                                    notes=(f"reset through its consumer group {group}",)))
         greq = replace(req.group_request, groups=(group,), all_groups=False, group_patterns=(),
                        execute=False, options=req.options)
