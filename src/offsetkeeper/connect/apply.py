@@ -13,7 +13,8 @@ The sequence for the connectors of a plan that have something to do:
    since the dry run), then take ONE snapshot of all of them (`snapshot_fn`) — nothing has
    changed yet;
 3. per connector: PATCH (alter) or DELETE (reset), retrying while the worker rebalances (409);
-4. read back through the REST API and, for source connectors, from the offsets topic with an
+4. read back through the REST API and, for source connectors, once for all of them, from the
+   offsets topic with an
    independent reader (`topic_reader`); a partition counts as changed only when both agree with
    the plan;
 5. put each connector back in the state it was in (resume a RUNNING one, pause a PAUSED one),
@@ -128,12 +129,12 @@ def apply_connect_plan(
     client: ConnectClient, plan: ConnectPlan, *,
     replan: Callable[[ConnectorFacts], ConnectorPlan],
     snapshot_fn: Callable[[dict[str, ConnectorFacts]], str] | None,
-    topic_reader: Callable[[str], tuple[OffsetEntry, ...]] | None = None,
+    topic_reader: Callable[[set[str]], dict[str, tuple[OffsetEntry, ...]]] | None = None,
     wait_s: float = 120.0,
 ) -> ConnectReport:
     """Apply `plan` (see the module docstring); `replan` plans one connector again from its
-    stopped facts with the same target; `topic_reader(name)` reads a source connector's
-    offsets from the offsets topic (None: REST read-back only)."""
+    stopped facts with the same target; `topic_reader(names)` reads source connectors'
+    offsets from the offsets topic, in one read after all changes (None: REST read-back only)."""
     results: dict[str, ConnectorResult] = {}
     todo: list[ConnectorPlan] = []
     for cp in plan.connectors:
@@ -149,13 +150,21 @@ def apply_connect_plan(
     stopped: list[str] = []
     snapshot_id = None
     try:
-        # 1. stop
+        # 1. stop all, then wait for each (the worker stops them in parallel)
         for cp in todo:
             try:
                 was[cp.name] = connector_state(client, cp.name)
                 if was[cp.name] != "STOPPED":
                     _retry(lambda n=cp.name: client.stop(n))
                     stopped.append(cp.name)
+            except OffsetkeeperError as exc:
+                results[cp.name] = ConnectorResult(cp.name, ConnectorOutcome.FAILED,
+                                                   f"could not stop it: {exc}",
+                                                   was.get(cp.name, cp.state))
+        for cp in todo:
+            if cp.name in results:
+                continue
+            try:
                 _wait_state(client, cp.name, "STOPPED", wait_s)
             except OffsetkeeperError as exc:
                 results[cp.name] = ConnectorResult(cp.name, ConnectorOutcome.FAILED,
@@ -186,7 +195,11 @@ def apply_connect_plan(
             snapshot_id = snapshot_fn({cp.name: facts[cp.name] for cp in final})
         # 3. + 4. change and read back
         for cp in final:
-            results[cp.name] = _apply_one(client, cp, was[cp.name], topic_reader)
+            results[cp.name] = _apply_one(client, cp, was[cp.name])
+        sources = {cp.name: cp for cp in final if cp.type == "source"
+                   and results[cp.name].status is ConnectorOutcome.SUCCESS}
+        if sources and topic_reader is not None:
+            _check_topic(results, sources, topic_reader)
     finally:
         # 5. back to the state each was in
         for name in stopped:
@@ -220,8 +233,25 @@ def _q(name: str) -> str:
     return urllib.parse.quote(name, safe="")
 
 
-def _apply_one(client: ConnectClient, cp: ConnectorPlan, was: str,
-               topic_reader: Callable[[str], tuple[OffsetEntry, ...]] | None) -> ConnectorResult:
+def _check_topic(results: dict[str, ConnectorResult], sources: dict[str, ConnectorPlan],
+                 topic_reader: Callable[[set[str]], dict[str, tuple[OffsetEntry, ...]]]) -> None:
+    """The independent read-back of source connectors: one read of the offsets topic."""
+    try:
+        found = topic_reader(set(sources))
+    except OffsetkeeperError as exc:
+        for name in sources:
+            results[name] = replace(results[name], status=ConnectorOutcome.FAILED,
+                                    message=f"changed, but reading the offsets topic failed: {exc}")
+        return
+    for name, cp in sources.items():
+        if _same(found.get(name, ()), cp.expected):
+            results[name] = replace(results[name], readback="rest+offsets-topic")
+        else:
+            results[name] = replace(results[name], status=ConnectorOutcome.FAILED,
+                                    message="the offsets topic holds other offsets than planned")
+
+
+def _apply_one(client: ConnectClient, cp: ConnectorPlan, was: str) -> ConnectorResult:
     try:
         if cp.action is Action.RESET:
             _retry(lambda: client.reset_offsets(cp.name))
@@ -240,17 +270,4 @@ def _apply_one(client: ConnectClient, cp: ConnectorPlan, was: str,
         return ConnectorResult(cp.name, ConnectorOutcome.FAILED,
                                "the worker reports other offsets than planned after the change",
                                was, readback="rest")
-    readback = "rest"
-    if cp.type == "source" and topic_reader is not None:
-        try:
-            topic = topic_reader(cp.name)
-        except OffsetkeeperError as exc:
-            return ConnectorResult(cp.name, ConnectorOutcome.FAILED,
-                                   f"changed, but reading the offsets topic failed: {exc}", was,
-                                   readback=readback)
-        if not _same(topic, cp.expected):
-            return ConnectorResult(cp.name, ConnectorOutcome.FAILED,
-                                   "the offsets topic holds other offsets than planned", was,
-                                   readback=readback)
-        readback = "rest+offsets-topic"
-    return ConnectorResult(cp.name, ConnectorOutcome.SUCCESS, "", was, readback=readback)
+    return ConnectorResult(cp.name, ConnectorOutcome.SUCCESS, "", was, readback="rest")

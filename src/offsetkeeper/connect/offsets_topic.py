@@ -13,7 +13,6 @@ import json
 import time
 
 from offsetkeeper.connect.model import MAX_STRING, OffsetEntry, OffsetsFormatError, _check_map
-from offsetkeeper.connect.model import canonical as _canonical
 from offsetkeeper.errors import OffsetkeeperError
 
 MAX_RECORD = 1024 * 1024
@@ -38,13 +37,20 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, OffsetEn
 def read_source_offsets(client_config: dict, topic: str, connector: str, *,
                         timeout_s: float = 60.0) -> tuple[OffsetEntry, ...]:
     """The connector's current positions in `topic` (entries with an offset only)."""
+    return read_all_source_offsets(client_config, topic, {connector},
+                                   timeout_s=timeout_s).get(connector, ())
+
+
+def read_all_source_offsets(client_config: dict, topic: str, connectors: set[str], *,
+                            timeout_s: float = 60.0) -> dict[str, tuple[OffsetEntry, ...]]:
+    """The current positions of `connectors` in `topic`, in one read of the topic."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
     conf = {**client_config, "group.id": "offsetkeeper-connect-readback",
             "enable.auto.commit": False, "enable.partition.eof": False,
             "isolation.level": "read_committed"}
     consumer = Consumer(conf)
-    latest: dict[str, OffsetEntry] = {}
+    latest: dict[tuple[str, str], OffsetEntry] = {}
     try:
         md = consumer.list_topics(topic, timeout=10)
         t = md.topics.get(topic)
@@ -66,8 +72,8 @@ def read_source_offsets(client_config: dict, topic: str, connector: str, *,
                 if msg.error():
                     continue
                 decoded = decode_record(msg.key(), msg.value())
-                if decoded is not None and decoded[0] == connector:
-                    latest[decoded[1].key] = decoded[1]
+                if decoded is not None and decoded[0] in connectors:
+                    latest[(decoded[0], decoded[1].key)] = decoded[1]
                 if msg.offset() + 1 >= ends[msg.partition()]:
                     done.add(msg.partition())
             # transaction markers may end a partition: its position tells, not the last record
@@ -79,5 +85,8 @@ def read_source_offsets(client_config: dict, topic: str, connector: str, *,
         raise OffsetkeeperError(f"reading offsets topic {topic!r} failed: {exc}") from None
     finally:
         consumer.close()
-    return tuple(sorted((e for e in latest.values() if e.offset is not None),
-                        key=lambda e: _canonical(e.partition)))
+    out: dict[str, list[OffsetEntry]] = {}
+    for (name, _), e in sorted(latest.items()):
+        if e.offset is not None:
+            out.setdefault(name, []).append(e)
+    return {name: tuple(entries) for name, entries in out.items()}

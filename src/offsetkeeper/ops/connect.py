@@ -251,10 +251,10 @@ def _snapshot_fn(client: ConnectClient, req: ConnectResetRequest, label: str):
 def _topic_reader(admin, topic: str | None):
     if admin is None or not topic:
         return None
-    from offsetkeeper.connect.offsets_topic import read_source_offsets
+    from offsetkeeper.connect.offsets_topic import read_all_source_offsets
 
     conf = admin.conn.client_config()
-    return lambda name: read_source_offsets(conf, topic, name)
+    return lambda names: read_all_source_offsets(conf, topic, names)
 
 
 def reset_connectors(client: ConnectClient, admin, req: ConnectResetRequest) -> ConnectOutcome:
