@@ -13,10 +13,10 @@ The sequence for the connectors of a plan that have something to do:
    since the dry run), then take ONE snapshot of all of them (`snapshot_fn`) — nothing has
    changed yet;
 3. per connector: PATCH (alter) or DELETE (reset), retrying while the worker rebalances (409);
-4. read back through the REST API and, for source connectors, once for all of them, from the
-   offsets topic with an
-   independent reader (`topic_reader`); a partition counts as changed only when both agree with
-   the plan;
+4. read back through the REST API (a worker may answer with its previous view for a moment
+   after the change: asked again for up to `readback_s`) and, for source connectors, once for
+   all of them, from the offsets topic with an independent reader (`topic_reader`); a
+   partition counts as changed only when both agree with the plan;
 5. put each connector back in the state it was in (resume a RUNNING one, pause a PAUSED one),
    also when its change failed.
 """
@@ -251,7 +251,8 @@ def _check_topic(results: dict[str, ConnectorResult], sources: dict[str, Connect
                                     message="the offsets topic holds other offsets than planned")
 
 
-def _apply_one(client: ConnectClient, cp: ConnectorPlan, was: str) -> ConnectorResult:
+def _apply_one(client: ConnectClient, cp: ConnectorPlan, was: str, *,
+               readback_s: float = 30.0) -> ConnectorResult:
     try:
         if cp.action is Action.RESET:
             _retry(lambda: client.reset_offsets(cp.name))
@@ -261,13 +262,18 @@ def _apply_one(client: ConnectClient, cp: ConnectorPlan, was: str) -> ConnectorR
     except ConnectError as exc:
         status = ConnectorOutcome.REFUSED if exc.status in (400, 409) else ConnectorOutcome.FAILED
         return ConnectorResult(cp.name, status, f"the worker refused the change: {exc}", was)
-    try:
-        back = parse_entries(client.offsets(cp.name), where=f"connector {cp.name} read back")
-    except OffsetkeeperError as exc:
-        return ConnectorResult(cp.name, ConnectorOutcome.FAILED,
-                               f"changed, but reading it back failed: {exc}", was)
-    if not _same(back, cp.expected):
-        return ConnectorResult(cp.name, ConnectorOutcome.FAILED,
-                               "the worker reports other offsets than planned after the change",
-                               was, readback="rest")
+    deadline = time.monotonic() + readback_s
+    while True:
+        try:
+            back = parse_entries(client.offsets(cp.name), where=f"connector {cp.name} read back")
+        except OffsetkeeperError as exc:
+            return ConnectorResult(cp.name, ConnectorOutcome.FAILED,
+                                   f"changed, but reading it back failed: {exc}", was)
+        if _same(back, cp.expected):
+            break
+        if time.monotonic() > deadline:
+            return ConnectorResult(cp.name, ConnectorOutcome.FAILED,
+                                   "the worker reports other offsets than planned after the "
+                                   f"change (asked for {readback_s:.0f}s)", was, readback="rest")
+        time.sleep(0.5)
     return ConnectorResult(cp.name, ConnectorOutcome.SUCCESS, "", was, readback="rest")
