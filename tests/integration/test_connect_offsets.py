@@ -283,3 +283,40 @@ def test_cli_bad_input_exits_2_and_changes_nothing(connect_worker, unique, tmp_p
                 "--connect-url", connect_worker.url)
     assert r.code == 2 and "no connector 'ghost-" in r.err
     assert src.exists()
+
+
+def test_sink_to_file_goes_through_connects_patch_and_redelivers(
+        client, bootstrap, admin, unique, tmp_path, capsys):
+    """A sink connector given a file (Connect's shape) is changed by the worker itself (PATCH,
+    KIP-875): exported at 6, imported at 2, it writes records 2..5 again; `connect list` shows
+    its group partition with log end and lag."""
+    from cli import run_cli
+
+    name, topic = unique("snkf"), unique("snkf-topic")
+    admin.create_topic(topic, 1)
+    values = [f"w-{i}" for i in range(6)]
+    _produce(bootstrap, topic, values)
+    out = _sink(client, tmp_path, name, topic)
+    _wait("6 lines", lambda: len(_lines(out)) == 6)
+    _wait("sink offsets", lambda: client.offsets(name)["offsets"] and client.offsets(name)[
+        "offsets"][0]["offset"]["kafka_offset"] == 6)
+    url = client.target.url
+    r = run_cli(capsys, "connect", "list", "--pattern", name, "--connect-url", url,
+                "-b", bootstrap, "-o", "csv")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[1:] == [f"{name},sink,RUNNING,RUNNING,{topic}:0,6,6,0"]
+    exported = tmp_path / "sink.json"
+    r = run_cli(capsys, "connect", "offsets", "export", name, "-f", str(exported),
+                "--connect-url", url)
+    doc = json.loads(exported.read_text())
+    assert doc == {"offsets": [{"partition": {"kafka_topic": topic, "kafka_partition": 0},
+                                "offset": {"kafka_offset": 6}}]}
+    doc["offsets"][0]["offset"]["kafka_offset"] = 2
+    exported.write_text(json.dumps(doc))
+    r = run_cli(capsys, "connect", "offsets", "import", name, str(exported), "--execute",
+                "--connect-url", url, "-o", "json")
+    assert r.code == 0, r.err
+    res = r.json()["report"]["connectors"][0]
+    assert res["readback"] == "rest" and res["state_after"] == "RUNNING"
+    _wait("re-delivered lines", lambda: len(_lines(out)) >= 10)
+    assert _lines(out) == values + values[2:]
