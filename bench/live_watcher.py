@@ -46,7 +46,8 @@ def main() -> None:
                                                       tied=True).bootstrap
         conf = {"bootstrap.servers": bootstrap}
         topic, group = f"bench-ctl-{uuid.uuid4().hex[:6]}", "bench-group"
-        AdminClient(conf).create_topics([NewTopic(topic, 1, 1, config={
+        adm = AdminClient(conf)  # kept: a collected client cancels its requests
+        adm.create_topics([NewTopic(topic, 1, 1, config={
             "cleanup.policy": "compact", "max.message.bytes": "4194304"})])[topic].result(30)
         p = Producer({**conf, "linger.ms": 20, "message.max.bytes": 4_000_000})
         for i in range(args.records):
