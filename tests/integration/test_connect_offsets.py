@@ -17,6 +17,7 @@ from offsetkeeper.errors import UsageError
 from offsetkeeper.ops import connect as ops_connect
 from offsetkeeper.ops.reset import ResetRequest
 from offsetkeeper.ops.targets import TargetKind, TargetSpec
+from tests.unit.test_output_contract import _check_times
 
 pytestmark = pytest.mark.integration
 
@@ -236,6 +237,7 @@ def test_cli_list_export_import_and_rollback(connect_worker, bootstrap, admin, u
     r = run_cli(capsys, "connect", "list", "--pattern", name, *common, "-o", "json")
     assert r.code == 0, r.err
     [view] = r.json()
+    assert _check_times(r.json()) == []  # the output contract: epoch ms beside every ISO time
     assert view["connector"] == name and view["type"] == "source"
     assert view["offsets"] == [{"partition": {"filename": str(src)},
                                 "offset": {"position": 6}}]
@@ -258,6 +260,7 @@ def test_cli_list_export_import_and_rollback(connect_worker, bootstrap, admin, u
                 "--offsets-topic", connect_worker.offsets_topic, *common, "-o", "json")
     assert r.code == 0, r.err
     out = r.json()
+    assert _check_times(out) == []
     assert out["report"]["connectors"][0]["readback"] == "rest+offsets-topic"
     assert _position(client, name) == 2
     snap = out["report"]["snapshot"]

@@ -17,6 +17,7 @@ from offsetkeeper.mm2.records import latest_checkpoints
 from offsetkeeper.mm2.target import translations
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.ops.mm2 import mm2_status, remote_cluster_translation
+from tests.unit.test_output_contract import _check_times
 
 pytestmark = pytest.mark.integration
 
@@ -106,6 +107,7 @@ def test_failover_agrees_with_remote_cluster_utils_resumes_on_the_same_record_an
         r = run_cli(capsys, "mm2", "status", "--source-alias", "A", "-g", group,
                     "-b", dr_bootstrap, "--source-bootstrap", bootstrap, "-o", "json")
         assert r.code == 0, r.err
+        assert _check_times(r.json()) == []  # checkpoint times as epoch ms beside ISO
         assert {(x["topic"], x["partition"]): x["translated"] for x in r.json()} == {
             (tp.topic, tp.partition): off for tp, off in ours.items()}
 

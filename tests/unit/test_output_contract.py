@@ -139,6 +139,11 @@ NEEDS_CLUSTER = {
     "share-groups list", "share-groups describe", "share-groups reset-offsets",
     "share-groups delete-offsets", "streams-groups list", "streams-groups describe",
     "streams-groups reset-offsets", "history report", "history export",
+    # a Connect worker or MirrorMaker 2 (tests/integration/test_connect_offsets.py and
+    # test_mm2_failover.py check their JSON with _check_times)
+    "connect list", "connect show", "connect offsets import", "connect reset", "connect rollback",
+    "dev-broker connect start", "dev-broker connect status", "dev-broker connect stop",
+    "dev-broker mm2 start", "dev-broker mm2 stop", "mm2 status",
 }
 
 

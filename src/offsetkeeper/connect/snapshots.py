@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from offsetkeeper.connect.model import OffsetEntry, entries_json, parse_entries
 from offsetkeeper.connect.plan import ConnectorFacts
 from offsetkeeper.errors import NotFoundError, SnapshotFormatError, UsageError
+from offsetkeeper.times import id_stamp, iso_datetime
 
 KIND = "offsetkeeper-connect-snapshot"
 PREFIX = "csnap-"
@@ -45,9 +46,8 @@ class ConnectSnapshot:
 def new_snapshot(worker: str, description: str,
                  connectors: dict[str, ConnectorFacts]) -> ConnectSnapshot:
     now = datetime.now(UTC)
-    sid = f"{PREFIX}{now.strftime('%Y%m%dT%H%M%S.%f')[:-3]}Z-{secrets.token_hex(2)}"
-    return ConnectSnapshot(sid, now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                           worker, description, dict(connectors))
+    sid = f"{PREFIX}{id_stamp(now)}-{secrets.token_hex(2)}"
+    return ConnectSnapshot(sid, iso_datetime(now), worker, description, dict(connectors))
 
 
 def parse_snapshot(text: str, *, where: str) -> ConnectSnapshot:
