@@ -203,6 +203,8 @@ def test_the_facade_gives_streams_share_and_reconciling_groups_their_real_state(
                 return [{"group": "app", "type": "Streams", "protocol": "streams", "state": "Stable"},
                         {"group": "sg", "type": "Share", "protocol": "share", "state": "Empty"},
                         {"group": "gone", "type": "Classic", "protocol": "", "state": "Dead"}]
+            if op == "describe-streams-groups":
+                return [{**STREAMS, "state": "Stable"}]
             return [{"group": g, "type": "Consumer", "state": "Reconciling", "members": []}
                     for g in args["groups"]]
 
@@ -221,6 +223,9 @@ def test_the_facade_gives_streams_share_and_reconciling_groups_their_real_state(
         "kip848": GroupInfo("kip848", "unknown", group_type="consumer", members=(member,)),
         "fine": GroupInfo("fine", "stable", members=(member,))})
     assert (out["app"].state, out["app"].group_type) == ("stable", "streams")
+    # a running streams group has its members from Kafka's describe (issue 31 item 7: a
+    # refusal said "0 active members"); the empty share group needs no describe
+    assert [m.member_id for m in out["app"].members] == ["m"]
     assert (out["sg"].state, out["sg"].group_type) == ("empty", "share")
     assert out["gone"].state == "dead" and out["kip848"].state == "reconciling"
     assert out["fine"].state == "stable"

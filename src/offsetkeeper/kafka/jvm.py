@@ -706,8 +706,10 @@ class JvmGroupsAdmin:
         for kind, groups in active.items():
             if not groups:
                 continue
-            details = (self.describe_streams_groups(groups) if kind == "streams"
-                       else self.describe_share_groups(groups))
+            details = _per_group(
+                self._jvm(f"describe-{kind}-groups", quick=True, groups=groups),
+                parse_streams_group if kind == "streams" else parse_share_group,
+                action=f"describe {kind} group")
             for g, d in details.items():
                 if isinstance(d, OffsetkeeperError):
                     continue
