@@ -63,7 +63,7 @@ _RUNNER = r"""
 import java.io.*;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.*;
-import org.apache.kafka.common.utils.Exit;
+import EXIT_CLASS;
 
 public class OracleRunner {
     static final class Exited extends Error {
@@ -123,6 +123,18 @@ public class OracleRunner {
 """
 
 
+def _exit_class() -> str:
+    """Kafka's Exit hook class in the release's clients jar: it moved to
+    `org.apache.kafka.common.utils.internals` in 4.4 (kafka-tools-api still ships the old one,
+    which the tools no longer call)."""
+    import zipfile
+
+    for jar in sorted(dist.libs_dir().glob("kafka-clients-*.jar")):
+        if "org/apache/kafka/common/utils/internals/Exit.class" in zipfile.ZipFile(jar).namelist():
+            return "org.apache.kafka.common.utils.internals.Exit"
+    return "org.apache.kafka.common.utils.Exit"
+
+
 class ToolRunner:
     """kafka-consumer-groups' main class run again and again in one JVM (see the module doc)."""
 
@@ -130,7 +142,7 @@ class ToolRunner:
         self.bootstrap = bootstrap
         self.dir = Path(tempfile.mkdtemp(prefix="oracle-runner-"))
         src = self.dir / "OracleRunner.java"
-        src.write_text(_RUNNER)
+        src.write_text(_RUNNER.replace("EXIT_CLASS", _exit_class()))
         argv = dist.tool_command(TOOL)
         main_at = argv.index(dist.TOOLS[TOOL])
         # same JVM options and classpath as the tool; the runner's source instead of its class
