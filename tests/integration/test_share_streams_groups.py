@@ -410,11 +410,17 @@ def test_streams_group_not_ready_while_an_input_topic_is_missing(capsys, bootstr
         r = run_cli(capsys, "streams-groups", "list", "-b", bootstrap, "--state", "notready",
                     "-o", "json")
         assert r.code == 0 and {"group_id": g, "state": "notready"} in r.json(), r.out + r.err
-        r = run_cli(capsys, "streams-groups", "describe", g, "--state", "-b", bootstrap, "-o", "json")
-        (st,) = r.json()
-        (row,) = table(oracle("kafka-streams-groups", bootstrap, "--describe", "--group", g,
-                              "--state", "--verbose"))
-        assert st["state"] == "notready" and row[-4] == "NotReady", (st, row)
+        # the app replaces its failed stream thread, so on Kafka 4.4 the group goes Empty for a
+        # moment now and then: compare both views once both see it NotReady
+        def both_not_ready():
+            r = run_cli(capsys, "streams-groups", "describe", g, "--state", "-b", bootstrap,
+                        "-o", "json")
+            (st,) = r.json()
+            (row,) = table(oracle("kafka-streams-groups", bootstrap, "--describe", "--group", g,
+                                  "--state", "--verbose"))
+            return (st, row) if st["state"] == "notready" and row[-4] == "NotReady" else None
+
+        st, row = wait_until("both views to see the group NotReady", both_not_ready, timeout=90)
         assert st["members"] >= 1
         r = run_cli(capsys, "streams-groups", "describe", g, "--topology", "-b", bootstrap,
                     "-o", "json")
@@ -422,8 +428,9 @@ def test_streams_group_not_ready_while_an_input_topic_is_missing(capsys, bootstr
         r = run_cli(capsys, "groups", "list", "-b", bootstrap, "--type", "streams", "-o", "json")
         assert {"group_id": g, "state": "notready", "group_type": "streams",
                 "protocol": "streams"} in r.json()
-        r = run_cli(capsys, "streams-groups", "reset-offsets", "-g", g, "-t", out, "--to-earliest",
-                    "--execute", "-b", bootstrap)
-        assert r.code == 1 and "state NotReady" in r.err, r.err
+        r = wait_until("a refusal while NotReady", lambda: (lambda r: r if r.code == 1 else None)(
+            run_cli(capsys, "streams-groups", "reset-offsets", "-g", g, "-t", out,
+                    "--to-earliest", "-b", bootstrap)))  # a dry run: the group may flap Empty
+        assert "state notready" in r.err, r.err
     finally:
         app.stop()
