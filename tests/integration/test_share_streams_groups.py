@@ -420,7 +420,7 @@ def test_streams_group_not_ready_while_an_input_topic_is_missing(capsys, bootstr
                                   "--state", "--verbose"))
             return (st, row) if st["state"] == "notready" and row[-4] == "NotReady" else None
 
-        st, row = wait_until("both views to see the group NotReady", both_not_ready, timeout=90)
+        st, _ = wait_until("both views to see the group NotReady", both_not_ready, timeout=90)
         assert st["members"] >= 1
         r = run_cli(capsys, "streams-groups", "describe", g, "--topology", "-b", bootstrap,
                     "-o", "json")
