@@ -2,7 +2,7 @@
 group migrating between protocols (a classic member and a consumer-protocol member in one group:
 Kafka 4 upgrades the group online to the consumer type and keeps serving the classic member).
 
-Each test runs on two kinds of group, with real members of the session's Kafka 4.3.1 cluster:
+Each test runs on two kinds of group, with real members of the session's Kafka 4.4.0 cluster:
 
 - `consumer`: one consumer-protocol member;
 - `migrating`: a classic member joins first, then a consumer-protocol member (the broker

@@ -1,7 +1,7 @@
 """Apache Kafka's kafka-consumer-groups as the oracle for `offsets reset`, `groups describe`,
 `offsets delete` and `offsets reset --script` (issue "Apache Kafka for real"; docs/oracle.md).
 
-Every hypothesis example builds its own topics and groups on the session's Kafka 4.3.1 cluster
+Every hypothesis example builds its own topics and groups on the session's Kafka 4.4.0 cluster
 (partitions with gaps, an uncleaned compact-policy topic, transactional partitions with committed
 and aborted transactions and sometimes one left open, records deleted with delete_records, empty
 partitions, duplicate and out-of-order timestamps, commits below the log start and beyond the log
@@ -51,7 +51,7 @@ NOW0 = int(time.time() * 1000)
 HOUR = 3_600_000
 GRID = range(1, 13)
 
-#: Every deliberate difference between offsetkeeper and kafka-consumer-groups 4.3.1, as listed
+#: Every deliberate difference between offsetkeeper and kafka-consumer-groups (4.3.1, 4.4.0), as listed
 #: (with the reasons) in docs/oracle.md. The property test accepts a disagreement only when one
 #: of the "plan" entries explains it; each entry has a test of its own below showing it is real.
 KNOWN_DIFFERENCES = {

@@ -1,4 +1,4 @@
-"""History, status and the exporter sample share groups (KIP-932) on Apache Kafka 4.3.1: the
+"""History, status and the exporter sample share groups (KIP-932) on Apache Kafka 4.4.0: the
 start offset as the group's position and the broker's lag (KIP-1226), checked against
 kafka-share-groups.sh --describe."""
 

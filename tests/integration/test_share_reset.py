@@ -1,5 +1,5 @@
 """Share-group start offsets through the one executor (plan, snapshot, re-check, apply, read back)
-on Apache Kafka 4.3.1, checked with the release's kafka-share-groups.sh.
+on Apache Kafka 4.4.0, checked with the release's kafka-share-groups.sh.
 
 Most tests make their share group without a consumer: AlterShareGroupOffsets on a new group id
 creates an empty share group with those start offsets (as an offset commit creates a consumer

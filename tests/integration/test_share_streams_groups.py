@@ -1,4 +1,4 @@
-"""Share groups, streams groups and typed group listings on Apache Kafka 4.3.1, checked against
+"""Share groups, streams groups and typed group listings on Apache Kafka 4.4.0, checked against
 the release's own tools (kafka-groups, kafka-share-groups, kafka-streams-groups,
 kafka-consumer-groups) as the oracle.
 

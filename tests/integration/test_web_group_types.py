@@ -2,7 +2,7 @@
 PROTOCOL and real states (as `groups list`), the share and streams groups' own pages (as
 `share-groups describe` / `streams-groups describe`), the page without the JVM helper, a group
 held by an open transaction, and the groups page sorted by lag without describing every group
-(issue 25). Real Apache Kafka 4.3.1, real Java share and streams clients."""
+(issue 25). Real Apache Kafka 4.4.0, real Java share and streams clients."""
 
 from __future__ import annotations
 
