@@ -208,12 +208,6 @@ def test_the_facade_gives_streams_share_and_reconciling_groups_their_real_state(
             return [{"group": g, "type": "Consumer", "state": "Reconciling", "members": []}
                     for g in args["groups"]]
 
-        def describe_streams_groups(self, groups):
-            # the members of an active streams group come from Kafka's describe (issue 31
-            # item 7); no answer leaves them as librdkafka said
-            calls.append(("describe-streams-groups", tuple(groups)))
-            return {}
-
     monkeypatch.setattr(jvm, "available", lambda: True)
     member = MemberInfo("m", "c", "h")
     out = Fake().with_other_group_types({

@@ -34,8 +34,8 @@ from offsetkeeper.times import MAX_TIME_MS, parse_duration_ms
 _ASCII_INT = re.compile(r"[0-9]+")
 _SIGNED_ASCII_INT = re.compile(r"[-+]?[0-9]+")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-TIME_FORMS = ("ISO-8601 YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.fraction]] with an optional zone Z, +HH:MM or "
-              "+HHMM (UTC when none), e.g. 2026-11-20T09:40:00.250+02:00, or 13-digit epoch "
+TIME_FORMS = ("ISO-8601 YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.fraction]] with an optional zone Z, "
+              "+HH:MM or +HHMM (UTC when none), e.g. 2026-11-20T09:40:00.250+02:00, or 13-digit epoch "
               "milliseconds such as 1795167600000")
 # The documented forms, nothing more: Python's fromisoformat also reads any separator
 # (2023-11-14x22:13:20), week dates (2023-W46-2) and basic forms (20231114T2213), so a typo
