@@ -11,9 +11,10 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 stamp=.venv/.offsetkeeper-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints/test.txt -nt "$stamp" ]; then
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e '.[dev]'
+    # the exact versions the tests run on (pyproject.toml gives users ranges)
+    .venv/bin/python -m pip install --quiet -c constraints/test.txt -e '.[dev]'
     touch "$stamp"
 fi
 

@@ -10,6 +10,7 @@ Prints one JSON line per finished batch (flushed), so the test can follow progre
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -20,7 +21,9 @@ from offsetkeeper.spark.session import get_spark
 def main() -> None:
     bootstrap, topic, checkpoint, out, trigger = sys.argv[1:6]
     extra = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}
-    spark = get_spark("local[2]", {"spark.sql.shuffle.partitions": "2"})
+    # STREAMING_DRIVER_MASTER: another master, or sc://HOST:PORT for a Spark Connect server
+    spark = get_spark(os.environ.get("STREAMING_DRIVER_MASTER", "local[2]"),
+                      {"spark.sql.shuffle.partitions": "2"})
     register(spark)
     reader = (spark.readStream.format("offsetkeeper-kafka")
               .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic))

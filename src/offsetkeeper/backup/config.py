@@ -13,7 +13,7 @@ YAML (``offsetkeeper backup run --file backup.yaml``)::
     destination: /backups          # a path or a URL
     backup_id: nightly
     spark:
-      master: local[*]
+      master: local[*]            # or remote: sc://HOST:PORT (a Spark Connect server)
       conf: {spark.driver.memory: 2g}
 
 Flags given on the command line win over the file. ``${ENV}`` is expanded.
@@ -25,13 +25,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from offsetkeeper.backup.manifest import validate_backup_id
 from offsetkeeper.config import (
     ClusterRef,
     ConfigFile,
     Connection,
+    connect_url,
     load_yaml_model,
     prop_str,
 )
@@ -78,6 +79,12 @@ class _Topics(_Strict):
 
 class _Spark(_Strict):
     master: str | None = None
+    remote: str | None = None  # a Spark Connect server, sc://HOST:PORT (wins over master)
+
+    @field_validator("remote")
+    @classmethod
+    def _connect_url(cls, v: str | None) -> str | None:
+        return connect_url(v)
     conf: dict[str, str | int | bool] = Field(default_factory=dict)
 
 
@@ -125,8 +132,8 @@ def build_backup_config(
         exclude=tuple(exclude or f.topics.exclude),
         destination=destination or f.destination or "",
         backup_id=backup_id or f.backup_id or "",
-        master=master or f.spark.master or (
-            config.spark.master if config.spark.master != DEFAULT_MASTER else None),
+        master=master or f.spark.remote or f.spark.master or (
+            config.spark.location if config.spark.location != DEFAULT_MASTER else None),
         spark_conf=conf,
         min_partitions=f.min_partitions,
         max_records_per_task=max_records_per_task or f.max_records_per_task or 500_000,

@@ -2,8 +2,9 @@
 
 Steps: select topics; fix the end offset of every partition (the snapshot); capture the
 committed offsets of every group with offsets on those topics and the topics' configs; read
-the planned ranges in plain Spark RDD tasks (`offsetkeeper.backup.task`: confluent-kafka in,
-pyarrow zstd Parquet out, to ``data/run=N/topic=T/partition=P``), each task returning its
+the planned ranges in Spark tasks of our own (`offsetkeeper.backup.task`: confluent-kafka in,
+pyarrow zstd Parquet out, to ``data/run=N/topic=T/partition=P``; run by `offsetkeeper.spark.tasks`
+on classic Spark or Spark Connect), each task returning its
 record count, first/last offset and timestamp, checksum, gaps and files; write the manifest
 last, atomically. A run that fails before the manifest is written leaves the previous backup
 intact (its files are ignored and overwritten next time).
@@ -46,6 +47,7 @@ from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_
 from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
 from offsetkeeper.spark.kafka.planning import split_ranges
 from offsetkeeper.spark.task_failure import guarded, raise_failures
+from offsetkeeper.spark.tasks import run_tasks, task_slots
 
 
 def _event(backup_id: str, phase: str, done: int, total: int | None, records: int) -> ProgressEvent:
@@ -305,12 +307,12 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         tj = time.monotonic()
         ranges = _task_ranges(config, plan)
         cfg = _task_config(config, run_dir, report_path)
-        specs = _balanced_specs(ranges, spark.sparkContext.defaultParallelism)
+        specs = _balanced_specs(ranges, task_slots(spark))
         with ProgressPoller(notify, lambda: _read_progress(config.backup_id, plan, report_path),
                             first=_event(config.backup_id, "reading", 0, len(plan.to_read), 0)):
             try:
-                rows = (spark.sparkContext.parallelize(specs, len(specs))
-                        .mapPartitions(partial(guarded, backup_task, cfg, context=_spec_context)).collect())
+                rows = run_tasks(spark, partial(guarded, backup_task, cfg, context=_spec_context),
+                                 specs)
             except Exception as exc:
                 if type(exc).__module__.startswith(("pyspark", "py4j")):
                     raise _job_error(exc, config.backup_id) from None

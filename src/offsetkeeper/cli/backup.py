@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    OutputOpt,
+    RemoteOpt,
+    spark_location,
+)
 from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
@@ -48,6 +56,7 @@ def run(
         "--file", "-f", metavar="FILE", help="YAML file with source, topics, destination, backup_id, spark.",
         show_default=False)] = None,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     conf: ConfPairsOpt = None,
     max_records_per_task: Annotated[int | None, typer.Option(
         "--max-records-per-task", min=1, metavar="N",
@@ -65,6 +74,8 @@ def run(
     offsets of every group with offsets on these topics are captured with it.
 
     Example: offsetkeeper backup run -b localhost:9092 -t 'orders*' --dest /backups --id nightly
+
+    Example: offsetkeeper backup run -b localhost:9092 -t orders --dest /backups --id nightly --remote sc://localhost:15002
     """
     require_extra("spark", "backup run")
     from offsetkeeper.ops.backup import BackupRequest, run_backup
@@ -72,7 +83,7 @@ def run(
     req = BackupRequest(
         file=file, config=config, bootstrap_server=bootstrap, command_config=command_config,
         cluster=cluster, include=tuple(topic or ()), exclude=tuple(exclude or ()), destination=dest,
-        backup_id=backup_id, master=master, spark_conf=tuple(conf or ()),
+        backup_id=backup_id, master=spark_location(master, remote), spark_conf=tuple(conf or ()),
         max_records_per_task=max_records_per_task)
     with native_output_to_log(), progress_bar(output) as on_progress:
         result = run_backup(req, progress=on_progress)

@@ -13,7 +13,9 @@ from offsetkeeper.cli.common import (
     CommandConfigOpt,
     ConfigOpt,
     OutputOpt,
+    RemoteOpt,
     connection,
+    spark_location,
 )
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
@@ -42,6 +44,7 @@ def scan(
         "instead of the cluster.", show_default=False)] = None,
     group: GroupFilterOpt = None,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     conf: Annotated[list[str] | None, typer.Option(
         "--conf", metavar="KEY=VALUE", help="Spark configuration (repeatable).", show_default=False)] = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
@@ -59,7 +62,7 @@ def scan(
 
     conn = None if backup else connection(bootstrap, command_config, cluster, config)
     req = ScanRequest(out=out, topic=topic, connection=conn, backup=backup, group=group,
-                      master=master, spark_conf=tuple(conf or ()))
+                      master=spark_location(master, remote), spark_conf=tuple(conf or ()))
     with progress_bar(output) as progress:
         s = scan_commits(req, progress=progress)
     if output is OutputFormat.json:

@@ -25,6 +25,12 @@ ClusterOpt = Annotated[
     str | None,
     typer.Option("--cluster", help="Named cluster from the config file.", show_default=False),
 ]
+RemoteOpt = Annotated[
+    str | None,
+    typer.Option("--remote", metavar="sc://HOST:PORT",
+                 help="Run the Spark jobs on this Spark Connect server instead of a local session "
+                 "[default: $SPARK_REMOTE].", show_default=False),
+]
 ConfigOpt = Annotated[
     Path | None,
     typer.Option("--config", envvar="OFFSETKEEPER_CONFIG",
@@ -106,6 +112,18 @@ def group_ids(values: list[str] | None, *, option: str = "--group") -> list[str]
         raise UsageError(f"{option} '' is empty (expected a consumer group id)")
     check_names(ids, what=f"{option}")
     return ids
+
+
+def spark_location(master: str | None, remote: str | None) -> str | None:
+    """The Spark master for a request from ``--master`` / ``--remote`` (and SPARK_REMOTE, which
+    an explicit --master overrides); a bad or doubled choice exits 2."""
+    import os
+
+    from offsetkeeper.spark.session import spark_location as merge
+
+    if remote is None and master is None:
+        remote = os.environ.get("SPARK_REMOTE") or None
+    return merge(master, remote)
 
 
 # The options this command was given that a printed follow-up command (an undo hint) needs to

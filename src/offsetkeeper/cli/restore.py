@@ -11,7 +11,15 @@ from typing import Annotated, Any
 
 import typer
 
-from offsetkeeper.cli.common import BootstrapOpt, ClusterOpt, CommandConfigOpt, ConfigOpt, OutputOpt
+from offsetkeeper.cli.common import (
+    BootstrapOpt,
+    ClusterOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    OutputOpt,
+    RemoteOpt,
+    spark_location,
+)
 from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
@@ -179,6 +187,7 @@ def run_cmd(
     allow_non_empty_target: AllowNonEmptyOpt = False,
     dry_run: DryRunOpt = False,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     conf: ConfOpt = None,
     output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -193,6 +202,7 @@ def run_cmd(
     require_extra("spark", "restore run")
     from offsetkeeper.ops.restore import restore
 
+    master = spark_location(master, remote)
     req = _request(locals())
     with native_output_to_log(), progress_bar(output) as on_progress:
         res = restore(req, progress=on_progress)

@@ -20,6 +20,7 @@ from offsetkeeper.config.file import (
     SparkModel,
     UiCheckpointModel,
     UiModel,
+    connect_url,
     load_config_file,
 )
 from offsetkeeper.config.loading import (
@@ -42,6 +43,6 @@ from offsetkeeper.config.properties import (
 __all__ = ["CONFIG_ENV", "DEFAULT_CONFIG_PATH", "MAX_CONFIG_BYTES", "MAX_YAML_ALIASES",
            "MAX_YAML_NODES", "ClusterModel", "ClusterRef", "ConfigFile", "Connection",
            "InputTooLarge", "SnapshotsModel", "SparkModel", "UiCheckpointModel", "UiModel",
-           "expand_env", "expanded_size", "java_jaas_to_librdkafka", "load_config_file",
+           "connect_url", "expand_env", "expanded_size", "java_jaas_to_librdkafka", "load_config_file",
            "load_properties_file", "load_yaml_model", "parse_properties", "prop_str",
            "read_text_strict"]

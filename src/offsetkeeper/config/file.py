@@ -16,7 +16,7 @@ The YAML file (``--config``, else ``$OFFSETKEEPER_CONFIG``, else
     snapshots:
       store: /var/lib/offsetkeeper/snapshots
     spark:
-      master: local[*]
+      master: local[*]            # or remote: sc://HOST:PORT, a Spark Connect server (wins)
       conf: {spark.driver.memory: 2g}
     ui:                                                  # `offsetkeeper ui` (docs/dashboard.md)
       token: ${OFFSETKEEPER_UI_TOKEN}
@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from offsetkeeper.config.loading import load_yaml_model
 from offsetkeeper.errors import ConfigError
@@ -67,7 +67,24 @@ class SnapshotsModel(_Strict):
 
 class SparkModel(_Strict):
     master: str = "local[*]"
+    remote: str | None = None       # a Spark Connect server, sc://HOST:PORT (wins over master)
     conf: dict[str, str | int | bool] = Field(default_factory=dict)
+
+    @field_validator("remote")
+    @classmethod
+    def _connect_url(cls, v: str | None) -> str | None:
+        return connect_url(v)
+
+    @property
+    def location(self) -> str:
+        """Where Spark jobs run: the Connect server `remote` when set, else `master`."""
+        return self.remote or self.master
+
+
+def connect_url(v: str | None) -> str | None:
+    if v is not None and not (v.strip().startswith("sc://") and len(v.strip()) > 5):
+        raise ValueError(f"'{v}' is not a Spark Connect URL; expected sc://HOST:PORT")
+    return v.strip() if v is not None else None
 
 
 class UiCheckpointModel(_Strict):

@@ -89,7 +89,7 @@ def validate(req: ValidateRequest, *, spark=None):
         dest, bid, req.restore_id, target, groups=list(req.groups) or None,
         check_group_offsets=req.all_groups or bool(req.groups), offsets_source=req.group_offsets,
         source_connection=source, snapshot_store=store, spark=spark,
-        master=req.master or cfg.spark.master,
+        master=req.master or cfg.spark.location,
         spark_conf={**{k: prop_str(x) for k, x in cfg.spark.conf.items()},
                     **parse_properties(req.spark_conf, flag="--conf")})
 

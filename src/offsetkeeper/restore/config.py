@@ -234,7 +234,7 @@ def options_from_file(f: RestoreFile, target: Connection, **overrides: Any) -> R
         producer_properties={k: prop_str(v) for k, v in r.producer_properties.items()},
         compression=parse_compression(r.compression, flag="compression"),
         allow_non_empty_target=r.allow_non_empty_target,
-        master=f.spark.master,
+        master=f.spark.location,
         spark_conf={k: prop_str(v) for k, v in f.spark.conf.items()},
     )
     return opts.with_(**{k: v for k, v in overrides.items() if v is not None})
@@ -371,7 +371,7 @@ def build_restore_options(req: RestoreRequest, *, file: RestoreFile | None = Non
         "compression": parse_compression(req.compression, flag="--compression"),
         "dry_run": req.dry_run or None,
         "allow_non_empty_target": req.allow_non_empty_target or None,
-        "master": req.master or base.master or cfg.spark.master,
+        "master": req.master or base.master or cfg.spark.location,
         "spark_conf": spark_conf,
     }
     opts = base.with_(**{k: v for k, v in changes.items() if v is not None})

@@ -60,6 +60,7 @@ from offsetkeeper.restore.state import (
     save_state,
 )
 from offsetkeeper.spark.task_failure import guarded, raise_failures
+from offsetkeeper.spark.tasks import run_tasks, task_slots
 from offsetkeeper.storage import join
 from offsetkeeper.times import id_stamp
 
@@ -341,7 +342,7 @@ def _run_tasks(o: RestoreOptions, view: BackupView, routes: list[Route],
 
         notify(ProgressEvent(task, 0, None, "records", "starting Spark"))
         spark = get_spark(o.master, o.spark_conf, app_name=f"offsetkeeper-restore-{state.restore_id}")
-    n_slots = max(1, min(len(routes), spark.sparkContext.defaultParallelism))
+    n_slots = max(1, min(len(routes), task_slots(spark)))
     work = join(backup_root(o.destination, o.backup_id), "_work", "restores", state.restore_id)
     _clear(work)
     client = o.target.client_config()
@@ -373,8 +374,7 @@ def _run_tasks(o: RestoreOptions, view: BackupView, routes: list[Route],
         with ProgressPoller(notify, lambda: ProgressEvent(task, read_progress(cfg.report_path), total,
                                                           "records")):
             notify(ProgressEvent(task, 0, total, "records", "writing"))
-            rows = (spark.sparkContext.parallelize([s for (s,) in specs], len(specs))
-                    .mapPartitions(partial(guarded, restore_task, cfg)).collect())
+            rows = run_tasks(spark, partial(guarded, restore_task, cfg), [s for (s,) in specs])
     except Exception as exc:
         if type(exc).__module__.startswith(("pyspark", "py4j")):
             from offsetkeeper.spark.task_failure import one_line

@@ -162,10 +162,10 @@ def _target_checksums(spark, target: Connection, state: RestoreState) -> dict[To
              for r in state.routes if (r.end_log_end or 0) > r.start_log_end]
     if not specs:
         return {}
-    rows = (spark.sparkContext.parallelize(specs, len(specs))
-            .mapPartitions(partial(guarded, target_checksum_task, target.client_config(),
-                                   context=_spec_context))
-            .collect())
+    from offsetkeeper.spark.tasks import run_tasks
+
+    rows = run_tasks(spark, partial(guarded, target_checksum_task, target.client_config(),
+                                    context=_spec_context), specs)
     rows = raise_failures(rows, KafkaOperationError, suffix=f" (validating restore {state.restore_id})")
     return {TopicPartition(r["topic"], r["partition"]): (r["records"], r["checksum"]) for r in rows}
 

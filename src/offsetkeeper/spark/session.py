@@ -8,6 +8,11 @@ and maps Spark's classes from a class-data-sharing archive (`offsetkeeper.spark.
 again). Then Spark's Python workers are started — one per task slot, each having imported the task
 modules — so the first job does not pay for them; `get_spark(..., timings=d)` says how long each
 part took (reported as session start, apart from the job).
+
+A master ``sc://HOST:PORT`` (``--remote``, ``SPARK_REMOTE``, ``spark.remote``) is a Spark
+Connect server instead: `get_spark` returns a Connect session (``pyspark-client`` is enough),
+checked with one round trip, and sets nothing on the server (its jobs run in its own JVM and
+Python workers, which must be able to import offsetkeeper).
 """
 
 from __future__ import annotations
@@ -35,6 +40,30 @@ WORKER_IMPORTS = (
     "offsetkeeper.spark.task_failure", "offsetkeeper.backup.task",
 )
 
+REMOTE_PREFIX = "sc://"
+
+
+def is_remote(master: str | None) -> bool:
+    """Whether `master` names a Spark Connect server (``sc://HOST:PORT``)."""
+    return bool(master) and master.strip().startswith(REMOTE_PREFIX)
+
+
+def spark_location(master: str | None = None, remote: str | None = None) -> str | None:
+    """The one place a job runs, from ``--master`` and ``--remote`` (either, not both); a bad
+    Connect URL is a UsageError. None: `get_spark`'s default (SPARK_REMOTE, else local[*])."""
+    from offsetkeeper.errors import UsageError
+
+    if remote is not None:
+        remote = remote.strip()
+        if not remote.startswith(REMOTE_PREFIX) or len(remote) <= len(REMOTE_PREFIX):
+            raise UsageError(f"--remote '{remote}' is not a Spark Connect URL; expected "
+                             "sc://HOST:PORT, e.g. sc://localhost:15002")
+        if master is not None and master != remote:
+            raise UsageError(f"--master '{master}' and --remote '{remote}' both name where Spark "
+                             "runs; give one")
+    return remote or master
+
+
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *,
               app_name: str = "offsetkeeper", start_workers: bool | None = None,
               timings: dict[str, float] | None = None, kafka_connector: bool | None = None):
@@ -47,7 +76,18 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, 
     and ``python_workers`` (when they were started); nothing when it reused a session.
     `kafka_connector` (default: ``OFFSETKEEPER_SPARK_KAFKA_CONNECTOR``) adds Spark's own Kafka
     connector to ``spark.jars`` (`offsetkeeper.spark.connector`; ConfigError when not installed).
+
+    `master` ``sc://HOST:PORT`` — or, when no master is given, the ``SPARK_REMOTE`` environment
+    variable — returns a Spark Connect session instead (`connect_session`).
     """
+    if master is None and not os.environ.get("PYSPARK_GATEWAY_PORT") and is_remote(
+            os.environ.get("SPARK_REMOTE")):
+        master = os.environ["SPARK_REMOTE"]
+    if is_remote(master):
+        return connect_session(master, conf, timings=timings)
+    # an explicit master wins over SPARK_REMOTE (pyspark refuses to be given both)
+    if master is not None:
+        os.environ.pop("SPARK_REMOTE", None)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark import SparkContext
@@ -93,6 +133,57 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, 
     if timings is not None:
         timings.update(started)
     return spark
+
+
+def connect_session(url: str, conf: Mapping[str, str] | None = None, *,
+                    timings: dict[str, float] | None = None):
+    """A Spark Connect session on the server at `url` (``sc://HOST:PORT``), checked with one
+    round trip: an unreachable server is one sentence (OffsetkeeperError), not a gRPC trace;
+    missing client libraries a UsageError naming the extra to install.
+    `conf` is applied as session settings (runtime SQL settings only, as Connect allows)."""
+    from offsetkeeper.errors import OffsetkeeperError, UsageError
+
+    t0 = time.monotonic()
+    _check_listening(url)
+    try:
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.remote(url.strip())
+        for k, v in (conf or {}).items():
+            builder = builder.config(k, str(v))
+        spark = builder.getOrCreate()
+        spark.version  # noqa: B018 - the round trip that proves the server answers
+    except ImportError as exc:
+        raise UsageError(f"Spark Connect needs its client libraries ({exc}); install them with "
+                         "pip install 'offsetkeeper[connect]'") from None
+    except Exception as exc:
+        from offsetkeeper.spark.task_failure import one_line
+
+        raise OffsetkeeperError(f"cannot use the Spark Connect server {url}: "
+                                f"{one_line(exc)}") from None
+    if timings is not None:
+        timings["connect"] = time.monotonic() - t0
+    return spark
+
+
+def _check_listening(url: str, timeout: float = 10.0) -> None:
+    """Refuse at once a Connect URL where nothing listens (the gRPC client would retry for
+    minutes before it says so)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from offsetkeeper.errors import OffsetkeeperError
+
+    try:
+        parts = urlsplit(url.strip().split(";", 1)[0].replace("sc://", "http://", 1))
+        host, port = parts.hostname or "localhost", parts.port or 15002
+    except ValueError as exc:
+        raise OffsetkeeperError(f"cannot use the Spark Connect server {url}: {exc}") from None
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise OffsetkeeperError(f"cannot use the Spark Connect server {url}: nothing answers on "
+                                f"{host}:{port} ({exc.strerror or exc})") from None
 
 
 def java_options(user: str | None, *, class_data_sharing: bool = True) -> str:
