@@ -28,4 +28,9 @@ rm -f "$failures"
 if [ "$rc" -eq 0 ] && [ "$#" -eq 0 ]; then
     bash scripts/wheel_smoke.sh || rc=$?
 fi
+# The Spark subset (marker spark_oldest) again on the oldest supported pyspark, in its own cached
+# venv (README: Spark versions): after a whole-suite run that passed.
+if [ "$rc" -eq 0 ] && [ "$#" -eq 0 ]; then
+    bash scripts/test-spark-oldest.sh || rc=$?
+fi
 exit "$rc"

@@ -20,6 +20,7 @@ def _backed_up(spark, dest, backup_id, topic):
     return rows_of(read_backup_records(spark, dest, backup_id).where(f"topic = '{topic}'"))
 
 
+@pytest.mark.spark_oldest
 def test_backup_plain_compacted_transactional_and_special_records(spark, bootstrap, conn, unique,
                                                                  tmp_path, capsys, monkeypatch):
     prefix = unique("bk")
@@ -76,6 +77,7 @@ def test_backup_plain_compacted_transactional_and_special_records(spark, bootstr
     assert r.code == 2 and "backup 'nope' not found" in r.err  # bad input (issue 22 item 20)
 
 
+@pytest.mark.spark_oldest
 def test_incremental_run_appends_only_new_records(spark, bootstrap, conn, unique, tmp_path,
                                                   monkeypatch):
     topic = unique("inc")

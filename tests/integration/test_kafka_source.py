@@ -25,6 +25,7 @@ def read(spark, bootstrap):
     return load
 
 
+@pytest.mark.spark_oldest
 def test_every_record_byte_for_byte_with_split_ranges(read, bootstrap, unique):
     topic = unique("src")
     create_topic(bootstrap, topic, 2)
@@ -42,6 +43,7 @@ def test_every_record_byte_for_byte_with_split_ranges(read, bootstrap, unique):
         "key:binary,value:binary,headers:array<struct<key:string,value:binary>>,leader_epoch:int>")
 
 
+@pytest.mark.spark_oldest
 def test_transactions_read_committed_by_default(read, bootstrap, unique):
     topic = unique("tx")
     create_topic(bootstrap, topic, 1)

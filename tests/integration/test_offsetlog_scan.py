@@ -85,6 +85,7 @@ def scanned(log, bootstrap, spark):
     return summary
 
 
+@pytest.mark.spark_oldest
 def test_scan_writes_the_expected_commit_table(log, scanned):
     assert table_rows(log["out"]) == expected_commits(log["records"])
     s = scanned
@@ -227,6 +228,7 @@ def test_reset_to_commit_time_usage_errors(log, scanned, bootstrap, capsys):
     assert r.code == 2 and "no committed offsets" in r.err
 
 
+@pytest.mark.spark_oldest
 def test_scan_of_a_backup_of_the_topic(log, bootstrap, spark, tmp_path, capsys):
     dest = tmp_path / "backups"
     r = run_cli(capsys, "backup", "run", "-b", bootstrap, "-t", log["topic"], "--dest", dest, "--id", "b1")

@@ -47,6 +47,7 @@ def backup(tmp_path, unique):
     return str(tmp_path), bid, topic, data
 
 
+@pytest.mark.spark_oldest
 def test_restore_writes_source_order_with_headers_and_exact_mapping(backup, dr_bootstrap, spark, unique):
     dest, bid, topic, data = backup
     target = unique("dst")

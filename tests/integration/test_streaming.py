@@ -269,6 +269,7 @@ def test_data_loss_fails_the_batch_or_is_skipped(spark, bootstrap, unique, tmp_p
     assert [o for _, o, _ in parquet_rows(spark, out)] == list(range(10)) + list(range(15, 20))
 
 
+@pytest.mark.spark_oldest
 def test_sink_batch_and_streaming_with_kafka_columns(spark, bootstrap, unique, tmp_path):
     """df.write and df.writeStream produce topic/key/value/headers/partition as given; a
     record that cannot be delivered fails the write instead of being dropped."""

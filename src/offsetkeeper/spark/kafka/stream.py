@@ -23,12 +23,25 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    SupportsTriggerAvailableNow,
-)
+
+try:
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+
+    ADMISSION_CONTROL = True
+except ImportError:  # pyspark 4.0: latestOffset() takes no arguments, no read limits
+    from offsetkeeper.spark.kafka.compat import (  # type: ignore[assignment]
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+
+    ADMISSION_CONTROL = False
 
 from offsetkeeper.spark.kafka.options import (
     EARLIEST,
@@ -100,6 +113,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batch reads of Kafka; one instance lives on the driver for the whole query."""
 
     def __init__(self, opts: SourceOptions) -> None:
+        if opts.max_offsets_per_trigger and not ADMISSION_CONTROL:
+            from offsetkeeper.errors import UsageError
+
+            import pyspark
+
+            raise UsageError(f"maxOffsetsPerTrigger needs a newer Spark: pyspark "
+                             f"{pyspark.__version__} has no read limits for Python data sources "
+                             "(pyspark.sql.streaming.datasource)")
         self.opts = opts
         self._target: dict[Key, int] | None = None  # Trigger.AvailableNow's end
         self._latest: dict[Key, int] = {}
@@ -137,23 +158,27 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = dict(self._cluster().high)
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        begin = from_json_offsets(start)
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        # pyspark 4.0 calls latestOffset() without the start: then there is no rate limit and
+        # the group is committed by commit(end) alone (one batch later)
+        known = start is not None
+        begin = from_json_offsets(start) if known else {}
         # `start` is the end of the last batch, which is durable by now (module docstring)
-        self._commit_group(begin)
+        if known:
+            self._commit_group(begin)
         if self._target is not None and all(begin.get(k, 0) >= o for k, o in self._target.items()):
             return start  # Trigger.AvailableNow reached its end: no cluster read needed
         view = self._cluster()
         end: dict[Key, int] = {}
         for k, hi in view.high.items():
-            if k not in begin:
+            if known and k not in begin:
                 # a partition added while running starts at 0, like Spark's Kafka source; if
                 # retention already removed its head, the read reports it as data loss
                 log.info("new partition %s:%d picked up", *k)
             if self._target is not None:
                 hi = min(hi, self._target.get(k, begin.get(k, 0)))
             end[k] = max(hi, begin.get(k, 0))
-            if begin.get(k, 0) < view.low[k]:
+            if known and begin.get(k, 0) < view.low[k]:
                 log.warning("%s:%d: offsets %d..%d were removed by retention before they were "
                             "read%s", k[0], k[1], begin.get(k, 0), view.low[k] - 1,
                             " (failOnDataLoss=true: the batch fails)"

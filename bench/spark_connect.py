@@ -1,0 +1,161 @@
+"""Benchmark: offsetkeeper's Spark tasks as RDD vs DataFrame (mapInArrow), and small backups and
+restores through a warm Spark Connect server vs a fresh local session, kcat as the ceiling.
+
+    .venv/bin/python bench/spark_connect.py [--records 300] [--partitions 2] [--repeat 3]
+                                            [--way-mb 4] [--bootstrap HOST:PORT]
+
+1. ``ways``: in one classic local[2] session, backups (then restores) of the same topic
+   (--way-mb MB per partition), alternating `offsetkeeper.spark.tasks` ways ``rdd`` and
+   ``dataframe``; median seconds of the Spark job each (ratio dataframe / rdd).
+2. ``small``: a topic of --records records; whole commands as fresh processes, alternating:
+   ``offsetkeeper backup run --master local[2]`` (a new Spark session each time) and
+   ``... --remote sc://...`` (a warm Connect server started once, `offsetkeeper.spark.server`),
+   then ``restore run`` the same two ways; kcat consuming the topic is the ceiling.
+Prints JSON (seconds, medians, ratios). Temporary data is deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from fill import fill_topic, workspace  # bench/ is on sys.path when run as a script
+
+
+def _cli(*args: str) -> tuple[float, dict]:
+    exe = Path(sys.executable).parent / "offsetkeeper"
+    t = time.monotonic()
+    p = subprocess.run([str(exe), *args, "-o", "json"], capture_output=True, text=True)
+    secs = time.monotonic() - t
+    assert p.returncode == 0, p.stderr[-2000:]
+    return secs, json.loads(p.stdout)
+
+
+def _kcat(bootstrap: str, topic: str, out: Path) -> float:
+    t = time.monotonic()
+    with out.open("wb") as f:
+        subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+                        "-f", "%o %k %s\n"], stdout=f, check=True)
+    return time.monotonic() - t
+
+
+def start_server(tmp: Path, master: str) -> tuple[subprocess.Popen, str, float]:
+    from offsetkeeper.devbroker import free_port
+
+    port = free_port()
+    out = tmp / "server.out"
+    t = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "offsetkeeper.spark.server", "--port", str(port),
+                             "--master", master, "--idle-timeout", "600"],
+                            stdout=out.open("w"), stderr=(tmp / "server.err").open("w"))
+    while '"ready": true' not in out.read_text():
+        if proc.poll() is not None:
+            raise SystemExit(f"Connect server failed: {(tmp / 'server.err').read_text()[-2000:]}")
+        time.sleep(0.2)
+    return proc, f"sc://127.0.0.1:{port}", time.monotonic() - t
+
+
+def ways(bootstrap: str, tmp: Path, args) -> dict:
+    from offsetkeeper.backup.config import BackupConfig
+    from offsetkeeper.backup.run import run_backup
+    from offsetkeeper.config import Connection
+    from offsetkeeper.restore.config import RestoreOptions
+    from offsetkeeper.restore.run import run_restore
+    from offsetkeeper.spark import tasks
+    from offsetkeeper.spark.session import get_spark
+
+    topic = f"bench-ways-{uuid.uuid4().hex[:8]}"
+    records, _ = fill_topic(bootstrap, topic, args.partitions, args.way_mb, 1000)
+    spark = get_spark("local[2]")
+    dest = str(tmp / "ways")
+    out: dict[str, dict[str, list[float]]] = {"backup": {"rdd": [], "dataframe": []},
+                                              "restore": {"rdd": [], "dataframe": []}}
+    # warm-up run of each way (first Python data, first Arrow job), not counted
+    order = ["rdd", "dataframe"] * (args.repeat + 1)
+    for i, way in enumerate(order):
+        tasks.CLASSIC_WAY = way
+        r = run_backup(BackupConfig(connection=Connection(bootstrap), include=(topic,),
+                                    destination=dest, backup_id=f"b{i}"), spark=spark)
+        assert r.records == records
+        if i >= 2:
+            out["backup"][way].append(r.timings["spark_job"])
+        t = time.monotonic()
+        res = run_restore(RestoreOptions(dest, f"b{i}", Connection(bootstrap), restore_id=f"r{i}",
+                                         rename={topic: f"{topic}-r{i}"}), spark=spark)
+        assert res.records == records
+        if i >= 2:
+            out["restore"][way].append(time.monotonic() - t)
+    tasks.CLASSIC_WAY = "rdd"
+    spark.stop()
+    summary = {}
+    for kind, by in out.items():
+        med = {w: round(statistics.median(v), 3) for w, v in by.items()}
+        summary[kind] = {"median_seconds": med, "all_seconds": by,
+                         "ratio_dataframe_vs_rdd": round(med["dataframe"] / med["rdd"], 3)}
+    return {"records": records, "partitions": args.partitions, **summary}
+
+
+def small(bootstrap: str, tmp: Path, args) -> dict:
+    from offsetkeeper.spark.session import local_cores  # noqa: F401  (imports offsetkeeper early)
+
+    topic = f"bench-small-{uuid.uuid4().hex[:8]}"
+    fill_topic(bootstrap, topic, args.partitions, args.records * 1000 / args.partitions / 2**20, 1000)
+    proc, url, server_s = start_server(tmp, "local[2]")
+    dest = str(tmp / "small")
+    res: dict[str, list[float]] = {k: [] for k in ("kcat", "backup_local", "backup_connect",
+                                                   "restore_local", "restore_connect")}
+    try:
+        for i in range(args.repeat):
+            res["kcat"].append(_kcat(bootstrap, topic, tmp / "kcat.out"))
+            for how, flag in (("local", ["--master", "local[2]"]), ("connect", ["--remote", url])):
+                bid = f"{how}{i}"
+                s, summary = _cli("backup", "run", "-b", bootstrap, "-t", topic, "--dest", dest,
+                                  "--id", bid, *flag)
+                assert summary["records"] >= args.records - args.partitions, summary
+                res[f"backup_{how}"].append(s)
+                s, _ = _cli("restore", "run", f"{dest}/{bid}", "-b", bootstrap, "--rename",
+                            f"{topic}={topic}-{bid}", "--restore-id", "r", *flag)
+                res[f"restore_{how}"].append(s)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    med = {k: round(statistics.median(v), 2) for k, v in res.items()}
+    return {"records": args.records, "connect_server_start_seconds": round(server_s, 2),
+            "median_seconds": med, "all_seconds": {k: [round(x, 2) for x in v] for k, v in res.items()},
+            "ratio_backup_connect_vs_local": round(med["backup_connect"] / med["backup_local"], 3),
+            "ratio_restore_connect_vs_local": round(med["restore_connect"] / med["restore_local"], 3),
+            "ratio_backup_connect_vs_kcat": round(med["backup_connect"] / med["kcat"], 1),
+            "goal": "backup and restore of 300 records through a warm Connect server <= 2 s each",
+            "goal_met": med["backup_connect"] <= 2 and med["restore_connect"] <= 2}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=300)
+    ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--way-mb", type=float, default=4, help="MB per partition of the ways part")
+    ap.add_argument("--only", choices=["ways", "small"], default=None)
+    ap.add_argument("--bootstrap", default=os.environ.get("OFFSETKEEPER_TEST_BOOTSTRAP"))
+    args = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    with workspace("okbench-connect-", args.bootstrap) as (tmp, bootstrap):
+        out: dict = {}
+        if args.only in (None, "ways"):
+            out["ways"] = ways(bootstrap, tmp, args)
+        if args.only in (None, "small"):
+            out["small"] = small(bootstrap, tmp, args)
+        out["load_average_1m"] = round(os.getloadavg()[0], 2)
+        out["cpus"] = os.cpu_count()
+        print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
