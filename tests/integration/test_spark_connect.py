@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -41,43 +40,25 @@ def _env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def connect_url():
-    """A local Spark Connect server for the session; waits while its log grows."""
+def connect_server():
+    """A local Spark Connect server for the session, started and stopped with `offsetkeeper
+    spark-server` (which waits while the server's log grows); yields its state directory."""
     # outside pytest's base temp (re-moded by every pytest run on the machine)
-    log_dir = Path(tempfile.mkdtemp(prefix="offsetkeeper-connect-"))
+    state = Path(tempfile.mkdtemp(prefix="offsetkeeper-connect-"))
     port = free_port()
-    out = (log_dir / "server.out").open("w+")
-    err = (log_dir / "server.err").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "offsetkeeper.spark.server", "--port", str(port),
-                             "--master", "local[2]",
-                             # an orphan (pytest killed) stops by itself
-                             "--idle-timeout", "900", "--conf", "spark.sql.shuffle.partitions=2"],
-                            stdout=out, stderr=err, env=_env(), start_new_session=True)
-    last, last_change = -1, time.monotonic()
+    r = cli("spark-server", "start", "--port", port, "--master", "local[2]", "--state-dir", state,
+            # an orphan (pytest killed) stops by itself
+            "--idle-timeout", "15m", "--conf", "spark.sql.shuffle.partitions=2", "-o", "json")
+    assert r.returncode == 0, r.stderr + (state / "server.log").read_text()[-3000:]
     try:
-        while True:
-            text = (log_dir / "server.out").read_text()
-            if '"ready": true' in text:
-                break
-            if proc.poll() is not None:
-                raise RuntimeError(f"the Connect server exited ({proc.returncode}): "
-                                   f"{(log_dir / 'server.err').read_text()[-2000:]}")
-            size = (log_dir / "server.err").stat().st_size + len(text)
-            if size != last:
-                last, last_change = size, time.monotonic()
-            elif time.monotonic() - last_change > 180:
-                raise RuntimeError("the Connect server made no progress for 180 s")
-            time.sleep(0.5)
-        yield f"sc://127.0.0.1:{port}"
+        yield state, json.loads(r.stdout)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(30)
-        out.close()
-        err.close()
+        cli("spark-server", "stop", "--state-dir", state)
+
+
+@pytest.fixture(scope="session")
+def connect_url(connect_server) -> str:
+    return connect_server[1]["url"]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -184,6 +165,22 @@ def test_streaming_source_on_connect(connect_url, bootstrap, unique, tmp_path):
     assert sorted((r["partition"], r["offset"]) for r in rows) == sorted(
         (p, m.offset()) for p, ms in src.items() for m in ms)
     assert (checkpoint / "commits").is_dir()
+
+
+def test_spark_server_status_and_a_second_start(connect_server):
+    """`spark-server status` shows the running server; `start` again returns it (one server)."""
+    state, started = connect_server
+    st = cli("spark-server", "status", "--state-dir", state, "-o", "json")
+    assert st.returncode == 0, st.stderr
+    got = json.loads(st.stdout)
+    assert got["running"] and got["url"] == started["url"] and got["pid"] == started["pid"]
+    again = cli("spark-server", "start", "--port", "1", "--state-dir", state, "-o", "json")
+    assert again.returncode == 0 and json.loads(again.stdout)["pid"] == started["pid"]
+
+
+def test_spark_server_status_when_none_runs(tmp_path):
+    r = cli("spark-server", "status", "--state-dir", tmp_path, "-o", "json")
+    assert r.returncode == 1 and json.loads(r.stdout)["running"] is False
 
 
 def test_remote_usage_errors(capsys, bootstrap, tmp_path):

@@ -136,6 +136,7 @@ NEEDS_CLUSTER = {
     "streaming commit-to-group", "commits scan", "commits generations", "commits rate",
     "commits rewinds", "commits topics", "commits expired", "commits rebalances",
     "lab delivery", "dev-broker start", "dev-broker stop", "dev-broker status", "zk export",
+    "spark-server start", "spark-server status", "spark-server stop",
     "share-groups list", "share-groups describe", "share-groups reset-offsets",
     "share-groups delete-offsets", "streams-groups list", "streams-groups describe",
     "streams-groups reset-offsets", "history report", "history export",

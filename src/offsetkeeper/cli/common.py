@@ -115,15 +115,10 @@ def group_ids(values: list[str] | None, *, option: str = "--group") -> list[str]
 
 
 def spark_location(master: str | None, remote: str | None) -> str | None:
-    """The Spark master for a request from ``--master`` / ``--remote`` (and SPARK_REMOTE, which
-    an explicit --master overrides); a bad or doubled choice exits 2."""
-    import os
+    """The Spark master from ``--master`` / ``--remote`` / SPARK_REMOTE (exit 2 when bad)."""
+    from offsetkeeper.ops.spark import spark_location as location
 
-    from offsetkeeper.spark.session import spark_location as merge
-
-    if remote is None and master is None:
-        remote = os.environ.get("SPARK_REMOTE") or None
-    return merge(master, remote)
+    return location(master, remote)
 
 
 # The options this command was given that a printed follow-up command (an undo hint) needs to

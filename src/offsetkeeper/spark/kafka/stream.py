@@ -114,9 +114,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, opts: SourceOptions) -> None:
         if opts.max_offsets_per_trigger and not ADMISSION_CONTROL:
-            from offsetkeeper.errors import UsageError
-
             import pyspark
+
+            from offsetkeeper.errors import UsageError
 
             raise UsageError(f"maxOffsetsPerTrigger needs a newer Spark: pyspark "
                              f"{pyspark.__version__} has no read limits for Python data sources "

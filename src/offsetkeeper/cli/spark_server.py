@@ -1,0 +1,81 @@
+"""`offsetkeeper spark-server start|status|stop`: a warm local Spark Connect server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from offsetkeeper.cli.common import OutputOpt, duration_option
+from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
+
+app = typer.Typer(help="A warm local Spark Connect server: Spark commands attached to it "
+                  "(--remote, SPARK_REMOTE) skip the Spark session start.", no_args_is_help=True)
+
+StateDirOpt = Annotated[
+    Path | None,
+    typer.Option("--state-dir", help="Where the server's state and log are kept "
+                 "[default: ~/.local/share/offsetkeeper/spark-server].", show_default=False),
+]
+
+
+def _show(st, output: OutputFormat) -> None:
+    if output is OutputFormat.json:
+        render_json(st.to_dict())
+    else:
+        render_rows([st.to_dict()], ["running", "url", "pid", "master", "idle_timeout", "log"],
+                    output)
+
+
+@app.command("start")
+def start(
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port on 127.0.0.1.")] = 15002,
+    master: Annotated[str, typer.Option("--master", metavar="URL",
+                                        help="The server's Spark master.")] = "local[*]",
+    idle_timeout: Annotated[float, duration_option(
+        "--idle-timeout", help="Stop after this long without a Spark job (0: never).",
+        seconds=True, allow_zero=True)] = 1800.0,
+    conf: Annotated[list[str] | None, typer.Option(
+        "--conf", metavar="KEY=VALUE", help="Spark configuration (repeatable).",
+        show_default=False)] = None,
+    state_dir: StateDirOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Start a local Spark Connect server in the background (or show the running one) and wait
+    until it accepts sessions; then point commands at it with SPARK_REMOTE or --remote.
+
+    Example: offsetkeeper spark-server start --idle-timeout 3600 && export SPARK_REMOTE=sc://127.0.0.1:15002
+    """
+    from offsetkeeper.ops.spark import start_spark_server
+
+    st = start_spark_server(port, master=master, idle_timeout=idle_timeout, conf=conf or (),
+                            state_dir=state_dir)
+    _show(st, output)
+    if output is OutputFormat.table:
+        say(f"attach commands with: export SPARK_REMOTE={st.url}")
+
+
+@app.command("status")
+def status(state_dir: StateDirOpt = None, output: OutputOpt = OutputFormat.table) -> None:
+    """Show whether the server runs and its URL; exit 1 when it does not.
+
+    Example: offsetkeeper spark-server status -o json
+    """
+    from offsetkeeper.ops.spark import server_status
+
+    st = server_status(state_dir)
+    _show(st, output)
+    if not st.running:
+        raise typer.Exit(1)
+
+
+@app.command("stop")
+def stop(state_dir: StateDirOpt = None, output: OutputOpt = OutputFormat.table) -> None:
+    """Stop the server (SIGTERM; SIGKILL after 30 s).
+
+    Example: offsetkeeper spark-server stop
+    """
+    from offsetkeeper.ops.spark import stop_background
+
+    _show(stop_background(state_dir), output)
