@@ -17,11 +17,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import (
-    DataSourceArrowWriter,
-    DataSourceStreamArrowWriter,
-    WriterCommitMessage,
-)
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+try:
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter
+
+    STREAM_ARROW = True
+except ImportError:  # pyspark 4.0: stream writers get Rows (see `rows_as_batches`)
+    from pyspark.sql.datasource import (  # type: ignore[assignment]
+        DataSourceStreamWriter as DataSourceStreamArrowWriter,
+    )
+
+    STREAM_ARROW = False
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -89,6 +96,31 @@ class SinkCommitMessage(WriterCommitMessage):
 
 def _bytes(v):
     return v.encode("utf-8") if isinstance(v, str) else v
+
+
+def _plain(v):
+    """A Row's value as pyarrow takes it (binary comes as bytearray, structs as Rows)."""
+    if isinstance(v, bytearray):
+        return bytes(v)
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if hasattr(v, "asDict"):
+        return {k: _plain(x) for k, x in v.asDict().items()}
+    return v
+
+
+def rows_as_batches(rows: Iterator, columns: tuple[str, ...], size: int = 1000) -> Iterator:
+    """Spark Rows (what pyspark 4.0 hands a stream writer) as Arrow batches of `size` rows."""
+    import pyarrow as pa
+
+    chunk: list = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield pa.RecordBatch.from_pydict({c: [_plain(r[c]) for r in chunk] for c in columns})
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pydict({c: [_plain(r[c]) for r in chunk] for c in columns})
 
 
 def produce_batches(opts: SinkOptions, batches: Iterator) -> int:
@@ -170,6 +202,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         self.opts = opts
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:
+        if not STREAM_ARROW:
+            iterator = rows_as_batches(iterator, self.opts.columns)
         return SinkCommitMessage(produce_batches(self.opts, iterator))
 
     def commit(self, messages, batchId: int) -> None:
