@@ -10,7 +10,7 @@ Each task takes one spec (a small JSON string) and returns picklable rows (summa
 - ``rdd``: ``sparkContext.parallelize(specs, n).mapPartitions(...)`` — classic sessions only.
 
 A classic session uses `CLASSIC_WAY` (the faster of the two on the same backup and restore,
-measured by bench/spark_tasks.py); a Connect session always uses ``dataframe``.
+measured by bench/spark_connect.py); a Connect session always uses ``dataframe``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-# bench/spark_tasks.py: backup 4 partitions × 50,000 records, classic local[2] — see bench/README.md
+# bench/spark_connect.py (classic local[2], 2 x 4 MB, one run): the Spark job of a backup took
+# 0.91x as long through mapInArrow as through RDDs (equal within the noise), a restore 1.83x: see bench/README.md
 CLASSIC_WAY = "rdd"
 _ROWS = "rows"
 
