@@ -48,3 +48,13 @@ def test_yaml_remote_wins_over_master(tmp_path):
     with pytest.raises(ValueError, match="not a Spark Connect URL"):
         SparkModel(remote="yarn")
     assert is_remote(" sc://x:1") and not is_remote("local[*]") and not is_remote(None)
+
+
+def test_restore_file_spark_remote():
+    """The restore YAML's spark section takes remote too (it wins over master)."""
+    from offsetkeeper.restore.config import SparkModel as RestoreSpark
+
+    assert RestoreSpark(master="local[2]", remote="sc://s:15002").location == "sc://s:15002"
+    assert RestoreSpark().location is None
+    with pytest.raises(ValueError, match="not a Spark Connect URL"):
+        RestoreSpark(remote="local[2]")

@@ -14,9 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from offsetkeeper.config import ClusterRef, Connection, load_yaml_model, prop_str
+from offsetkeeper.config import ClusterRef, Connection, connect_url, load_yaml_model, prop_str
 from offsetkeeper.errors import UsageError
 
 DEFAULT_CHUNK_RECORDS = 50_000
@@ -188,7 +188,18 @@ class RestoreModel(_Strict):
 
 class SparkModel(_Strict):
     master: str | None = None
+    remote: str | None = None  # a Spark Connect server, sc://HOST:PORT (wins over master)
     conf: dict[str, str | int | bool] = Field(default_factory=dict)
+
+    @field_validator("remote")
+    @classmethod
+    def _connect_url(cls, v: str | None) -> str | None:
+        return connect_url(v)
+
+    @property
+    def location(self) -> str | None:
+        """Where Spark jobs run: the Connect server `remote` when set, else `master`."""
+        return self.remote or self.master
 
 
 class RestoreFile(_Strict):
