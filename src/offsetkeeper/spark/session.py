@@ -155,7 +155,7 @@ def connect_session(url: str, conf: Mapping[str, str] | None = None, *,
         spark.version  # noqa: B018 - the round trip that proves the server answers
     except ImportError as exc:
         raise UsageError(f"Spark Connect needs its client libraries ({exc}); install them with "
-                         "pip install 'offsetkeeper[connect]'") from None
+                         "pip install 'offsetkeeper[spark-connect]'") from None
     except Exception as exc:
         from offsetkeeper.spark.task_failure import one_line
 
