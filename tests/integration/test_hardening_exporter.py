@@ -110,7 +110,7 @@ def test_exporter_stops_at_once_on_sigterm(bootstrap, unique):
 
 @pytest.mark.parametrize("limit, value, says", [
     ("MAX_PLAN_BYTES", 100, "is larger than 100 bytes (the limit of a plan file)"),
-    ("MAX_PLAN_RECORDS", 5, "holds more than 5 offset lines (the limit of a plan file)"),
+    ("MAX_PLAN_RECORDS", 5, "holds more than 5 offset lines (8 lines; the limit of a plan file)"),
 ])
 def test_oversized_plan_file_is_one_line_exit_2(capsys, bootstrap, unique, tmp_path, monkeypatch,
                                                 limit, value, says):

@@ -700,13 +700,17 @@ class KafkaAdmin(JvmGroupsAdmin):
             time.sleep(0.1)
         # Apache Kafka shows the new partitions in metadata a moment before their leader serves
         # ListOffsets (NOT_LEADER_OR_FOLLOWER): wait until it does, so callers can read offsets.
+        # A broker that has not applied the new topic's metadata yet answers
+        # UNKNOWN_TOPIC_OR_PARTITION for the topic this call just created (seen on Kafka 4.4
+        # when a node was killed meanwhile): that too is waited out, never "unknown topic".
         tps = [TopicPartition(name, p) for p in range(partitions)]
         while True:
             try:
                 self.watermarks(tps, ordered=False)
                 return
-            except KafkaOperationError as exc:
-                if not exc.retriable or time.monotonic() >= deadline:
+            except (KafkaOperationError, UnknownTopicError) as exc:
+                retriable = isinstance(exc, UnknownTopicError) or exc.retriable
+                if not retriable or time.monotonic() >= deadline:
                     raise
                 time.sleep(0.1)
 
