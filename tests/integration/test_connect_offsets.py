@@ -4,6 +4,7 @@ target, resetting a sink re-delivers exactly from the target, and each rolls bac
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -54,6 +55,18 @@ def _values(bootstrap: str, topic: str) -> list[str]:
 @pytest.fixture
 def client(connect_worker) -> ConnectClient:
     return ConnectClient(parse_target(connect_worker.url))
+
+
+@pytest.fixture(autouse=True)
+def _no_connector_left(connect_worker):
+    """Each test's connectors are deleted after it: a sink connector's group stays active while
+    its task runs, and other tests on the shared cluster reset `--all-groups`."""
+    yield
+    c = ConnectClient(parse_target(connect_worker.url))
+    for name in c.connectors():
+        with contextlib.suppress(ConnectError):  # gone already
+            c.request("DELETE", f"/connectors/{name}", connector=name)
+    _wait("no connector left", lambda: not c.connectors(), timeout=60)
 
 
 def _source(client, tmp_path: Path, name: str, topic: str, lines: list[str]) -> Path:
