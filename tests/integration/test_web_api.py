@@ -72,7 +72,7 @@ def test_pages_and_status_codes(web, group, topic):
     for path in ("/c/default/groups", "/c/default/snapshots", "/backups", "/login",
                  f"/c/default/reset?g={group}"):
         r = c.get(path)
-        assert r.status_code == 200, path
+        assert r.status_code == 200, (path, r.text[-1500:])
         assert r.headers["content-type"].startswith("text/html")
     r = c.get("/c/default/group", params={"g": group, "range": "24h"})
     assert r.status_code == 200 and 'class="chart-line"' in r.text

@@ -116,7 +116,12 @@ def overview(admin, history: HistoryView | None, ids: list[str] | None = None,
     typed = [(g, listed[g].group_type) for g in ids if g in listed
              and listed[g].group_type in TYPED]
     typed_ids = {g for g, _ in typed}
-    plain = [g for g in ids if g not in typed_ids]
+    # Kafka Connect workers (and MirrorMaker 2) coordinate in groups of protocol type `connect`:
+    # they hold no offsets, and a consumer-group describe of one is an error for the whole
+    # request; they are shown as listed
+    coordination = {g for g in ids if g in listed and g not in typed_ids
+                    and listed[g].protocol not in (None, "", "consumer")}
+    plain = [g for g in ids if g not in typed_ids and g not in coordination]
     infos, rows = [], []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="typed-page") as pool:
         summaries_f = pool.submit(group_summaries, admin, typed) if typed else None
@@ -154,6 +159,11 @@ def overview(admin, history: HistoryView | None, ids: list[str] | None = None,
                             x.group_type if x else (i.group_type or ""),
                             x.protocol if x else None, _txn_since(per_group[i.group_id])))
     for g in ids:
+        if g in coordination:
+            x = listed[g]
+            out.append(GroupRow(g, x.state, 0, 0, None, None, None, "", (), None, x.group_type,
+                                x.protocol, None, None))
+            continue
         sm = summaries.get(g)
         if sm is None:
             continue
