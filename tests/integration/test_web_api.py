@@ -377,3 +377,15 @@ def test_to_history_target(web, group, topic, bootstrap):
 def test_to_history_hidden_without_store(bootstrap, tmp_path, group):
     c = client(make_app(bootstrap, tmp_path))
     assert "kind-to-history" not in c.get(f"/c/default/reset?g={group}").text
+
+
+def test_groups_page_with_a_connect_worker_on_the_cluster(connect_worker, web, group):
+    """Regression (a CI run of 2026-11-27): a Kafka Connect worker's coordination group
+    (protocol type `connect`) on the cluster made the groups page answer 502 (a consumer-group
+    describe of it fails the request); it is shown as listed beside the consumer groups."""
+    c, _ = web
+    r = c.get("/c/default/groups", params={"format": "json"})
+    assert r.status_code == 200, r.text[-1500:]
+    rows = {g["group"]: g for g in r.json()["groups"]}
+    assert connect_worker.group_id in rows and group in rows
+    assert rows[connect_worker.group_id]["protocol"] == "connect"
