@@ -63,3 +63,43 @@ def plan_run(
             out.append(PartitionPlan(t, p, start, hi, lo))
     run = (previous.last_run if previous else 0) + 1
     return RunPlan(run, tuple(out))
+
+
+def cap_plan(plan: RunPlan, max_offsets: int | None) -> RunPlan:
+    """The plan with at most `max_offsets` offsets in all, shared max-min fairly: every partition
+    behind gets the same share (a partition needing less gives the rest to the others), so one
+    busy partition cannot starve the rest. Each range still starts where the previous run ended,
+    so the part left out is simply read by the next increment. None: the plan unchanged."""
+    if max_offsets is None or plan.offsets <= max_offsets:
+        return plan
+    if max_offsets < 1:
+        raise ValueError(f"max_offsets {max_offsets} is below 1")
+    behind = sorted((p for p in plan.partitions if p.size > 0),
+                    key=lambda p: (p.size, p.topic, p.partition))
+    grant: dict[tuple[str, int], int] = {}
+    left, waiting = max_offsets, len(behind)
+    for p in behind:  # smallest first: what a small partition does not need goes to the rest
+        # floor: the remainder of an uneven split passes on to the partitions furthest behind
+        share = left // waiting
+        take = min(p.size, share)
+        grant[(p.topic, p.partition)] = take
+        left -= take
+        waiting -= 1
+    out = tuple(PartitionPlan(p.topic, p.partition, p.start,
+                              p.start + grant.get((p.topic, p.partition), 0), p.log_start)
+                for p in plan.partitions)
+    return RunPlan(plan.run, out)
+
+
+def backup_lag(
+    backed_up: Mapping[tuple[str, int], int],
+    *,
+    log_start: Mapping[tuple[str, int], int],
+    log_end: Mapping[tuple[str, int], int],
+) -> dict[tuple[str, int], int]:
+    """Offsets each partition's log end is ahead of the backup (records still to back up; on
+    compacted or transactional topics an upper bound). A partition the backup does not have yet
+    is behind by its whole log; never negative (a log end below the backup is a recreated topic,
+    which the next increment reports)."""
+    return {tp: max(0, end - backed_up.get(tp, log_start.get(tp, 0)))
+            for tp, end in log_end.items()}

@@ -37,7 +37,7 @@ from offsetkeeper.backup.manifest import (
     now_iso,
     save_manifest,
 )
-from offsetkeeper.backup.plan import RunPlan, plan_run
+from offsetkeeper.backup.plan import RunPlan, cap_plan, plan_run
 from offsetkeeper.backup.task import BackupTaskConfig, backup_task
 from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError, UsageError
@@ -70,6 +70,10 @@ class BackupResult:
     seconds_spark_start: float
     timings: dict[str, float] = field(default_factory=dict)
     topics: list[str] = field(default_factory=list)
+    # False: nothing new since the previous run, so nothing was written (`skip_unchanged`)
+    recorded: bool = True
+    bytes_by_partition: dict[tuple[str, int], int] = field(default_factory=dict)
+    offsets_by_partition: dict[tuple[str, int], int] = field(default_factory=dict)  # range sizes
 
     def summary(self) -> dict:
         return {
@@ -82,6 +86,7 @@ class BackupResult:
             "seconds": round(self.seconds_total, 2),
             "seconds_spark_start": round(self.seconds_spark_start, 2),
             "timings": {k: round(v, 2) for k, v in self.timings.items()},
+            "recorded": self.recorded,
         }
 
 
@@ -231,16 +236,17 @@ def _job_error(exc: Exception, backup_id: str) -> OffsetkeeperError:
                       f"recorded (rerun it)")
 
 
-def _list_files(base: str, run: int) -> tuple[dict[tuple[str, int], list[str]], int]:
-    """Data files of run N per (topic, partition), relative to the backup dir; total bytes."""
+def _list_files(base: str, run: int) -> tuple[dict[tuple[str, int], list[str]],
+                                              dict[tuple[str, int], int]]:
+    """Data files of run N per (topic, partition), relative to the backup dir; their bytes."""
     import fsspec
 
     fs, root = fsspec.core.url_to_fs(base)
     run_root = posixpath.join(root, "data", f"run={run}")
     out: dict[tuple[str, int], list[str]] = {}
-    total = 0
+    sizes: dict[tuple[str, int], int] = {}
     if not fs.exists(run_root):
-        return out, 0
+        return out, sizes
     for path, info in fs.find(run_root, detail=True).items():
         if not path.endswith(".parquet"):
             continue
@@ -251,8 +257,8 @@ def _list_files(base: str, run: int) -> tuple[dict[tuple[str, int], list[str]], 
         topic = _unescape(parts[2].split("=", 1)[1])
         partition = int(parts[3].split("=", 1)[1])
         out.setdefault((topic, partition), []).append(rel)
-        total += int(info.get("size") or 0)
-    return {k: sorted(v) for k, v in out.items()}, total
+        sizes[(topic, partition)] = sizes.get((topic, partition), 0) + int(info.get("size") or 0)
+    return {k: sorted(v) for k, v in out.items()}, sizes
 
 
 def _unescape(s: str) -> str:
@@ -269,8 +275,30 @@ def _clear(url: str) -> None:
         fs.rm(root, recursive=True)
 
 
-def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None = None) -> BackupResult:
-    """Run one backup (first or incremental) and return what it did; the manifest is written last."""
+def _unchanged(previous: Manifest | None, facts: _Facts, plan: RunPlan) -> bool:
+    """Nothing to record: no new offsets, no new partition, the same captured group offsets."""
+    if previous is None or plan.to_read:
+        return False
+    known = {(t.name, p.partition) for t in previous.topics for p in t.partitions}
+    counts = {t.name: t.partition_count for t in previous.topics}
+    if any((p.topic, p.partition) not in known for p in plan.partitions) or any(
+            counts.get(t) != len(ps) for t, ps in facts.partitions.items()):
+        return False
+
+    def offsets(groups: list[GroupOffsets]) -> dict:
+        return {g.group: [(o.topic, o.partition, o.offset, o.metadata) for o in g.offsets]
+                for g in groups}
+    return offsets(previous.groups) == offsets(facts.groups)
+
+
+def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None = None,
+               max_offsets: int | None = None, skip_unchanged: bool = False) -> BackupResult:
+    """Run one backup (first or incremental) and return what it did; the manifest is written last.
+
+    `max_offsets` caps the offsets this run reads in all (`plan.cap_plan`: the rest is left to
+    the next run); with `skip_unchanged` a run that would add nothing (no new offsets or
+    partitions, the same group offsets) writes nothing and returns ``recorded=False`` — how
+    `backup run --follow` keeps idle intervals out of the manifest."""
     t0 = time.monotonic()
     notify = progress or no_progress
     notify(_event(config.backup_id, "planning", 0, None, 0))
@@ -282,7 +310,14 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
     with KafkaAdmin(config.connection) as admin:
         facts = _gather(admin, config, run_no)
     timings = {"plan": time.monotonic() - t0}
-    plan = plan_run(previous, facts.partitions, log_start=facts.log_start, log_end=facts.log_end)
+    plan = cap_plan(plan_run(previous, facts.partitions, log_start=facts.log_start,
+                             log_end=facts.log_end), max_offsets)
+    if skip_unchanged and previous is not None and _unchanged(previous, facts, plan):
+        return BackupResult(
+            backup_id=config.backup_id, location=base, run=previous.last_run, records=0,
+            partitions=0, bytes_written=0, gaps=[], manifest=previous,
+            seconds_total=time.monotonic() - t0, seconds_spark_start=0.0, timings=timings,
+            topics=sorted(facts.partitions), recorded=False)
 
     run_dir = join(base, "data", f"run={plan.run}")
     work_dir = join(base, "_work", f"run={plan.run}")
@@ -323,7 +358,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
                       sum(r["records"] for r in reports)))
         stats = _task_stats(reports)
     tf = time.monotonic()
-    files, nbytes = _list_files(base, plan.run)
+    files, sizes = _list_files(base, plan.run)
     _check_files(files, reports)
 
     gaps_by_tp: dict[tuple[str, int], list[Gap]] = {}
@@ -340,11 +375,12 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
     notify(_event(config.backup_id, "done", len(plan.to_read), len(plan.to_read), records))
     return BackupResult(
         backup_id=config.backup_id, location=base, run=plan.run, records=records,
-        partitions=len(plan.to_read), bytes_written=nbytes,
+        partitions=len(plan.to_read), bytes_written=sum(sizes.values()),
         gaps=[(t, p, g) for (t, p), gs in sorted(gaps_by_tp.items()) for g in gs],
         manifest=manifest, seconds_total=time.monotonic() - t0, seconds_spark_start=spark_seconds,
         timings=timings,
-        topics=sorted(facts.partitions),
+        topics=sorted(facts.partitions), bytes_by_partition=sizes,
+        offsets_by_partition={(p.topic, p.partition): p.size for p in plan.to_read},
     )
 
 

@@ -14,12 +14,13 @@ from offsetkeeper.cli.common import (
     ConfigOpt,
     OutputOpt,
     RemoteOpt,
+    duration_option,
     spark_location,
 )
 from offsetkeeper.cli.output import OutputFormat, plural, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
 from offsetkeeper.cli.quiet import native_output_to_log
-from offsetkeeper.errors import require_extra
+from offsetkeeper.errors import UsageError, require_extra
 from offsetkeeper.times import ms_of_iso
 
 backup_app = typer.Typer(help="Back topics up to Parquet with a manifest (Spark).", no_args_is_help=True)
@@ -62,6 +63,23 @@ def run(
         "--max-records-per-task", min=1, metavar="N",
         help="Split partitions into Spark tasks of at most this many offsets [default: 500000].",
         show_default=False)] = None,
+    follow: Annotated[bool, typer.Option(
+        "--follow", help="Keep the backup current: an increment every --interval until "
+                         "SIGTERM/SIGINT (docs/backup.md).")] = False,
+    interval: Annotated[float | None, duration_option(
+        "--interval", help="With --follow: time between the starts of increments [default: 1m].",
+        seconds=True, minimum_s=1)] = None,
+    max_records_per_increment: Annotated[int | None, typer.Option(
+        "--max-records-per-increment", min=1, metavar="N",
+        help="With --follow: at most N offsets per increment, shared fairly by the partitions "
+             "(the rest follows at once) [default: no limit].", show_default=False)] = None,
+    metrics_listen: Annotated[str | None, typer.Option(
+        "--metrics-listen", metavar="HOST:PORT",
+        help="With --follow: serve the backup's lag as Prometheus metrics on /metrics "
+             "(port 0: any free port).", show_default=False)] = None,
+    max_failures: Annotated[int | None, typer.Option(
+        "--max-failures", min=1, metavar="N", show_default=False,
+        help="With --follow: stop (exit 1) after N failed increments in a row [default: 5].")] = None,
     bootstrap: BootstrapOpt = None,
     command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None,
@@ -71,11 +89,15 @@ def run(
     """Back up topics: Parquet (zstd) per topic/partition plus a manifest, written last.
 
     The end offset of every partition is fixed when the run starts (a snapshot); the committed
-    offsets of every group with offsets on these topics are captured with it.
+    offsets of every group with offsets on these topics are captured with it. With --follow the
+    same id gets an increment every --interval (one Spark session, idle intervals write
+    nothing), resumable after a kill: a killed increment is redone by the next one.
 
     Example: offsetkeeper backup run -b localhost:9092 -t 'orders*' --dest /backups --id nightly
 
     Example: offsetkeeper backup run -b localhost:9092 -t orders --dest /backups --id nightly --remote sc://localhost:15002
+
+    Example: offsetkeeper backup run -b localhost:9092 -t 'orders*' --dest /backups --id live --follow --interval 30s --metrics-listen 127.0.0.1:9309
     """
     require_extra("spark", "backup run")
     from offsetkeeper.ops.backup import BackupRequest, run_backup
@@ -85,6 +107,16 @@ def run(
         cluster=cluster, include=tuple(topic or ()), exclude=tuple(exclude or ()), destination=dest,
         backup_id=backup_id, master=spark_location(master, remote), spark_conf=tuple(conf or ()),
         max_records_per_task=max_records_per_task)
+    if follow:
+        _follow(req, output, interval=60.0 if interval is None else interval,
+                max_offsets=max_records_per_increment, metrics_listen=metrics_listen,
+                max_failures=5 if max_failures is None else max_failures)
+        return
+    for value, flag in ((interval, "--interval"), (max_records_per_increment,
+                        "--max-records-per-increment"), (metrics_listen, "--metrics-listen"),
+                        (max_failures, "--max-failures")):
+        if value is not None:
+            raise UsageError(f"{flag} needs --follow (it sets how a followed backup runs)")
     with native_output_to_log(), progress_bar(output) as on_progress:
         result = run_backup(req, progress=on_progress)
     if output is OutputFormat.json:
@@ -98,6 +130,53 @@ def run(
     for t, p, g in result.gaps:
         say(f"{t}:{p}: offsets [{g.start}, {g.end}) were removed by retention before they could "
             "be read (recorded as a gap)", style="bold yellow", prefix="warning:")
+
+
+def _follow(req, output: OutputFormat, *, interval: float, max_offsets: int | None,
+            metrics_listen: str | None, max_failures: int) -> None:
+    """`backup run --follow`: one line per recorded or failed increment (JSON lines with -o
+    json), no progress display; exit 1 when it stopped after --max-failures failures."""
+    import json
+    import sys
+    import threading
+
+    from offsetkeeper.backup.follow import FollowOptions
+    from offsetkeeper.ops.backup import follow_backup
+
+    opts = FollowOptions(interval_s=interval, max_offsets=max_offsets,
+                         metrics_listen=metrics_listen, max_failures=max_failures)
+    as_json = output is OutputFormat.json
+
+    def on_increment(inc) -> None:
+        if as_json:
+            sys.stdout.write(json.dumps(inc.as_dict()) + "\n")
+            sys.stdout.flush()
+        elif inc.error:
+            say(f"increment {inc.run} failed at {inc.finished_at}: {inc.error} (retrying)",
+                style="bold yellow", prefix="warning:")
+        else:
+            behind = "" if inc.behind is None else f"; {inc.behind:,} offsets behind"
+            print(f"{inc.finished_at} run {inc.run}: {plural(inc.records, 'record')} from "
+                  f"{plural(inc.partitions, 'partition')}, {inc.bytes_written:,} bytes in "
+                  f"{inc.seconds:.1f} s{behind}", flush=True)
+
+    def on_listen(url: str) -> None:
+        print(f"serving metrics on {url}", file=sys.stderr, flush=True)
+
+    with native_output_to_log():
+        summary = follow_backup(req, opts, stop=threading.Event(), on_increment=on_increment,
+                                on_listen=on_listen)
+    if as_json:
+        sys.stdout.write(json.dumps(summary.as_dict()) + "\n")
+    elif summary.exit_code:
+        say(f"stopped after {max_failures} failed increments in a row: {summary.last_error}",
+            style="bold red", prefix="error:")
+    else:
+        print(f"stopped: {plural(summary.recorded, 'increment')} recorded "
+              f"({plural(summary.records, 'record')}), backup at run {summary.last_run}",
+              flush=True)
+    if summary.exit_code:
+        raise typer.Exit(summary.exit_code)
 
 
 @backups_app.command("list")

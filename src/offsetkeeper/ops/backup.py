@@ -1,6 +1,7 @@
 """Backup operations: one function per user operation, each taking a typed request.
 
     run_backup(BackupRequest, progress=) -> BackupResult      backup run
+    follow_backup(BackupRequest, FollowOptions, stop=) -> ... backup run --follow
     list_backups(destination) -> list[BackupEntry]            backups list      (no Spark)
     describe_backup(destination, backup_id) -> Manifest       backups describe  (no Spark)
     validate_backup(destination, backup_id, deep=...) -> ...  backups validate  (Spark with deep)
@@ -17,7 +18,8 @@ from pathlib import Path
 from offsetkeeper.errors import UsageError
 from offsetkeeper.progress import ProgressFn
 
-__all__ = ["BackupRequest", "describe_backup", "list_backups", "run_backup", "validate_backup"]
+__all__ = ["BackupRequest", "describe_backup", "follow_backup", "list_backups", "run_backup",
+           "validate_backup"]
 
 
 @dataclass(frozen=True)
@@ -38,20 +40,34 @@ class BackupRequest:
     max_records_per_task: int | None = None
 
 
-def run_backup(req: BackupRequest, *, progress: ProgressFn | None = None, spark=None):
-    """Run one backup (first or incremental) of the requested topics."""
+def _backup_config(req: BackupRequest):
     from offsetkeeper.backup.config import build_backup_config
-    from offsetkeeper.backup.run import run_backup as _run
     from offsetkeeper.config import load_config_file
     from offsetkeeper.spark.session import parse_conf_pairs
 
-    cfg = build_backup_config(
+    return build_backup_config(
         file=req.file, config=load_config_file(req.config), bootstrap_server=req.bootstrap_server,
         command_config=req.command_config, cluster=req.cluster, include=req.include,
         exclude=req.exclude, destination=req.destination, backup_id=req.backup_id, master=req.master,
         spark_conf=parse_conf_pairs(list(req.spark_conf)),
         max_records_per_task=req.max_records_per_task)
-    return _run(cfg, progress=progress, spark=spark)
+
+
+def run_backup(req: BackupRequest, *, progress: ProgressFn | None = None, spark=None):
+    """Run one backup (first or incremental) of the requested topics."""
+    from offsetkeeper.backup.run import run_backup as _run
+
+    return _run(_backup_config(req), progress=progress, spark=spark)
+
+
+def follow_backup(req: BackupRequest, follow, *, stop, spark=None, on_increment=None,
+                  on_listen=None):
+    """Keep the requested backup current with increments until `stop` is set (`backup run
+    --follow`); `follow` is a `backup.follow.FollowOptions`. Returns a `FollowSummary`."""
+    from offsetkeeper.backup.follow import follow_backup as _follow
+
+    return _follow(_backup_config(req), follow, stop=stop, spark=spark,
+                   on_increment=on_increment, on_listen=on_listen)
 
 
 def _need_dest(destination: str | None) -> str:
