@@ -28,6 +28,9 @@ class ValidationReport:
     partitions_checked: int = 0
     records_checked: int = 0
     problems: list[Problem] = field(default_factory=list)
+    # data/run=N directories no manifest run lists: an increment that did not finish (killed
+    # or failed); not part of the backup, replaced by the next run — not a problem
+    unfinished_runs: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -37,7 +40,8 @@ class ValidationReport:
         return {"backup_id": self.backup_id, "deep": self.deep, "ok": self.ok,
                 "files_checked": self.files_checked, "partitions_checked": self.partitions_checked,
                 "records_checked": self.records_checked,
-                "problems": [{"where": p.where, "message": p.message} for p in self.problems]}
+                "problems": [{"where": p.where, "message": p.message} for p in self.problems],
+                "unfinished_runs": self.unfinished_runs}
 
 
 def check_manifest(m: Manifest) -> list[Problem]:
@@ -100,6 +104,24 @@ def _file_problems(base: str, m: Manifest, report: ValidationReport, *, footers:
     return bad
 
 
+def _unfinished_runs(base: str, m: Manifest) -> list[int]:
+    """Run numbers under data/ that the manifest does not record."""
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(base)
+    data = posixpath.join(root, "data")
+    if not fs.exists(data):
+        return []
+    recorded = {r.run for r in m.runs} | {s.run for t in m.topics for p in t.partitions
+                                          for s in p.segments}
+    found = []
+    for entry in fs.ls(data, detail=False):
+        name = posixpath.basename(entry.rstrip("/"))
+        if name.startswith("run=") and name[4:].isdigit() and int(name[4:]) not in recorded:
+            found.append(int(name[4:]))
+    return sorted(found)
+
+
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:200]
@@ -131,6 +153,7 @@ def validate_backup(destination: str, backup_id: str, *, deep: bool = False, spa
     report = ValidationReport(backup_id=backup_id, deep=deep)
     report.problems.extend(check_manifest(m))
     bad = _file_problems(base, m, report, footers=deep)
+    report.unfinished_runs = _unfinished_runs(base, m)
     report.partitions_checked = sum(len(t.partitions) for t in m.topics)
     if not deep:
         return report

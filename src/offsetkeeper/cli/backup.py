@@ -186,7 +186,7 @@ def list_(dest: DestOpt = None, output: OutputOpt = OutputFormat.table) -> None:
 
     Example: offsetkeeper backups list --dest /backups
     """
-    from offsetkeeper.ops.backup import list_backups
+    from offsetkeeper.ops.backup import follow_state, list_backups
 
     entries = list_backups(dest)
     rows = []
@@ -195,11 +195,14 @@ def list_(dest: DestOpt = None, output: OutputOpt = OutputFormat.table) -> None:
         rows.append({"backup_id": e.backup_id, "runs": len(m.runs), "topics": len(m.topics),
                      "partitions": sum(len(t.partitions) for t in m.topics),
                      "records": m.record_count, "groups": len(m.groups),
-                     "updated_at": ms_of_iso(m.updated_at), "error": None} if m is not None else
+                     "updated_at": ms_of_iso(m.updated_at),
+                     "follow": follow_state(dest, e.backup_id), "error": None}
+                    if m is not None else
                     {"backup_id": e.backup_id, "runs": None, "topics": None, "partitions": None,
-                     "records": None, "groups": None, "updated_at": None, "error": e.error})
+                     "records": None, "groups": None, "updated_at": None,
+                     "follow": follow_state(dest, e.backup_id), "error": e.error})
     render_rows(rows, ["backup_id", "runs", "topics", "partitions", "records", "groups",
-                       "updated_at", "error"], output)
+                       "updated_at", "follow", "error"], output)
     bad = [e for e in entries if e.manifest is None]
     if bad:
         say(f"{len(bad)} backup(s) with an unreadable manifest (first: {bad[0].backup_id}); "
@@ -280,6 +283,9 @@ def validate(
                 f"backup {backup_id} is valid ({'deep' if deep else 'quick'}: "
                 f"{plural(report.files_checked, 'file')}, {plural(report.partitions_checked, 'partition')}"
                 + (f", {plural(report.records_checked, 'record')} re-read" if deep else "") + ")")
+        for n in report.unfinished_runs:
+            say(f"data/run={n} holds an increment that did not finish: not part of the backup; "
+                "the next run of this id replaces it", prefix="note:")
     if not report.ok:
         first = report.problems[0]
         raise StoreError(f"backup {backup_id} failed validation: {len(report.problems)} "

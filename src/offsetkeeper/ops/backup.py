@@ -18,8 +18,8 @@ from pathlib import Path
 from offsetkeeper.errors import UsageError
 from offsetkeeper.progress import ProgressFn
 
-__all__ = ["BackupRequest", "describe_backup", "follow_backup", "list_backups", "run_backup",
-           "validate_backup"]
+__all__ = ["BackupRequest", "describe_backup", "follow_backup", "follow_state", "list_backups",
+           "run_backup", "validate_backup"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,16 @@ def list_backups(destination: str | None) -> list:
     from offsetkeeper.backup.manifest import list_backups as _list
 
     return _list(_need_dest(destination))
+
+
+def follow_state(destination: str | None, backup_id: str) -> str | None:
+    """How a backup is followed (`backup run --follow`): following, stopped or failed, from
+    its follow.json; None when it never was (or the file is unreadable: it is advisory)."""
+    from offsetkeeper.backup.follow import read_follow_status
+
+    doc = read_follow_status(_need_dest(destination), backup_id)
+    state = doc.get("state") if doc else None
+    return state if state in ("following", "stopped", "failed") else None
 
 
 def describe_backup(destination: str | None, backup_id: str):
