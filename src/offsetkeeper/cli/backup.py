@@ -156,12 +156,13 @@ def _follow(req, output: OutputFormat, *, interval: float, max_offsets: int | No
                 style="bold yellow", prefix="warning:")
         else:
             behind = "" if inc.behind is None else f"; {inc.behind:,} offsets behind"
-            print(f"{inc.finished_at} run {inc.run}: {plural(inc.records, 'record')} from "
-                  f"{plural(inc.partitions, 'partition')}, {inc.bytes_written:,} bytes in "
-                  f"{inc.seconds:.1f} s{behind}", flush=True)
+            sys.stdout.write(f"{inc.finished_at} run {inc.run}: {plural(inc.records, 'record')} "
+                             f"from {plural(inc.partitions, 'partition')}, "
+                             f"{inc.bytes_written:,} bytes in {inc.seconds:.1f} s{behind}\n")
+            sys.stdout.flush()
 
     def on_listen(url: str) -> None:
-        print(f"serving metrics on {url}", file=sys.stderr, flush=True)
+        say(f"serving metrics on {url}")
 
     with native_output_to_log():
         summary = follow_backup(req, opts, stop=threading.Event(), on_increment=on_increment,
@@ -172,9 +173,9 @@ def _follow(req, output: OutputFormat, *, interval: float, max_offsets: int | No
         say(f"stopped after {max_failures} failed increments in a row: {summary.last_error}",
             style="bold red", prefix="error:")
     else:
-        print(f"stopped: {plural(summary.recorded, 'increment')} recorded "
-              f"({plural(summary.records, 'record')}), backup at run {summary.last_run}",
-              flush=True)
+        sys.stdout.write(f"stopped: {plural(summary.recorded, 'increment')} recorded "
+                         f"({plural(summary.records, 'record')}), backup at run "
+                         f"{summary.last_run}\n")
     if summary.exit_code:
         raise typer.Exit(summary.exit_code)
 
