@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsetkeeper.backup.follow import BackupMetrics, FollowOptions, _Lag, other_follower
+from offsetkeeper.backup.follow import FollowOptions, other_follower
+from offsetkeeper.backup.follow_metrics import BackupMetrics, LagSnapshot
 from offsetkeeper.backup.plan import PartitionPlan, RunPlan, backup_lag, cap_plan
 from offsetkeeper.errors import UsageError
 from tests.cli import run_cli
@@ -90,7 +91,7 @@ def test_metrics_text_names_values_and_staleness():
     assert "offsetkeeper_backup_lag_records" not in text
     assert 'offsetkeeper_backup_up{backup_id="live"} 0.0' in text
     m.learn_sizes({("t", 0): 1000}, {("t", 0): 10})
-    m.lag = _Lag(log_end={("t", 0): 50, ("t", 1): 7}, backed_up={("t", 0): 40},
+    m.lag = LagSnapshot(log_end={("t", 0): 50, ("t", 1): 7}, backed_up={("t", 0): 40},
                  records={("t", 0): 10, ("t", 1): 7}, measured_s=1.0)
     m.up = True
     m.results["recorded"] = 2
