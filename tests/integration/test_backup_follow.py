@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -19,6 +20,7 @@ from confluent_kafka import Consumer
 from backup_support import independent_read, watermarks
 from kafkatools import create_topic, produce
 from offsetkeeper.backup.config import BackupConfig
+from offsetkeeper.backup.follow import FollowOptions, follow_backup
 from offsetkeeper.backup.manifest import load_manifest, manifest_exists
 from offsetkeeper.backup.run import run_backup
 from offsetkeeper.backup.validate import validate_backup
@@ -186,24 +188,41 @@ def test_follow_kill9_resume_sigterm_lag_metrics_validate_and_exact_restore(
     assert last["event"] == "stopped" and last["stopped_by"] == "stop"
     assert json.loads((dest / bid / "follow.json").read_text())["state"] == "stopped"
 
-    # 4. a plain incremental run continues a followed backup (batch c)
+    # 4. stop (what SIGTERM sets) while an increment is under way: it is finished and recorded,
+    # never left half done (in process, on the test's Spark session; small increments of c)
     cfg = BackupConfig(connection=Connection(bootstrap), include=(topic,), destination=str(dest),
                        backup_id=bid)
+    stop, done = threading.Event(), []
+    follower = threading.Thread(target=lambda: done.append(follow_backup(
+        cfg, FollowOptions(interval_s=3600, max_offsets=60), stop=stop, spark=spark)))
+    follower.start()
+    try:
+        run = _wait("an increment under way", lambda: _unrecorded_increment(dest, bid))
+    finally:
+        stop.set()
+        follower.join(300)
+    assert done and done[0].stopped_by == "stop" and done[0].recorded >= 1
+    after = validate_backup(str(dest), bid)
+    assert after.ok and after.unfinished_runs == [], after.unfinished_runs
+    assert _manifest(dest, bid).last_run >= run
+    assert 0 < sum(_manifest(dest, bid).end_offsets().values()) - sum(backed.values()) < 300
+
+    # 5. a plain incremental run continues a followed backup (the rest of batch c)
     res = run_backup(cfg, spark=spark)
-    assert res.records == 300
+    assert 0 < res.records < 300
     m = res.manifest
     assert m.end_offsets() == {(topic, p): e for p, e in _log_ends(bootstrap, topic).items()}
     r = run_cli_json("backups", "list", "--dest", str(dest))
     row = next(x for x in r if x["backup_id"] == bid)
     assert row["runs"] == len(m.runs) and row["follow"] == "stopped"
 
-    # 5. validate --deep: counts, checksums, ranges and no duplicate offset, per run
+    # 6. validate --deep: counts, checksums, ranges and no duplicate offset, per run
     report = validate_backup(str(dest), bid, deep=True)
     assert report.ok, report.problems
     source = independent_read(bootstrap, topic, PARTS)
     assert report.records_checked == len(source) >= 8300
 
-    # 6. restore to the second cluster: every source record once, in order, at the mapped offset
+    # 7. restore to the second cluster: every source record once, in order, at the mapped offset
     target = unique("follow-dr")
     run_restore(RestoreOptions(str(dest), bid, Connection(dr_bootstrap), restore_id="r1",
                                rename={topic: target}), spark=spark)

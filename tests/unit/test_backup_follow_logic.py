@@ -130,3 +130,37 @@ def test_follow_flags_usage_errors(capsys, tmp_path, args, message):
     assert message in r.err
     assert "Traceback" not in r.err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_increment_with_nothing_new_is_not_recorded():
+    """Invariant: an idle interval writes nothing (no manifest generation), but new offsets, a
+    new partition or changed group offsets are always recorded."""
+    from offsetkeeper.backup.manifest import (
+        GroupOffset,
+        GroupOffsets,
+        Manifest,
+        PartitionEntry,
+        SourceInfo,
+        TopicEntry,
+    )
+    from offsetkeeper.backup.plan import plan_run
+    from offsetkeeper.backup.run import _Facts, _unchanged
+
+    def groups(offset: int) -> list[GroupOffsets]:
+        return [GroupOffsets(group="g", captured_at="x", run=1,
+                             offsets=[GroupOffset(topic="t", partition=0, offset=offset)])]
+    prev = Manifest(backup_id="b", created_at="x", updated_at="x", source=SourceInfo(
+        bootstrap_servers="k:9092"), topics=[TopicEntry(name="t", partition_count=1, partitions=[
+            PartitionEntry(partition=0, start_offset=0, end_offset=10)])], groups=groups(5))
+
+    def facts(parts: list[int], end: int, group_offset: int) -> tuple[_Facts, object]:
+        f = _Facts(partitions={"t": parts}, log_start={("t", p): 0 for p in parts},
+                   log_end={("t", p): end if p == 0 else 0 for p in parts}, configs={},
+                   groups=groups(group_offset), cluster_id="")
+        return f, plan_run(prev, f.partitions, log_start=f.log_start, log_end=f.log_end)
+
+    assert _unchanged(prev, *facts([0], 10, 5))
+    assert not _unchanged(prev, *facts([0], 11, 5))      # new offsets
+    assert not _unchanged(prev, *facts([0, 1], 10, 5))   # a new (empty) partition
+    assert not _unchanged(prev, *facts([0], 10, 7))      # a group committed
+    assert not _unchanged(None, *facts([0], 10, 5))      # a first run is always recorded

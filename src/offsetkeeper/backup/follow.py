@@ -211,6 +211,7 @@ def follow_backup(config: BackupConfig, opts: FollowOptions, *, stop: threading.
     metrics = BackupMetrics(config.backup_id)
     server = None
     summary = FollowSummary(config.backup_id)
+    ended = False  # False in `finally`: an error ends the follow (the status says failed)
     try:
         if opts.metrics_listen is not None:
             from offsetkeeper.history.exporter import MetricsServer
@@ -258,11 +259,12 @@ def follow_backup(config: BackupConfig, opts: FollowOptions, *, stop: threading.
                         break
                     if next_at - time.monotonic() > 0:
                         _refresh_lag(admin, config, manifest, metrics, ok=failures == 0)
+        ended = True
     finally:
         if server is not None:
             server.stop()
         try:
-            status.write(state="stopped" if summary.stopped_by == "stop" else "failed",
+            status.write(state="stopped" if ended and summary.stopped_by == "stop" else "failed",
                          last_error=summary.last_error)
         except OffsetkeeperError as exc:
             log.warning(f"could not update the follow status: {exc}")
