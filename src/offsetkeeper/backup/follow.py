@@ -24,14 +24,17 @@ Metrics: `follow_metrics` (the backup's lag per partition, the last successful i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass
+from typing import Any
 
 from offsetkeeper.backup.config import BackupConfig
 from offsetkeeper.backup.follow_metrics import BackupMetrics, measure_lag
@@ -198,13 +201,23 @@ def _now_ms() -> int:
 # -- the loop ----------------------------------------------------------------------------------
 def follow_backup(config: BackupConfig, opts: FollowOptions, *, stop: threading.Event,
                   spark=None, on_increment: Callable[[Increment], None] | None = None,
-                  on_listen: Callable[[str], None] | None = None) -> FollowSummary:
+                  on_listen: Callable[[str], None] | None = None,
+                  signals: Callable[[threading.Event], ContextManager] | None = None,
+                  serve_metrics: Callable[[BackupMetrics, str], Any] | None = None,
+                  ) -> FollowSummary:
     """Run increments every `opts.interval_s` until `stop` is set (or `max_failures` in a row
-    failed); see the module docstring for what is written, metrics and stopping."""
+    failed); see the module docstring for what is written, metrics and stopping.
+
+    Injected by the caller (`ops.backup.follow_backup`), as the layers want: `signals(stop)`, a
+    context manager that sets `stop` on SIGTERM/SIGINT (entered after the Spark session started:
+    PySpark sets its own SIGINT handler then); `serve_metrics(metrics, listen)`, a server with
+    ``host``, ``port`` and ``stop()`` (needed when `opts.metrics_listen` is given)."""
     from offsetkeeper.backup.manifest import load_manifest, manifest_exists
     from offsetkeeper.backup.run import run_backup
-    from offsetkeeper.history.sampler import stop_on_signals
     from offsetkeeper.kafka.admin import KafkaAdmin
+
+    if opts.metrics_listen is not None and serve_metrics is None:
+        raise UsageError("--metrics-listen needs a metrics server (use ops.follow_backup)")
 
     status = _Status(config, opts)
     status.claim()
@@ -213,10 +226,8 @@ def follow_backup(config: BackupConfig, opts: FollowOptions, *, stop: threading.
     summary = FollowSummary(config.backup_id)
     ended = False  # False in `finally`: an error ends the follow (the status says failed)
     try:
-        if opts.metrics_listen is not None:
-            from offsetkeeper.history.exporter import MetricsServer
-
-            server = MetricsServer(metrics, opts.metrics_listen)  # type: ignore[arg-type]
+        if opts.metrics_listen is not None and serve_metrics is not None:
+            server = serve_metrics(metrics, opts.metrics_listen)
             if on_listen:
                 host = f"[{server.host}]" if ":" in server.host else server.host
                 on_listen(f"http://{host}:{server.port}/metrics")
@@ -228,8 +239,7 @@ def follow_backup(config: BackupConfig, opts: FollowOptions, *, stop: threading.
         manifest = load_manifest(config.destination, config.backup_id) if manifest_exists(
             config.destination, config.backup_id) else None
         failures = 0
-        # after the session start: PySpark sets its own SIGINT handler when a context starts
-        with KafkaAdmin(config.connection) as admin, stop_on_signals(stop):
+        with KafkaAdmin(config.connection) as admin, (signals or _no_signals)(stop):
             while not stop.is_set():
                 started = time.monotonic()
                 inc, manifest, capped = _one_increment(config, opts, spark, manifest, metrics,
@@ -269,6 +279,11 @@ def follow_backup(config: BackupConfig, opts: FollowOptions, *, stop: threading.
         except OffsetkeeperError as exc:
             log.warning(f"could not update the follow status: {exc}")
     return summary
+
+
+@contextlib.contextmanager
+def _no_signals(stop: threading.Event) -> Iterator[threading.Event]:
+    yield stop
 
 
 def _one_increment(config, opts, spark, manifest, metrics, run_backup):

@@ -140,11 +140,8 @@ def _follow(req, output: OutputFormat, *, interval: float, max_offsets: int | No
     import sys
     import threading
 
-    from offsetkeeper.backup.follow import FollowOptions
     from offsetkeeper.ops.backup import follow_backup
 
-    opts = FollowOptions(interval_s=interval, max_offsets=max_offsets,
-                         metrics_listen=metrics_listen, max_failures=max_failures)
     as_json = output is OutputFormat.json
 
     def on_increment(inc) -> None:
@@ -165,7 +162,9 @@ def _follow(req, output: OutputFormat, *, interval: float, max_offsets: int | No
         say(f"serving metrics on {url}")
 
     with native_output_to_log():
-        summary = follow_backup(req, opts, stop=threading.Event(), on_increment=on_increment,
+        summary = follow_backup(req, interval_s=interval, max_offsets=max_offsets,
+                                metrics_listen=metrics_listen, max_failures=max_failures,
+                                stop=threading.Event(), on_increment=on_increment,
                                 on_listen=on_listen)
     if as_json:
         sys.stdout.write(json.dumps(summary.as_dict()) + "\n")

@@ -1,7 +1,7 @@
 """Backup operations: one function per user operation, each taking a typed request.
 
     run_backup(BackupRequest, progress=) -> BackupResult      backup run
-    follow_backup(BackupRequest, FollowOptions, stop=) -> ... backup run --follow
+    follow_backup(BackupRequest, interval_s=, ...) -> ...     backup run --follow
     list_backups(destination) -> list[BackupEntry]            backups list      (no Spark)
     describe_backup(destination, backup_id) -> Manifest       backups describe  (no Spark)
     validate_backup(destination, backup_id, deep=...) -> ...  backups validate  (Spark with deep)
@@ -60,14 +60,25 @@ def run_backup(req: BackupRequest, *, progress: ProgressFn | None = None, spark=
     return _run(_backup_config(req), progress=progress, spark=spark)
 
 
-def follow_backup(req: BackupRequest, follow, *, stop, spark=None, on_increment=None,
-                  on_listen=None):
-    """Keep the requested backup current with increments until `stop` is set (`backup run
-    --follow`); `follow` is a `backup.follow.FollowOptions`. Returns a `FollowSummary`."""
-    from offsetkeeper.backup.follow import follow_backup as _follow
+def follow_backup(req: BackupRequest, *, interval_s: float = 60.0, max_offsets: int | None = None,
+                  metrics_listen: str | None = None, max_failures: int = 5, stop=None,
+                  spark=None, on_increment=None, on_listen=None):
+    """Keep the requested backup current with an increment every `interval_s` until SIGTERM/
+    SIGINT or `stop` (a threading.Event) is set (`backup run --follow`), serving its lag as
+    Prometheus metrics on `metrics_listen` (HOST:PORT). Returns a `backup.follow.FollowSummary`;
+    `on_increment` gets each recorded or failed `Increment`, `on_listen` the metrics URL."""
+    import threading
 
-    return _follow(_backup_config(req), follow, stop=stop, spark=spark,
-                   on_increment=on_increment, on_listen=on_listen)
+    from offsetkeeper.backup.follow import FollowOptions
+    from offsetkeeper.backup.follow import follow_backup as _follow
+    from offsetkeeper.history.exporter import MetricsServer
+    from offsetkeeper.history.sampler import stop_on_signals
+
+    opts = FollowOptions(interval_s=interval_s, max_offsets=max_offsets,
+                         metrics_listen=metrics_listen, max_failures=max_failures)
+    return _follow(_backup_config(req), opts, stop=stop or threading.Event(), spark=spark,
+                   on_increment=on_increment, on_listen=on_listen, signals=stop_on_signals,
+                   serve_metrics=MetricsServer)
 
 
 def _need_dest(destination: str | None) -> str:
