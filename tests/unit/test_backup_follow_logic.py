@@ -3,6 +3,8 @@ claim, the metrics text, and the option checks (no broker, no Spark)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -164,3 +166,41 @@ def test_an_increment_with_nothing_new_is_not_recorded():
     assert not _unchanged(prev, *facts([0, 1], 10, 5))   # a new (empty) partition
     assert not _unchanged(prev, *facts([0], 10, 7))      # a group committed
     assert not _unchanged(None, *facts([0], 10, 5))      # a first run is always recorded
+
+
+@pytest.mark.parametrize("output", ["table", "json"])
+def test_follow_command_renders_increments_and_exit_codes(capsys, tmp_path, monkeypatch, output):
+    """The command's rendering of what the operation reports (the operation itself runs against
+    a real broker and Spark in tests/integration/test_backup_follow.py): a line (or a JSON line)
+    per recorded or failed increment on stdout, the metrics address on stderr, exit 1 when the
+    follow gave up after --max-failures."""
+    from offsetkeeper.backup.follow import FollowSummary, Increment
+    from offsetkeeper.ops import backup as ops_backup
+
+    seen = {}
+
+    def fake_follow(req, *, on_increment, on_listen, **kw):
+        seen.update(kw, backup_id=req.backup_id)
+        on_listen("http://127.0.0.1:9309/metrics")
+        on_increment(Increment(4, True, 1200, 3, 81234, 2.1, 0, "2026-11-27T08:00:00.000Z"))
+        on_increment(Increment(5, False, 0, 0, 0, 0.4, None, "2026-11-27T08:01:00.000Z",
+                               error="orders:1: broker down"))
+        return FollowSummary("b", recorded=1, failed=2, records=1200, last_run=4,
+                             stopped_by="failures", last_error="orders:1: broker down")
+    monkeypatch.setattr(ops_backup, "follow_backup", fake_follow)
+    r = run_cli(capsys, "backup", "run", "-b", "127.0.0.1:1", "-t", "orders", "--dest",
+                str(tmp_path), "--id", "b", "--follow", "--interval", "30s", "--max-failures",
+                "2", "-o", output)
+    assert r.code == 1
+    assert seen["interval_s"] == 30 and seen["max_failures"] == 2 and seen["backup_id"] == "b"
+    assert "serving metrics on http://127.0.0.1:9309/metrics" in r.err
+    if output == "json":
+        lines = [json.loads(x) for x in r.out.splitlines()]
+        assert [x["event"] for x in lines] == ["increment", "failed", "stopped"]
+        assert lines[0]["records"] == 1200 and lines[1]["error"] == "orders:1: broker down"
+        assert lines[2]["stopped_by"] == "failures"
+    else:
+        assert r.out.splitlines() == [
+            "2026-11-27T08:00:00.000Z run 4: 1200 records from 3 partitions, 81,234 bytes in "
+            "2.1 s; 0 offsets behind"]
+        assert "increment 5 failed" in r.err and "stopped after 2 failed increments" in r.err
