@@ -28,6 +28,14 @@ def run(
     checkpoint: Annotated[list[str] | None, typer.Option(
         "--checkpoint", metavar="[NAME=]PATH|URL", help="Spark streaming checkpoint to show "
         "with its lag (repeatable; adds to ui.checkpoints in the config).")] = None,
+    connect_url: Annotated[list[str] | None, typer.Option(
+        "--connect-url", metavar="[NAME=]URL", help="Kafka Connect worker whose connectors "
+        "the Connectors page shows, http[s]://[user:password@]host:port (repeatable; adds to "
+        "ui.connect in the config).")] = None,
+    mm2: Annotated[list[str] | None, typer.Option(
+        "--mm2", metavar="ALIAS[,target=CLUSTER][,source=CLUSTER]", help="MirrorMaker 2 flow "
+        "from the cluster of this alias the MM2 page reports on (repeatable; adds to ui.mm2 in "
+        "the config).")] = None,
     snapshot_store: Annotated[str | None, typer.Option("--snapshot-store", help="Snapshot store "
                                                        "path or fsspec URL.")] = None,
     tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="Serve HTTPS with this "
@@ -37,7 +45,7 @@ def run(
     config: ConfigOpt = None,
 ) -> None:
     """Serve the dashboard: groups, lag over time, the reset wizard, snapshots, backups,
-    streaming checkpoints.
+    streaming checkpoints, Kafka Connect connectors and MirrorMaker 2 reports.
 
     Example: offsetkeeper ui --listen 127.0.0.1:8080 --read-only
     """
@@ -49,5 +57,6 @@ def run(
     serve(ServeOptions(
         listen=listen, read_only=read_only, history_store=history_store,
         backup_destinations=tuple(backup_dest or ()), checkpoints=tuple(checkpoint or ()),
+        connect_urls=tuple(connect_url or ()), mm2=tuple(mm2 or ()),
         snapshot_store=snapshot_store, config_path=config, bootstrap=bootstrap,
         tls_cert=tls_cert, tls_key=tls_key))

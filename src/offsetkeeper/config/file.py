@@ -24,6 +24,11 @@ The YAML file (``--config``, else ``$OFFSETKEEPER_CONFIG``, else
       backup_destinations: [/backups]
       checkpoints:                                       # Spark streaming checkpoints to show
         - {name: orders-job, path: /chk/orders, cluster: prod}
+      connect:                                           # Kafka Connect workers (Connectors page)
+        - {name: main, url: https://connect:8083, username: ops, password: ${CONNECT_PASSWORD},
+           ca_file: /etc/ssl/ca.pem, cluster: prod}
+      mm2:                                               # MirrorMaker 2 flows (MM2 page)
+        - {name: prod-to-dr, source_alias: A, target: dr, source: prod}
 
 ``${VAR}`` (and ``${VAR:-default}``) is expanded from the environment; unknown keys are errors.
 """
@@ -96,14 +101,37 @@ class UiCheckpointModel(_Strict):
     source: int | None = None       # the query's Kafka source, when it has several
 
 
+class UiConnectModel(_Strict):
+    """A Kafka Connect worker the dashboard shows connectors of (read-only)."""
+
+    url: str                        # http[s]://host:port (a password in it is masked)
+    name: str | None = None         # default: host:port
+    username: str | None = None
+    password: str | None = Field(default=None, repr=False)
+    ca_file: str | None = None
+    verify: bool = True
+    cluster: str | None = None      # the Kafka cluster of its sink connectors' groups
+
+
+class UiMm2Model(_Strict):
+    """A MirrorMaker 2 flow the dashboard reports on (as `mm2 status`)."""
+
+    source_alias: str               # the source cluster's alias in MM2's configuration
+    target: str | None = None       # the target cluster (default: the dashboard's default)
+    source: str | None = None       # the source cluster: adds what a failover would re-read
+    name: str | None = None         # default: ALIAS->TARGET
+
+
 class UiModel(_Strict):
-    """The web dashboard: its access token, history store, backup destinations and streaming
-    checkpoints to list."""
+    """The web dashboard: its access token, history store, backup destinations, streaming
+    checkpoints, Kafka Connect workers and MirrorMaker 2 flows to show."""
 
     token: str | None = Field(default=None, repr=False)
     history_store: str | None = None
     backup_destinations: list[str] = Field(default_factory=list)
     checkpoints: list[UiCheckpointModel] = Field(default_factory=list)
+    connect: list[UiConnectModel] = Field(default_factory=list)
+    mm2: list[UiMm2Model] = Field(default_factory=list)
 
 
 class ConfigFile(_Strict):

@@ -56,8 +56,10 @@ def connect_target(url: str, *, username: str | None = None, password: str | Non
                         verify=verify)
 
 
-def connect_client(target: ConnectTarget) -> ConnectClient:
-    return ConnectClient(target)
+def connect_client(target: ConnectTarget, *, timeout: float = 30.0) -> ConnectClient:
+    """A client of the worker (`timeout`: seconds per request; the dashboard uses less, so a
+    worker that does not answer costs a page that long at most)."""
+    return ConnectClient(target, timeout=timeout)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ def create_app(settings: UiSettings, clusters: Clusters,
         Route("/backups/{dest}/{bid}", pages.backup),
         Route("/checkpoints", pages.checkpoints),
         Route("/checkpoints/{idx}", pages.checkpoint),
+        Route("/connectors", pages.connectors),
+        Route("/mm2", pages.mm2),
         Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts)),

@@ -28,6 +28,7 @@ from offsetkeeper.tables import printable
 from offsetkeeper.times import iso_ms
 from offsetkeeper.web import security as sec
 from offsetkeeper.web.checkpoints import CheckpointEntry
+from offsetkeeper.web.connectors import Mm2Entry, WorkerEntry
 from offsetkeeper.web.data import HistoryView
 from offsetkeeper.web.http_error import HttpError
 from offsetkeeper.web.itemerr import guarded
@@ -51,6 +52,8 @@ class UiSettings:
     history_store: str | None = None
     backup_destinations: tuple[str, ...] = ()
     checkpoints: tuple[CheckpointEntry, ...] = ()
+    connect_workers: tuple[WorkerEntry, ...] = ()
+    mm2_flows: tuple[Mm2Entry, ...] = ()
     snapshot_store: str | None = None
     config_path: Path | None = None
     allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -109,7 +112,9 @@ class Dashboard:
                 "csrf": self.sessions.csrf_token(request.state.session_id),
                 "clusters": self.clusters.names, "cluster": cluster,
                 "has_history": self.history is not None,
-                "has_checkpoints": bool(self.settings.checkpoints), "auth": bool(self.settings.token)}
+                "has_checkpoints": bool(self.settings.checkpoints),
+                "has_connect": bool(self.settings.connect_workers),
+                "has_mm2": bool(self.settings.mm2_flows), "auth": bool(self.settings.token)}
         return self.templates.TemplateResponse(request, name, {**base, **ctx}, status_code=status)
 
     def error(self, request: Request, status: int, message: str) -> Response:

@@ -330,6 +330,30 @@ async def checkpoint(dash: Dashboard, request: Request) -> Response:
     return dash.page(request, "checkpoint.html", {"d": d}, data={"checkpoint": asdict(d)})
 
 
+# -- Kafka Connect and MirrorMaker 2 ---------------------------------------------------------------
+
+@handler
+async def connectors(dash: Dashboard, request: Request) -> Response:
+    """Every configured worker's connectors with their offsets (read-only)."""
+    from offsetkeeper.web import connectors as cn
+
+    blocks = await in_thread(cn.list_workers, dash.settings.connect_workers,
+                             dash.clusters.admin, dash.clusters.default)
+    return dash.page(request, "connectors.html", {"blocks": blocks},
+                     data={"workers": [b.as_dict() for b in blocks]})
+
+
+@handler
+async def mm2(dash: Dashboard, request: Request) -> Response:
+    """`mm2 status` of every configured MirrorMaker 2 flow (read-only)."""
+    from offsetkeeper.web import connectors as cn
+
+    blocks = await in_thread(cn.mm2_reports, dash.settings.mm2_flows, dash.clusters.admin,
+                             dash.clusters.default)
+    return dash.page(request, "mm2.html", {"blocks": blocks},
+                     data={"flows": [b.as_dict() for b in blocks]})
+
+
 async def not_found(request: Request, exc) -> Response:
     dash: Dashboard = request.app.state.dash
     code = getattr(exc, "status_code", 404)

@@ -23,6 +23,8 @@ class ServeOptions:
     history_store: str | None = None
     backup_destinations: tuple[str, ...] = ()
     checkpoints: tuple[str, ...] = ()        # --checkpoint [NAME=]PATH, after ui.checkpoints
+    connect_urls: tuple[str, ...] = ()       # --connect-url [NAME=]URL, after ui.connect
+    mm2: tuple[str, ...] = ()                # --mm2 ALIAS[,target=C][,source=C], after ui.mm2
     snapshot_store: str | None = None
     config_path: Path | None = None
     bootstrap: str | None = None
@@ -34,6 +36,7 @@ def build(opts: ServeOptions):
     """The app plus the host and port to bind; UsageError for unsafe or malformed settings."""
     from offsetkeeper.web.app import UiSettings, create_app
     from offsetkeeper.web.checkpoints import entries
+    from offsetkeeper.web.connectors import mm2_entries, worker_entries
     from offsetkeeper.web.data import open_history
     from offsetkeeper.web.service import Clusters
 
@@ -50,10 +53,12 @@ def build(opts: ServeOptions):
     allowed = ("127.0.0.1", "localhost", "[::1]", "::1") if sec.is_loopback(host) else ("*",)
     clusters = Clusters(cfg, bootstrap=opts.bootstrap)
     checkpoints = entries(cfg.ui.checkpoints, tuple(opts.checkpoints), clusters.names)
+    workers = worker_entries(cfg.ui.connect, tuple(opts.connect_urls), clusters.names)
+    flows = mm2_entries(cfg.ui.mm2, tuple(opts.mm2), clusters.names, clusters.default)
     settings = UiSettings(
         read_only=opts.read_only, token=token, history_store=history_url,
         backup_destinations=tuple(opts.backup_destinations) or tuple(cfg.ui.backup_destinations),
-        checkpoints=checkpoints,
+        checkpoints=checkpoints, connect_workers=workers, mm2_flows=flows,
         snapshot_store=opts.snapshot_store, config_path=opts.config_path,
         allowed_hosts=allowed, tls=opts.tls_cert is not None)
     history = open_history(history_url)
