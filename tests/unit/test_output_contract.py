@@ -17,7 +17,7 @@ import pytest
 import offsetkeeper
 from offsetkeeper.cli.common import Duration
 from offsetkeeper.cli.main import command
-from offsetkeeper.history.model import Cycle, Sample
+from offsetkeeper.history.model import Cycle, Position, Sample
 from offsetkeeper.history.store import open_store
 from offsetkeeper.restore.mapping import mapping_root_for, write_chunk
 from offsetkeeper.restore.state import RestoreState, RestoreStatus, RouteState, save_state
@@ -74,6 +74,8 @@ def world(tmp_path, monkeypatch):
         for i in range(3):
             ts = T0 + 1000 * i
             s.write([Sample(ts, NAME, NAME, 0, 5, 0, 9 + i)], Cycle(ts, 1000, 1, 1, 1))
+            s.write_positions([Position(ts, "http://w:8083", NAME, '{"filename":"/x"}',
+                                        f'{{"position":{5 + i}}}')])
     commits = tmp_path / "commits"
     commits.mkdir()
     write_commit_history(commits, [
@@ -112,6 +114,7 @@ def world(tmp_path, monkeypatch):
 OFFLINE = {
     "history show": ["history", "show", NAME, "--since", "P5000D", "--store", "{db}"],
     "history at": ["history", "at", NAME, "--time", "now", "--store", "{db}"],
+    "history positions": ["history", "positions", NAME, "--since", "P5000D", "--store", "{db}"],
     "lag status": ["lag", "status", NAME, "--window", "2", "--store", "{db}"],
     "commits show": ["commits", "show", NAME, "-H", "{commits}"],
     "commits at": ["commits", "at", NAME, "-H", "{commits}", "--time", "2030-01-01T00:00:00Z"],

@@ -14,7 +14,13 @@ from offsetkeeper.cli.common import (
     connection,
     duration_option,
 )
-from offsetkeeper.cli.history import GroupAllowOpt, GroupDenyOpt, TopicAllowOpt, TopicDenyOpt
+from offsetkeeper.cli.history import (
+    ConnectUrlOpt,
+    GroupAllowOpt,
+    GroupDenyOpt,
+    TopicAllowOpt,
+    TopicDenyOpt,
+)
 
 
 def run(
@@ -51,6 +57,7 @@ def run(
         "--notify-threshold", metavar="PATTERN=warn|err|off", show_default=False,
         help="Which status opens an incident, per group pattern (repeatable, first match wins; "
              "default warn).")] = None,
+    connect_url: ConnectUrlOpt = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None,
 ) -> None:
@@ -59,7 +66,8 @@ def run(
     can be limited to groups and topics matching --group-allow/--topic-allow regexes (and not
     --group-deny/--topic-deny), like kafka-lag-exporter's allow/deny lists; --track-allow and
     --track-deny decide which groups are sampled at all. `lag status` as JSON is served on
-    /status and /status/GROUP; --notify-url sends open/close events of status changes.
+    /status and /status/GROUP; --notify-url sends open/close events of status changes;
+    --connect-url adds Kafka Connect source connectors' positions as gauges.
 
     Example: offsetkeeper exporter --listen 0.0.0.0:9308 -b kafka:9092 --group-deny 'console-consumer-.*'
     """
@@ -70,7 +78,7 @@ def run(
 
     settings = replace(sampler_settings(group, all_groups and not group, interval, retain,
                                         time_lag, window, group_allow, group_deny,
-                                        topic_allow, topic_deny),
+                                        topic_allow, topic_deny, connect_url),
                        track_allow=tuple(track_allow or ()), track_deny=tuple(track_deny or ()))
     notify = NotifySettings(notify_url, notify_template, tuple(notify_threshold or ())) \
         if notify_url else None

@@ -53,11 +53,18 @@ TopicDenyOpt = Annotated[list[str] | None, typer.Option(
     help="Metrics: leave out partitions of topics fully matching one of these (repeatable).")]
 
 
+ConnectUrlOpt = Annotated[list[str] | None, typer.Option(
+    "--connect-url", metavar="URL", show_default=False,
+    help="Kafka Connect worker, http[s]://[user:password@]host:port: its source connectors' "
+         "positions are sampled too (repeatable, one per Connect cluster).")]
+
+
 def sampler_settings(group, all_groups, interval, retain, time_lag, window, group_allow,
-                     group_deny, topic_allow, topic_deny) -> SamplerSettings:
+                     group_deny, topic_allow, topic_deny, connect_url=None) -> SamplerSettings:
     """The shared record/exporter options as the operations layer takes them."""
     return SamplerSettings(groups=tuple(group or ()), all_groups=all_groups, interval=interval,
                            retain=retain, time_lag=time_lag, window=window,
+                           connect_urls=tuple(connect_url or ()),
                            group_allow=tuple(group_allow or ()), group_deny=tuple(group_deny or ()),
                            topic_allow=tuple(topic_allow or ()), topic_deny=tuple(topic_deny or ()))
 
@@ -82,18 +89,21 @@ def record(
     window: Annotated[int, typer.Option("--window", help="Samples per status window (exporter).")] = 10,
     group_allow: GroupAllowOpt = None, group_deny: GroupDenyOpt = None,
     topic_allow: TopicAllowOpt = None, topic_deny: TopicDenyOpt = None,
+    connect_url: ConnectUrlOpt = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Sample committed offsets, log start/end and time lag of groups into the history store,
-    every --interval until SIGTERM/SIGINT (or once).
+    every --interval until SIGTERM/SIGINT (or once). With --connect-url, also Kafka Connect
+    source connectors' positions (sink connectors' groups are sampled as consumer groups).
 
     Example: offsetkeeper history record --all-groups --interval 30s --store /var/lib/ok/history.db
     """
     from offsetkeeper.ops.history import RecordRequest, record_history
 
     req = RecordRequest(sampler_settings(group, all_groups, interval, retain, time_lag, window,
-                                         group_allow, group_deny, topic_allow, topic_deny),
+                                         group_allow, group_deny, topic_allow, topic_deny,
+                                         connect_url),
                         store=store, once=once, exporter=exporter, log_to_stderr=True)
     outcome = record_history(connection(bootstrap, command_config, cluster, config), req)
     summary = outcome.summary
@@ -124,6 +134,25 @@ def show(
 
     rows = history_rows(group, store=store, topic=topic, window=TimeRange(since, until))
     render_rows(rows, SHOW_COLUMNS, output)
+
+
+@app.command("positions")
+def positions(
+    connector: Annotated[str | None, typer.Argument(
+        metavar="CONNECTOR", help="Kafka Connect source connector (default: all).",
+        show_default=False)] = None,
+    since: SinceOpt = "6h", until: UntilOpt = None, store: StoreOpt = None,
+    output: OutputOpt = OutputFormat.table,
+) -> None:
+    """Kafka Connect source connectors' positions over time, as `history record --connect-url`
+    sampled them: one row per partition map per sample (maps as canonical JSON).
+
+    Example: offsetkeeper history positions file-source --since 1h -o json
+    """
+    from offsetkeeper.ops.history import POSITION_COLUMNS, history_positions
+
+    rows = history_positions(connector, store=store, window=TimeRange(since, until))
+    render_rows(rows, POSITION_COLUMNS, output)
 
 
 @app.command("at")

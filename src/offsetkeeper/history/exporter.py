@@ -31,6 +31,16 @@
     offsetkeeper_sampler_interval_seconds{cluster_name}  the sampling interval
     offsetkeeper_sampler_overruns_total{cluster_name}    cycles that took longer than the interval
 
+  and Kafka Connect source connectors' positions (with `--connect-url`; offsetkeeper's addition):
+    offsetkeeper_connect_source_offset{cluster_name,worker,connector,partition,field}
+                          each numeric value of a source connector's offset map (`field` its
+                          key) per partition; `partition` is the connector's partition map as
+                          canonical JSON (sorted keys, non-ASCII and control characters as
+                          \\uXXXX), cut to 200 characters with a hash when longer
+    offsetkeeper_connect_source_offset_skipped{cluster_name,worker,connector}
+                          offset values that are not numbers (strings, ...): not gauges
+    offsetkeeper_connect_worker_up{cluster_name,worker}  1 when the worker answered the latest read
+
 Values come from the sampler's latest samples at scrape time: scraping never talks to Kafka.
 Stale lag is never presented as current: a group whose newest sample is older than
 `stale_after_ms` (three sampling intervals, or three cycle durations when cycles overrun) is
@@ -67,7 +77,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from offsetkeeper.errors import OffsetkeeperError, UsageError
-from offsetkeeper.history.model import Sample
+from offsetkeeper.history.model import Position, Sample
 from offsetkeeper.history.status import (
     DEFAULT_WINDOW,
     CommitPeak,
@@ -82,6 +92,7 @@ PARTITION_LABELS = ["cluster_name", "group", "topic", "partition", "member_host"
 GROUP_LABELS = ["cluster_name", "group"]
 TP_LABELS = ["cluster_name", "topic", "partition"]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LABEL_LIMIT = 200  # a partition map longer than this as a label is cut, a hash keeps it unique
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,18 @@ Row = tuple[tuple[str, ...], float]
 
 def _escape(value: str) -> str:
     return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
+
+
+def partition_label(text: str, limit: int = LABEL_LIMIT) -> str:
+    """A source connector's partition map (canonical JSON) as a stable, bounded label value:
+    as is up to `limit` characters; longer, its start, "…" and 16 hex digits of its SHA-256
+    (two maps with the same start stay two series)."""
+    if len(text) <= limit:
+        return text
+    import hashlib
+
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{text[:limit - 18]}…{digest}"
 
 
 def _header(f: Family, kind: str = "gauge") -> str:
@@ -250,8 +273,11 @@ class LagCollector(Collector):
                  stale_after_ms: int | Callable[[], int | None] | None = None,
                  interval_ms: int | None = None,
                  overruns: Callable[[], int] | None = None,
-                 metric_filter: MetricFilter = EVERYTHING) -> None:
+                 metric_filter: MetricFilter = EVERYTHING,
+                 positions: Callable[[], tuple[Sequence[Position], Mapping[str, str]]]
+                 | None = None) -> None:
         self.source = source
+        self.positions = positions
         self.poll_time_ms = poll_time_ms
         self.up = up
         self.last_success_ms = last_success_ms
@@ -383,6 +409,7 @@ class LagCollector(Collector):
                         fams[fi].add_metric(list(labels), value)
         yield from fams
         yield from self._health(now_ms)
+        yield from self._connect(now_ms)
 
     # -- the fast path ----------------------------------------------------------------------
     def render(self) -> bytes:
@@ -407,7 +434,49 @@ class LagCollector(Collector):
             else:
                 out.extend(series.text[fi] for _, series in current)  # type: ignore[index]
         body = "".join(out).encode()
-        return body + generate_latest(_Families(list(self._health(now_ms))))
+        return body + generate_latest(_Families([*self._health(now_ms),
+                                                  *self._connect(now_ms)]))
+
+    def _connect(self, now_ms: int):
+        """Kafka Connect source connectors' positions: a gauge per numeric offset value."""
+        if self.positions is None:
+            return
+        positions, workers = self.positions()
+        c = self.cluster
+        up = GaugeMetricFamily("offsetkeeper_connect_worker_up", "1 when the Connect worker "
+                               "answered the latest read of source connectors' positions",
+                               labels=["cluster_name", "worker"])
+        for w, err in sorted(workers.items()):
+            up.add_metric([c, w], 0 if err else 1)
+        yield up
+        limit = self._stale_limit()
+        off = GaugeMetricFamily("offsetkeeper_connect_source_offset",
+                                "A numeric value of a Kafka Connect source connector's offset "
+                                "map, per partition map (canonical JSON)",
+                                labels=["cluster_name", "worker", "connector", "partition",
+                                        "field"])
+        skipped = GaugeMetricFamily("offsetkeeper_connect_source_offset_skipped",
+                                    "Offset values of a source connector that are not numbers "
+                                    "(not exported)",
+                                    labels=["cluster_name", "worker", "connector"])
+        seen: set[tuple[str, ...]] = set()
+        skips: dict[tuple[str, str], int] = {}
+        for p in positions:
+            if limit is not None and now_ms - p.ts > limit:
+                continue  # stale: never shown as the current position
+            values, n = p.numeric_fields()
+            key = (p.worker, p.connector)
+            skips[key] = skips.get(key, 0) + n
+            part = partition_label(p.partition)
+            for field_name, v in sorted(values.items()):
+                labels = (c, p.worker, p.connector, part, field_name)
+                if labels not in seen:  # a cut label equal to another: one series only
+                    seen.add(labels)
+                    off.add_metric(list(labels), v)
+        for (w, name), n in sorted(skips.items()):
+            skipped.add_metric([c, w, name], n)
+        yield off
+        yield skipped
 
     def _health(self, now_ms: int):
         c = self.cluster

@@ -102,3 +102,41 @@ class Gap:
 SAMPLE_FIELDS = tuple(Sample.__dataclass_fields__)
 
 
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """A Kafka Connect source connector's position at one moment: its offset map for one of
+    its partitions, both as canonical JSON text (sorted keys), exactly as the connector defines
+    them (FileStream: ``{"filename": ...}`` -> ``{"position": 42}``). Sink connectors are not
+    positions: their groups are sampled as every other consumer group."""
+
+    ts: int
+    worker: str         # the worker's REST URL, masked
+    connector: str
+    partition: str      # canonical JSON of the partition map
+    offset: str         # canonical JSON of the offset map ("null": no offset)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def numeric_fields(self) -> tuple[dict[str, float], int]:
+        """The offset map's numeric values by key (the exporter's gauges), and how many values
+        are not numbers (strings, booleans, maps, lists, null: skipped and counted)."""
+        import json
+        import math
+
+        try:
+            value = json.loads(self.offset)
+        except ValueError:
+            return {}, 1
+        if not isinstance(value, dict):
+            return {}, 1
+        out: dict[str, float] = {}
+        skipped = 0
+        for k, v in value.items():
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+                out[k] = float(v)
+            else:
+                skipped += 1
+        return out, skipped

@@ -13,6 +13,11 @@
   exporter serves the first groups long before a cycle over thousands of groups ends.
 - A cycle longer than the interval is an overrun: a warning line says so (and what to do), and
   `overruns` counts them (the exporter's `offsetkeeper_sampler_overruns_total`).
+- Kafka Connect source connectors (`positions`, a reader the operations layer builds from the
+  workers' REST APIs): after each cycle their partition -> offset maps are read, kept for the
+  exporter (`latest_positions()`) and written with the cycle's time (`write_positions`),
+  buffered like samples while the store is down. A worker that fails is one log line; the
+  cycle's samples are never held back by it.
 - One log line per cycle. Memory is bounded: per-partition state is dropped for partitions no
   longer sampled, the status window keeps `window` cycles per group.
 """
@@ -29,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
-from offsetkeeper.history.model import Cycle, Gap, Sample
+from offsetkeeper.history.model import Cycle, Gap, Position, Sample
 from offsetkeeper.history.sample_cycle import CycleResult, CycleSampler, SampleScope
 from offsetkeeper.history.status import DEFAULT_WINDOW
 from offsetkeeper.history.store.base import HistoryStore, RetentionPolicy, StoreUnavailable
@@ -43,6 +48,11 @@ DEFAULT_INTERVAL_MS = 30_000
 DEFAULT_BUFFER_LIMIT = 200_000
 PRUNE_EVERY_MS = 3_600_000
 DROPPED = "store unreachable; samples dropped beyond the in-memory buffer"
+POSITION_BUFFER = 1000  # reads of source positions kept while the store is down (oldest dropped)
+
+# ts -> (the positions of every source connector at ts, per worker URL (masked) its error, ""
+# when it answered)
+PositionReader = Callable[[int], tuple[list[Position], dict[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -77,8 +87,13 @@ class CycleOutcome:
 class Sampler:
     """Samples a cluster into a store. `run_once()` for cron, `run(stop)` as a service."""
 
-    def __init__(self, admin: AdminPort, store: HistoryStore, config: SamplerConfig) -> None:
+    def __init__(self, admin: AdminPort, store: HistoryStore, config: SamplerConfig, *,
+                 positions: PositionReader | None = None) -> None:
         self.admin = admin
+        self.position_reader = positions
+        self._positions: tuple[Position, ...] = ()
+        self.position_errors: dict[str, str] = {}
+        self._pos_buffer: deque[list[Position]] = deque(maxlen=POSITION_BUFFER)
         self.store = store
         self.config = config
         self.cycler = CycleSampler(admin, config.scope, time_lag=config.time_lag)
@@ -108,6 +123,27 @@ class Sampler:
         """The last `window` cycles of each sampled group (an immutable view per group)."""
         with self._lock:
             return {g: RecentSamples(tuple(d)) for g, d in self._recent.items()}
+
+    def latest_positions(self) -> tuple[tuple[Position, ...], dict[str, str]]:
+        """The latest read of source connectors' positions, and the workers that failed it."""
+        with self._lock:
+            return self._positions, dict(self.position_errors)
+
+    def _read_positions(self, ts: int) -> None:
+        if self.position_reader is None:
+            return
+        try:
+            got, errors = self.position_reader(ts)
+        except OffsetkeeperError as exc:
+            got, errors = [], {"": str(exc)}
+        with self._lock:
+            self._positions, self.position_errors = tuple(got), errors
+        for worker, err in errors.items():
+            if err:
+                log.warning(f"source positions of {worker or 'the Connect workers'} not read: "
+                            f"{err}")
+        if got:
+            self._pos_buffer.append(list(got))
 
     def _publish(self, samples: list[Sample]) -> None:
         """Make one chunk of a cycle visible to readers (exporter, status) at once."""
@@ -167,6 +203,7 @@ class Sampler:
         elif previous is not None and not result.interrupted and \
                 (gap := partial_gap(previous, result, self.config.interval_ms)):
             self._pending_gaps.append(gap)
+        self._read_positions(result.ts)
         cycle = Cycle(result.ts, self.config.interval_ms, result.groups, len(result.samples),
                       result.duration_ms)
         self._buffer.append((result.samples, cycle))
@@ -176,6 +213,8 @@ class Sampler:
         self._maybe_prune(result.ts)
         msg = (f"cycle {self.cycles}: {result.groups} groups, {len(result.samples)} partitions, "
                f"total lag {result.total_lag}, {result.duration_ms / 1000:.2f}s")
+        if self.position_reader is not None:
+            msg += f", {len(self._positions)} source connector positions"
         if result.errors:
             msg += f"; {len(result.errors)} group(s) failed (first: {next(iter(result.errors.values()))})"
         if result.interrupted:
@@ -232,6 +271,9 @@ class Sampler:
                 self.store.write(samples, cycle)
                 self._buffer.popleft()
                 self._buffered -= len(samples)
+            while self._pos_buffer:
+                self.store.write_positions(self._pos_buffer[0])
+                self._pos_buffer.popleft()
             return True, ""
         except StoreUnavailable as exc:
             return False, str(exc)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from offsetkeeper.config import Connection
-from offsetkeeper.errors import KafkaOperationError, StoreError
+from offsetkeeper.errors import KafkaOperationError, StoreError, UsageError
 from offsetkeeper.history.sampler import CycleOutcome, Sampler, SamplerConfig, stop_on_signals
 from offsetkeeper.history.store import open_store
 from offsetkeeper.kafka.admin import KafkaAdmin
@@ -23,22 +23,29 @@ class RecordSummary:
 def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, once: bool = False,
            listen: str | None = None, stop: threading.Event | None = None,
            max_cycles: int | None = None, on_ready: Callable[[object], None] | None = None,
-           allowed_lag: int = 0, metric_filter=None, notify=None) -> RecordSummary:
+           allowed_lag: int = 0, metric_filter=None, notify=None,
+           positions=None) -> RecordSummary:
     """Sample `conn` into the store at `store_url` until stopped (SIGTERM/SIGINT or `stop`).
 
     The store is checked first: unreachable -> StoreError naming it (exit 1). With `listen`,
     Prometheus metrics are served from the sampler's latest cycles in the same process (only the
     groups and topics `metric_filter`, an exporter.MetricFilter, allows get per-group series). With
     `once`, one cycle runs and a failure of the cluster or the store raises (exit 1), for cron.
+    `positions` (sampler.PositionReader) reads Kafka Connect source connectors' positions after
+    each cycle: stored beside the samples and exported as gauges.
     """
     store = open_store(store_url)
+    if positions is not None and not store.keeps_positions:
+        store.close()
+        raise UsageError(f"history store {store.display_url} does not keep Kafka Connect source "
+                         "positions (--connect-url): use SQLite or PostgreSQL")
     # librdkafka logs each failed reconnect (many lines a second during a broker outage); the
     # sampler logs one line per cycle instead, unless the user asked for a log level.
     conn = Connection(conn.bootstrap_servers, {"log_level": "2", **conn.properties}, conn.name)
     server = None
     try:
         with KafkaAdmin(conn) as admin:
-            sampler = Sampler(admin, store, config)
+            sampler = Sampler(admin, store, config, positions=positions)
             if listen:
                 from offsetkeeper.history.exporter import EVERYTHING, LagCollector, MetricsServer
 
@@ -50,7 +57,9 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
                                          stale_after_ms=sampler.stale_after_ms,
                                          interval_ms=config.interval_ms,
                                          overruns=lambda: sampler.overruns,
-                                         metric_filter=metric_filter or EVERYTHING)
+                                         metric_filter=metric_filter or EVERYTHING,
+                                         positions=sampler.latest_positions
+                                         if positions is not None else None)
                 sampler.listeners.append(collector.prepare)  # rendered as chunks arrive
                 server = MetricsServer(collector, listen)
             if on_ready is not None:

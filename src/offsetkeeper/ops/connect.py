@@ -45,7 +45,7 @@ from offsetkeeper.ops.reset import ExecuteOptions, Outcome, ResetRequest, snapsh
 __all__ = [
     "ConnectOutcome", "ConnectResetRequest", "ConnectorView", "SinkPartition", "connect_client",
     "connect_target", "export_offsets", "list_connectors", "reset_connectors",
-    "rollback_connectors", "show_connector",
+    "rollback_connectors", "show_connector", "source_positions",
 ]
 
 
@@ -158,6 +158,38 @@ def show_connector(client: ConnectClient, admin, name: str) -> ConnectorView:
     """One connector (UsageError when the worker has none of that name)."""
     _matching(client, (name,), ())
     return _view(client, admin, name)
+
+
+def source_positions(client: ConnectClient) -> tuple[list[tuple[str, str, str]], int]:
+    """Every source connector's positions as (connector, partition map, offset map), both
+    canonical JSON: what the history sampler stores and the exporter serves. One request for
+    the connectors' types, one per source connector for its offsets; a connector deleted in
+    between, or whose offsets are malformed, is left out and counted (the second value)."""
+    from offsetkeeper.connect.model import OffsetsFormatError, canonical, parse_entries
+
+    listed = client.request("GET", "/connectors?expand=info")
+    if not isinstance(listed, dict):
+        raise ConnectError(f"Connect worker {client.target.display_url} listed connectors in "
+                           "an unexpected shape")
+    out: list[tuple[str, str, str]] = []
+    failed = 0
+    for name in sorted(listed):
+        item = listed[name]
+        info = item.get("info") if isinstance(item, dict) else None
+        if not isinstance(info, dict) or info.get("type") != "source":
+            continue
+        try:
+            entries = parse_entries(client.offsets(name), where=f"the offsets of connector {name}")
+        except ConnectError as exc:
+            if exc.status == 0:
+                raise  # the worker itself stopped answering
+            failed += 1
+            continue
+        except OffsetsFormatError:
+            failed += 1
+            continue
+        out += [(name, canonical(e.partition), canonical(e.offset)) for e in entries]
+    return out, failed
 
 
 def export_offsets(client: ConnectClient, name: str) -> dict:

@@ -46,10 +46,10 @@ def __getattr__(name: str):
     globals()[name] = value
     return value
 
-__all__ = ["AT_COLUMNS", "REPORT_COLUMNS", "SHOW_COLUMNS", "AtResult", "ExportResult",
+__all__ = ["AT_COLUMNS", "POSITION_COLUMNS", "REPORT_COLUMNS", "SHOW_COLUMNS", "AtResult", "ExportResult",
            "ExporterRequest", "FailOn", "LagStatus", "NotifySettings", "RecordOutcome", "RecordRequest",
-           "SamplerSettings", "TimeRange", "export_history", "history_at", "history_report",
-           "history_rows", "lag_status", "plot_history", "record_history", "serve_exporter"]
+           "SamplerSettings", "TimeRange", "export_history", "history_at", "history_positions",
+           "history_report", "history_rows", "lag_status", "plot_history", "record_history", "serve_exporter"]
 
 
 # -- recording ------------------------------------------------------------------------------
@@ -69,6 +69,20 @@ class SamplerSettings:
     topic_deny: tuple[str, ...] = ()
     track_allow: tuple[str, ...] = ()   # regexes: which groups the sampler tracks (all groups)
     track_deny: tuple[str, ...] = ()
+    # Kafka Connect workers (http[s]://[user:password@]host:port) whose source connectors'
+    # positions are sampled too; sink connectors' groups are consumer groups, sampled as such
+    connect_urls: tuple[str, ...] = ()
+
+    def position_reader(self):
+        """The sampler's reader of source connectors' positions (None without --connect-url;
+        UsageError naming a malformed URL, masked)."""
+        if not self.connect_urls:
+            return None
+        from offsetkeeper.ops.connect import connect_client, connect_target
+
+        clients = [connect_client(connect_target(u), timeout=10.0)
+                   for u in dict.fromkeys(self.connect_urls)]
+        return lambda ts: read_positions(clients, ts)
 
     def config(self):
         """The sampler's SamplerConfig (UsageError naming the option on a bad value)."""
@@ -147,6 +161,7 @@ class RecordRequest:
     def __post_init__(self) -> None:
         self.sampler.config()
         self.sampler.metric_filter()
+        self.sampler.position_reader()
         if self.notify is not None:
             self.notify.check()
         if self.exporter:
@@ -175,7 +190,8 @@ def record_history(conn: Connection, req: RecordRequest) -> RecordOutcome:
     if req.log_to_stderr:
         log_to_stderr()
     summary = record(conn, req.store, req.sampler.config(), once=req.once, listen=req.exporter,
-                     metric_filter=req.sampler.metric_filter(), notify=req.notify)
+                     metric_filter=req.sampler.metric_filter(), notify=req.notify,
+                     positions=req.sampler.position_reader())
     denied = {} if summary.last is None else \
         {g: str(e) for g, e in summary.last.group_errors.items() if is_denied(e)}
     return RecordOutcome(summary, denied)
@@ -198,6 +214,7 @@ class ExporterRequest:
         parse_listen(self.listen, example="127.0.0.1:9308")
         self.sampler.config()
         self.sampler.metric_filter()
+        self.sampler.position_reader()
         if self.notify is not None:
             self.notify.check()
 
@@ -210,7 +227,31 @@ def serve_exporter(conn: Connection, req: ExporterRequest) -> RecordSummary:
         log_to_stderr()
     return record(conn, req.store or "memory://", req.sampler.config(), listen=req.listen,
                   allowed_lag=req.allowed_lag, metric_filter=req.sampler.metric_filter(),
-                  notify=req.notify)
+                  notify=req.notify, positions=req.sampler.position_reader())
+
+
+def read_positions(clients, ts: int):
+    """One read of every worker's source connectors' positions, stamped `ts`: (positions, per
+    worker URL (masked) its error, "" when it answered). A worker that fails is its error,
+    never the others'."""
+    from offsetkeeper.errors import OffsetkeeperError
+    from offsetkeeper.history.model import Position
+    from offsetkeeper.ops.connect import source_positions
+
+    out, errors = [], {}
+    for c in clients:
+        worker = c.target.display_url
+        try:
+            got, failed = source_positions(c)
+        except OffsetkeeperError as exc:
+            errors[worker] = exc.message
+            continue
+        errors[worker] = ""
+        if failed:  # deleted between the two reads, or malformed offsets: the others count
+            logging.getLogger("offsetkeeper.history").warning(
+                "%s: %d source connector(s) left out of this read", worker, failed)
+        out += [Position(ts, worker, name, part, off) for name, part, off in got]
+    return out, errors
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -277,6 +318,20 @@ def history_rows(group: str, *, store: str | None = None, topic: str | None = No
     lo, hi = window.ms()
     with _open(store) as st:
         return show_rows(st, group, topic=topic, since=lo, until=hi)
+
+
+POSITION_COLUMNS = ["time", "worker", "connector", "partition", "offset"]
+
+
+def history_positions(connector: str | None = None, *, store: str | None = None,
+                      window: TimeRange = TimeRange()) -> list[dict]:
+    """Kafka Connect source connectors' positions over time (of `connector`, or all), one row
+    per partition map per sample (columns POSITION_COLUMNS; maps as canonical JSON)."""
+    lo, hi = window.ms()
+    with _open(store) as st:
+        return [{"time": p.ts, "worker": p.worker, "connector": p.connector,
+                 "partition": p.partition, "offset": p.offset}
+                for p in st.positions(connector, since=lo, until=hi)]
 
 
 def history_at(group: str, when: str, *, store: str | None = None) -> AtResult:

@@ -14,6 +14,12 @@ Read API (stable; the web dashboard builds on it):
     gaps(since, until)               -> [Gap]            when it could not
     log_end_points(since)            -> {tp: [(ts, log_end)]}
 
+Source-connector positions (Kafka Connect, schema version 5; SQLite, PostgreSQL and memory):
+
+    write_positions(positions)                          one read of the workers' source connectors
+    positions(connector=None, since=None, until=None)   -> [Position] ordered by time
+    keeps_positions                                     False where the store cannot (Redis)
+
 Write API: write(samples, cycle), write_gap(gap), prune(policy, now).
 All times are epoch milliseconds. A cycle writes every sampled partition of a group with the
 same `ts`, so "the group at time T" is one consistent set of offsets.
@@ -26,11 +32,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from offsetkeeper.errors import StoreError
-from offsetkeeper.history.model import Cycle, Gap, Sample
+from offsetkeeper.history.model import Cycle, Gap, Position, Sample
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.redact import mask_url
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class StoreUnavailable(StoreError):
@@ -127,6 +133,20 @@ class HistoryStore(ABC):
             if samples:
                 out[g] = samples
         return out
+
+    # -- source-connector positions (Kafka Connect) ------------------------------------------
+    keeps_positions = False
+
+    def write_positions(self, positions: Sequence[Position]) -> None:
+        """Write one read of source connectors' positions (idempotent, like `write`)."""
+        raise StoreError(f"history store {self.display_url} does not keep Kafka Connect "
+                         "source positions (use SQLite or PostgreSQL)")
+
+    def positions(self, connector: str | None = None, since: int | None = None,
+                  until: int | None = None) -> list[Position]:
+        """Positions (of one connector, or all) in a time range, ordered by time, worker,
+        connector, partition."""
+        return []
 
     # -- notification state (history/notify.py) ----------------------------------------------
     def notify_state(self) -> dict[str, str]:

@@ -11,7 +11,7 @@ import threading
 from collections import defaultdict, deque
 from collections.abc import Sequence
 
-from offsetkeeper.history.model import Cycle, Gap, Sample
+from offsetkeeper.history.model import Cycle, Gap, Position, Sample
 from offsetkeeper.history.store.base import (
     SCHEMA_VERSION,
     GroupSummary,
@@ -30,6 +30,8 @@ class MemoryStore(HistoryStore):
             lambda: deque(maxlen=max_cycles))
         self._cycles: deque[Cycle] = deque(maxlen=max_cycles)
         self._gaps: deque[Gap] = deque(maxlen=max_cycles)
+        # the last `max_cycles` reads of source-connector positions
+        self._positions: deque[tuple[int, tuple[Position, ...]]] = deque(maxlen=max_cycles)
 
     def check(self) -> None:
         pass
@@ -54,6 +56,26 @@ class MemoryStore(HistoryStore):
                     self._g[g] = deque(sorted(d, key=lambda x: x[0]), maxlen=d.maxlen)
             if cycle is not None and all(c.ts != cycle.ts for c in self._cycles):
                 self._cycles.append(cycle)
+
+    keeps_positions = True
+
+    def write_positions(self, positions: Sequence[Position]) -> None:
+        by: dict[int, list[Position]] = defaultdict(list)
+        for p in positions:
+            by[p.ts].append(p)
+        with self._lock:
+            for ts, ps in sorted(by.items()):
+                if all(t != ts for t, _ in self._positions):
+                    self._positions.append((ts, tuple(ps)))
+
+    def positions(self, connector: str | None = None, since: int | None = None,
+                  until: int | None = None) -> list[Position]:
+        lo = since if since is not None else -(2**62)
+        hi = until if until is not None else 2**62
+        with self._lock:
+            out = [p for _, ps in self._positions for p in ps
+                   if lo <= p.ts <= hi and (connector is None or p.connector == connector)]
+        return sorted(out, key=lambda p: (p.ts, p.worker, p.connector, p.partition))
 
     def write_gap(self, gap: Gap) -> None:
         with self._lock:

@@ -1,6 +1,6 @@
 """The SQL schema and queries shared by the SQLite and PostgreSQL stores.
 
-Schema (version 4):
+Schema (version 5):
 
     schema_version(version)                      one row
     samples(ts, grp, topic, part, committed, log_start, log_end, metadata, state, members,
@@ -10,6 +10,10 @@ Schema (version 4):
     cycles(ts PRIMARY KEY, interval_ms, groups, partitions, duration_ms)
     gaps(start_ts PRIMARY KEY, end_ts, reason)                    (added by migration 2)
     group_index(grp PRIMARY KEY, first_ts, last_ts)               (added by migration 3)
+    connect_positions(ts, worker, connector, part, pos)            (added by migration 5)
+            PRIMARY KEY (worker, connector, part, ts); INDEX (connector, ts); INDEX (ts)
+            a Kafka Connect source connector's offset map (pos) per partition map (part),
+            both canonical JSON text
 
 Migrations are applied in order inside one transaction each; the version row says how far a
 database got, so an old file is upgraded when a newer offsetkeeper opens it.
@@ -24,7 +28,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 
-from offsetkeeper.history.model import Cycle, Gap, Sample
+from offsetkeeper.history.model import Cycle, Gap, Position, Sample
 from offsetkeeper.history.store.base import (
     SCHEMA_VERSION,
     GroupSummary,
@@ -75,6 +79,15 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE samples ADD COLUMN lso BIGINT",
         "ALTER TABLE samples ADD COLUMN readable BIGINT",
         "ALTER TABLE samples ADD COLUMN open_txn_since BIGINT",
+    ],
+    # 5: Kafka Connect source connectors' positions (their partition -> offset maps)
+    [
+        """CREATE TABLE IF NOT EXISTS connect_positions (
+            ts BIGINT NOT NULL, worker TEXT NOT NULL, connector TEXT NOT NULL,
+            part TEXT NOT NULL, pos TEXT NOT NULL,
+            PRIMARY KEY (worker, connector, part, ts))""",
+        "CREATE INDEX IF NOT EXISTS connect_positions_conn_ts ON connect_positions (connector, ts)",
+        "CREATE INDEX IF NOT EXISTS connect_positions_ts ON connect_positions (ts)",
     ],
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -232,6 +245,30 @@ class SqlStore(HistoryStore, abc.ABC):
                              cycle.duration_ms))
         self._run(go)
 
+    keeps_positions = True
+
+    def write_positions(self, positions: Sequence[Position]) -> None:
+        rows = [(p.ts, p.worker, p.connector, p.partition, p.offset) for p in positions]
+        if rows:
+            self._run(lambda cur: cur.executemany(self._q(
+                f"{self.INSERT_IGNORE} connect_positions (ts, worker, connector, part, pos) "
+                f"VALUES (?, ?, ?, ?, ?){self.ON_CONFLICT}"), rows))
+
+    def positions(self, connector: str | None = None, since: int | None = None,
+                  until: int | None = None) -> list[Position]:
+        sql = ("SELECT ts, worker, connector, part, pos FROM connect_positions "
+               "WHERE ts >= ? AND ts <= ?")
+        params: tuple = (since if since is not None else -(2**62),
+                         until if until is not None else 2**62)
+        if connector is not None:
+            sql += " AND connector = ?"
+            params += (connector,)
+
+        def go(cur):
+            cur.execute(self._q(sql + " ORDER BY ts, worker, connector, part"), params)
+            return [Position(*r) for r in cur.fetchall()]
+        return self._run(go)
+
     def write_gap(self, gap: Gap) -> None:
         self._run(lambda cur: cur.execute(
             self._q(f"{self.INSERT_IGNORE} gaps (start_ts, end_ts, reason) VALUES (?, ?, ?){self.ON_CONFLICT}"),
@@ -242,7 +279,8 @@ class SqlStore(HistoryStore, abc.ABC):
             deleted = down = 0
             if policy.retain_ms is not None:
                 cut = now - policy.retain_ms
-                for table, col in (("samples", "ts"), ("cycles", "ts"), ("gaps", "end_ts")):
+                for table, col in (("samples", "ts"), ("cycles", "ts"), ("gaps", "end_ts"),
+                                   ("connect_positions", "ts")):
                     cur.execute(self._q(f"DELETE FROM {table} WHERE {col} < ?"), (cut,))
                     if table == "samples":
                         deleted = max(cur.rowcount, 0)
