@@ -168,3 +168,40 @@ def test_connectors_page_exporter_and_history_show_source_and_sink_offsets(
 
 def _esc(v: str) -> str:
     return v.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
+
+
+
+def check_mm2_page(bootstrap: str, dr_bootstrap: str, group: str, want) -> None:
+    """The MM2 page (HTML and JSON) of the flow prod (alias A) -> dr shows `group` with what
+    `mm2 status` reports (`want`: its rows), the records a failover would re-read, and links
+    the group on the target cluster. Called by tests/integration/test_mm2_failover.py on its
+    checkpointed group (mirroring a new topic takes MM2 about a minute here: one set-up)."""
+    from offsetkeeper.config import ConfigFile
+    from offsetkeeper.config.file import ClusterModel
+    from offsetkeeper.web.app import UiSettings, create_app
+    from offsetkeeper.web.connectors import mm2_entries
+    from offsetkeeper.web.service import Clusters
+
+    cfg = ConfigFile(clusters={"prod": ClusterModel(bootstrap_servers=bootstrap),
+                               "dr": ClusterModel(bootstrap_servers=dr_bootstrap)},
+                     default_cluster="dr")
+    clusters = Clusters(cfg)
+    flows = mm2_entries([], ("A,target=dr,source=prod",), clusters.names, clusters.default)
+    web = TestClient(create_app(UiSettings(mm2_flows=flows, allowed_hosts=("127.0.0.1",)),
+                                clusters, None), base_url="http://127.0.0.1")
+    try:
+        r = web.get("/mm2", params={"format": "json"})
+        assert r.status_code == 200, r.text
+        [flow] = r.json()["flows"]
+        assert flow["error"] is None and flow["name"] == "A->dr"
+        [line] = [g for g in flow["groups"] if g["group"] == group]
+        assert line["partitions"] == len(want) and line["max_checkpoint_age_s"] is not None
+        assert line["reread"] == sum(w.reread_past_checkpoint for w in want)
+        got = {(x["topic"], x["partition"]): (x["translated"], x["source_committed"])
+               for x in flow["rows"] if x["group"] == group}
+        assert got == {(w.topic, w.partition): (w.translated, w.source_committed) for w in want}
+        html = web.get("/mm2").text
+        assert f'href="/c/dr/group?g={urllib.request.quote(group, safe="")}"' in html
+        assert html.count('class="mm2-group"') == len(flow["groups"])
+    finally:
+        clusters.close()

@@ -103,6 +103,9 @@ def test_failover_agrees_with_remote_cluster_utils_resumes_on_the_same_record_an
         assert {n: rows[n].source_committed for n in (0, 1)} == committed
         assert all(rows[n].reread_past_checkpoint == 0 and rows[n].target_committed is None
                    for n in (0, 1))
+        from tests.integration.test_connect_ui import check_mm2_page
+
+        check_mm2_page(bootstrap, dr_bootstrap, group, report.rows)  # the dashboard's MM2 page
 
         r = run_cli(capsys, "mm2", "status", "--source-alias", "A", "-g", group,
                     "-b", dr_bootstrap, "--source-bootstrap", bootstrap, "-o", "json")
