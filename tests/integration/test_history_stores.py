@@ -28,6 +28,15 @@ def test_postgres_contract(postgres_url, unique):
         check_prune(s)
 
 
+def test_postgres_keeps_connect_positions(postgres_url, unique):
+    """Invariant: Kafka Connect source positions (schema 5) round-trip on PostgreSQL as on
+    SQLite: exact maps, idempotent writes, time ranges, retention."""
+    from tests.unit.test_connect_positions import check_positions
+
+    with open_store(_pg_db(postgres_url, unique("cp").replace("-", "_"))) as s:
+        check_positions(s)
+
+
 def test_postgres_recent_many(postgres_url, unique):
     with open_store(_pg_db(postgres_url, unique("rm").replace("-", "_"))) as s:
         check_recent_many(s)

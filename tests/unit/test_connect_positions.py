@@ -116,17 +116,23 @@ def test_sqlite_store_keeps_positions_migrates_a_version_4_file_and_prunes(tmp_p
     con.execute("UPDATE schema_version SET version = 4")
     con.commit()
     con.close()
+    with open_store(db) as st:
+        assert st.schema_version() == 5
+        check_positions(st)
+
+
+def check_positions(st) -> None:
+    """Positions written are read back exactly (by connector and time range), rewriting them
+    changes nothing, retention deletes old ones (any store that keeps positions)."""
     part = canonical({"filename": HOSTILE})
     ps = [Position(ts, "http://w", name, part, canonical({"position": ts}))
           for ts in (1000, 2000) for name in ("a", HOSTILE)]
-    with open_store(db) as st:
-        assert st.schema_version() == 5
-        st.write_positions(ps)
-        st.write_positions(ps)
-        assert st.positions(HOSTILE) == [p for p in ps if p.connector == HOSTILE]
-        assert st.positions(since=1500) == [p for p in ps if p.ts == 2000]
-        st.prune(RetentionPolicy(retain_ms=1000, downsample_after_ms=None), now=2500)
-        assert st.positions() == [p for p in ps if p.ts == 2000]
+    st.write_positions(ps)
+    st.write_positions(ps)
+    assert st.positions(HOSTILE) == [p for p in ps if p.connector == HOSTILE]
+    assert st.positions(since=1500) == [p for p in ps if p.ts == 2000]
+    st.prune(RetentionPolicy(retain_ms=1000, downsample_after_ms=None), now=2500)
+    assert st.positions() == [p for p in ps if p.ts == 2000]
 
 
 def test_a_store_without_positions_refuses_a_connect_url():
