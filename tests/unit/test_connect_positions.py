@@ -171,3 +171,35 @@ def test_dashboard_worker_and_mm2_settings():
                       ("a.b", "not a cluster alias")):
         with pytest.raises(UsageError, match=what):
             mm2_entries([], (bad,), ["prod", "dr"], "prod")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["ui", "-b", "127.0.0.1:1", "--connect-url", "w=ftp://bob:s3cret@x:1"],
+     "--connect-url 'ftp://bob:******@x:1' is not a Connect REST URL"),
+    (["ui", "-b", "127.0.0.1:1", "--mm2", "A,colour=red"], "'colour=red' is not target=CLUSTER"),
+    (["ui", "-b", "127.0.0.1:1", "--mm2", "A,target=nowhere"], "cluster 'nowhere' is not configured"),
+    (["history", "record", "--once", "--all-groups", "-b", "127.0.0.1:1",
+      "--connect-url", "ftp://bob:s3cret@x:1"], "is not a Connect REST URL"),
+    (["exporter", "-b", "127.0.0.1:1", "--connect-url", "nope"], "is not a Connect REST URL"),
+])
+def test_bad_connect_and_mm2_options_are_one_line_exit_2(capsys, tmp_path, args, message):
+    """Invariant: a malformed --connect-url or --mm2 is refused before anything starts: exit 2,
+    one line naming the value (its password masked)."""
+    from tests.cli import run_cli
+
+    r = run_cli(capsys, *args, *(["--store", str(tmp_path / "h.db")] if "record" in args else []))
+    assert r.code == 2, (r.out, r.err)
+    assert message in r.err and "s3cret" not in r.err + r.out and "Traceback" not in r.err
+
+
+def test_a_store_that_keeps_no_positions_refuses_connect_urls(monkeypatch):
+    """Invariant: `history record --connect-url` into a store that cannot keep positions
+    (Redis) is refused (exit 2) before any cluster is contacted, never a silent loss."""
+    from offsetkeeper.history.service import record
+    from offsetkeeper.history.store.memory import MemoryStore
+    from offsetkeeper.history.store.redis import RedisStore
+
+    assert RedisStore.keeps_positions is False
+    monkeypatch.setattr(MemoryStore, "keeps_positions", False)  # a store like Redis, no server
+    with pytest.raises(UsageError, match="does not keep Kafka Connect source positions"):
+        record(None, "memory://", None, positions=lambda ts: ([], {}))
