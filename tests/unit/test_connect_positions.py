@@ -203,3 +203,68 @@ def test_a_store_that_keeps_no_positions_refuses_connect_urls(monkeypatch):
     monkeypatch.setattr(MemoryStore, "keeps_positions", False)  # a store like Redis, no server
     with pytest.raises(UsageError, match="does not keep Kafka Connect source positions"):
         record(None, "memory://", None, positions=lambda ts: ([], {}))
+
+
+def test_sampler_keeps_positions_through_a_store_outage_and_a_failed_worker():
+    """Invariants: a read of source positions is written with its cycle's time; while the
+    store is down it is kept in memory and written when the store answers again; a worker
+    that fails is its error (served as up 0), never the cycle's failure."""
+    from offsetkeeper.history.sample_cycle import SampleScope
+    from offsetkeeper.history.sampler import Sampler, SamplerConfig
+    from offsetkeeper.history.store.base import StoreUnavailable
+    from offsetkeeper.history.store.memory import MemoryStore
+    from tests.fake_admin import FakeAdmin
+
+    class Flaky(MemoryStore):
+        down = False
+
+        def write_positions(self, positions):
+            if self.down:
+                raise StoreUnavailable("history store memory:// is not reachable: down")
+            super().write_positions(positions)
+
+    admin = FakeAdmin(topics={"orders": [(0, 10)]})
+    admin.add_group("g", committed={("orders", 0): 4})
+    store = Flaky()
+    reads = iter([(True, ""), (True, ""), (False, "refused")])
+
+    def reader(ts):
+        ok, err = next(reads)
+        return ([Position(ts, "http://w", "src", '{"f":"a"}', f'{{"position":{ts}}}')]
+                if ok else []), {"http://w": err}
+
+    s = Sampler(admin, store, SamplerConfig(scope=SampleScope(groups=("g",)), time_lag=False,
+                                            retention=None), positions=reader)
+    first = s.run_once()
+    assert first.ok and first.stored
+    store.down = True
+    second = s.run_once()
+    assert second.ok and not second.stored  # the positions wait in memory
+    assert [p.ts for p in store.positions()] == [first.ts]
+    store.down = False
+    third = s.run_once()
+    assert third.ok and third.stored
+    assert [p.ts for p in store.positions()] == [first.ts, second.ts]
+    positions, errors = s.latest_positions()
+    assert positions == () and errors == {"http://w": "refused"}
+
+
+def test_config_file_names_workers_and_flows(tmp_path, monkeypatch):
+    """Invariant: ui.connect and ui.mm2 in the config file give the dashboard's workers (the
+    password from the environment, never in a rendered value) and flows, before the flags'."""
+    from offsetkeeper.config import load_config_file
+
+    monkeypatch.setenv("T_CONNECT_PW", "pw-from-env")
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(
+        "clusters:\n  prod: {bootstrap_servers: 'k:9092'}\n  dr: {bootstrap_servers: 'd:9092'}\n"
+        "ui:\n  connect:\n    - {name: main, url: 'https://connect:8083', username: ops,\n"
+        "       password: '${T_CONNECT_PW}', cluster: prod, verify: false}\n"
+        "  mm2:\n    - {source_alias: A, target: dr, source: prod}\n")
+    cfg = load_config_file(cfg_file)
+    [w, extra] = worker_entries(cfg.ui.connect, ("http://x:1",), ["prod", "dr"])
+    assert (w.name, w.display_url, w.cluster) == ("main", "https://connect:8083", "prod")
+    assert (w.target.username, w.target.password, w.target.verify) == ("ops", "pw-from-env", False)
+    assert "pw-from-env" not in repr(cfg) + repr(w) and extra.name == "x:1"
+    [f] = mm2_entries(cfg.ui.mm2, (), ["prod", "dr"], "prod")
+    assert (f.name, f.source_alias, f.target, f.source) == ("A->dr", "A", "dr", "prod")
