@@ -125,39 +125,82 @@ def _matching(client: ConnectClient, names: tuple[str, ...], patterns: tuple[str
     return out
 
 
-def _view(client: ConnectClient, admin, name: str) -> ConnectorView:
+@dataclass(frozen=True)
+class _Read:
+    """What the worker says of one connector (three requests), before the cluster is asked."""
+
+    view: ConnectorView
+    positions: tuple[tuple[str, int, int | None], ...] = ()
+
+
+def _read(client: ConnectClient, name: str) -> _Read:
+    from offsetkeeper.connect.model import OffsetsFormatError, parse_entries
+
     try:
-        facts = read_facts(client, name)
+        info = client.info(name)
         st = client.status(name)
-        tasks = tuple(str(t.get("state")) for t in st.get("tasks", []) if isinstance(t, dict))
-    except ConnectError as exc:
-        return ConnectorView(name, "unknown", "UNKNOWN", (), (), error=str(exc))
-    if facts.type != "sink":
-        return ConnectorView(name, facts.type, facts.state, tasks, facts.offsets)
-    group = sink_group(client, name)
-    positions = [p for p in (sink_position(e) for e in facts.offsets) if p is not None]
-    tps = [TopicPartition(t, n) for t, n, _ in positions]
+        offsets = parse_entries(client.offsets(name), where=f"the offsets of connector {name}")
+    except (ConnectError, OffsetsFormatError) as exc:
+        # one connector's failure (deleted meanwhile, malformed offsets) is its row's error
+        return _Read(ConnectorView(name, "unknown", "UNKNOWN", (), (), error=str(exc)))
+    type_ = info.get("type") if isinstance(info.get("type"), str) else "unknown"
+    conn = st.get("connector") if isinstance(st.get("connector"), dict) else {}
+    state = conn.get("state") if isinstance(conn.get("state"), str) else "UNKNOWN"
+    tasks = tuple(str(t.get("state")) for t in st.get("tasks", []) if isinstance(t, dict)) \
+        if isinstance(st.get("tasks"), list) else ()
+    if type_ != "sink":
+        return _Read(ConnectorView(name, type_, state, tasks, offsets))
+    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    override = config.get("consumer.override.group.id")
+    # Connect's rule: its consumer.override.group.id, else connect-NAME
+    group = override if isinstance(override, str) else f"connect-{name}"
+    positions = tuple(p for p in (sink_position(e) for e in offsets) if p is not None)
+    return _Read(ConnectorView(name, type_, state, tasks, offsets, group), positions)
+
+
+def _views(client: ConnectClient, admin, names: list[str]) -> list[ConnectorView]:
+    """The connectors' views: the worker asked for several connectors at once (its REST API
+    answers each request on its own thread), then ONE log-end request for every sink
+    partition (measured with 55 connectors: 2.2 s one by one, see docs/connect.md)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(names) > 1:
+        with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(names)),
+                                thread_name_prefix="connect-read") as pool:
+            reads = list(pool.map(lambda n: _read(client, n), names))
+    else:
+        reads = [_read(client, n) for n in names]
+    tps = {TopicPartition(t, n) for r in reads for t, n, _ in r.positions}
     wms = admin.watermarks(tps) if admin is not None and tps else {}
-    sink = []
-    for t, n, off in positions:
-        wm = wms.get(TopicPartition(t, n))
-        end = wm.high if wm is not None else None
-        lag = max(0, end - off) if end is not None and off is not None else None
-        sink.append(SinkPartition(t, n, off, end, lag))
-    return ConnectorView(name, facts.type, facts.state, tasks, facts.offsets, group, tuple(sink))
+    out = []
+    for r in reads:
+        if r.view.type != "sink" or r.view.error:
+            out.append(r.view)
+            continue
+        sink = []
+        for t, n, off in r.positions:
+            wm = wms.get(TopicPartition(t, n))
+            end = wm.high if wm is not None else None
+            lag = max(0, end - off) if end is not None and off is not None else None
+            sink.append(SinkPartition(t, n, off, end, lag))
+        out.append(replace(r.view, sink=tuple(sink)))
+    return out
+
+
+READ_THREADS = 8  # connectors read from the worker at once
 
 
 def list_connectors(client: ConnectClient, admin=None, *,
                     patterns: tuple[str, ...] = ()) -> list[ConnectorView]:
     """Every connector (or those matching shell patterns) with state and offsets; a sink
     connector's partitions with log end and lag when `admin` (the cluster) is given."""
-    return [_view(client, admin, n) for n in _matching(client, (), patterns)]
+    return _views(client, admin, _matching(client, (), patterns))
 
 
 def show_connector(client: ConnectClient, admin, name: str) -> ConnectorView:
     """One connector (UsageError when the worker has none of that name)."""
     _matching(client, (name,), ())
-    return _view(client, admin, name)
+    return _views(client, admin, [name])[0]
 
 
 def source_positions(client: ConnectClient) -> tuple[list[tuple[str, str, str]], int]:
