@@ -268,3 +268,42 @@ def test_config_file_names_workers_and_flows(tmp_path, monkeypatch):
     assert "pw-from-env" not in repr(cfg) + repr(w) and extra.name == "x:1"
     [f] = mm2_entries(cfg.ui.mm2, (), ["prod", "dr"], "prod")
     assert (f.name, f.source_alias, f.target, f.source) == ("A->dr", "A", "dr", "prod")
+
+
+def test_sampler_workers_take_basic_auth_from_the_options_and_hide_it():
+    """Invariant: --connect-user/--connect-password reach every worker as a basic-auth header
+    (what the `connect` commands send), and the password is in no repr of the settings."""
+    import base64
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from offsetkeeper.ops.history import SamplerSettings
+
+    seen = []
+
+    class Worker(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Authorization")))
+            body = b"{}"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Worker)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        settings = SamplerSettings(all_groups=True, connect_urls=(url,), connect_user="ops",
+                                   connect_password="pw-secret")
+        assert "pw-secret" not in repr(settings)
+        assert settings.position_reader()(5) == ([], {url: ""})
+        token = base64.b64encode(b"ops:pw-secret").decode()
+        assert seen == [("/connectors?expand=info", f"Basic {token}")]
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -15,7 +15,11 @@ from offsetkeeper.cli.common import (
     duration_option,
 )
 from offsetkeeper.cli.history import (
+    ConnectCaOpt,
+    ConnectInsecureOpt,
+    ConnectPasswordOpt,
     ConnectUrlOpt,
+    ConnectUserOpt,
     GroupAllowOpt,
     GroupDenyOpt,
     TopicAllowOpt,
@@ -57,7 +61,9 @@ def run(
         "--notify-threshold", metavar="PATTERN=warn|err|off", show_default=False,
         help="Which status opens an incident, per group pattern (repeatable, first match wins; "
              "default warn).")] = None,
-    connect_url: ConnectUrlOpt = None,
+    connect_url: ConnectUrlOpt = None, connect_user: ConnectUserOpt = None,
+    connect_password: ConnectPasswordOpt = None, connect_ca: ConnectCaOpt = None,
+    connect_insecure: ConnectInsecureOpt = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None,
 ) -> None:
@@ -78,7 +84,9 @@ def run(
 
     settings = replace(sampler_settings(group, all_groups and not group, interval, retain,
                                         time_lag, window, group_allow, group_deny,
-                                        topic_allow, topic_deny, connect_url),
+                                        topic_allow, topic_deny, connect_url,
+                                        (connect_user, connect_password, connect_ca,
+                                         connect_insecure)),
                        track_allow=tuple(track_allow or ()), track_deny=tuple(track_deny or ()))
     notify = NotifySettings(notify_url, notify_template, tuple(notify_threshold or ())) \
         if notify_url else None

@@ -59,12 +59,31 @@ ConnectUrlOpt = Annotated[list[str] | None, typer.Option(
          "positions are sampled too (repeatable, one per Connect cluster).")]
 
 
+ConnectUserOpt = Annotated[str | None, typer.Option(
+    "--connect-user", envvar="OFFSETKEEPER_CONNECT_USER", metavar="USER", show_default=False,
+    help="Basic auth user of the --connect-url workers.")]
+ConnectPasswordOpt = Annotated[str | None, typer.Option(
+    "--connect-password", envvar="OFFSETKEEPER_CONNECT_PASSWORD", metavar="PASSWORD",
+    show_default=False, help="Basic auth password (prefer the env var "
+    "OFFSETKEEPER_CONNECT_PASSWORD).")]
+ConnectCaOpt = Annotated[str | None, typer.Option(
+    "--connect-ca", metavar="FILE", show_default=False,
+    help="CA certificates (PEM) for https workers.")]
+ConnectInsecureOpt = Annotated[bool, typer.Option(
+    "--connect-insecure", help="Do not verify the workers' TLS certificates.")]
+
+
 def sampler_settings(group, all_groups, interval, retain, time_lag, window, group_allow,
-                     group_deny, topic_allow, topic_deny, connect_url=None) -> SamplerSettings:
-    """The shared record/exporter options as the operations layer takes them."""
+                     group_deny, topic_allow, topic_deny, connect_url=None,
+                     connect_auth=(None, None, None, False)) -> SamplerSettings:
+    """The shared record/exporter options as the operations layer takes them
+    (`connect_auth`: --connect-user, --connect-password, --connect-ca, --connect-insecure)."""
+    user, password, ca, insecure = connect_auth
     return SamplerSettings(groups=tuple(group or ()), all_groups=all_groups, interval=interval,
                            retain=retain, time_lag=time_lag, window=window,
-                           connect_urls=tuple(connect_url or ()),
+                           connect_urls=tuple(connect_url or ()), connect_user=user,
+                           connect_password=password, connect_ca=ca,
+                           connect_verify=not insecure,
                            group_allow=tuple(group_allow or ()), group_deny=tuple(group_deny or ()),
                            topic_allow=tuple(topic_allow or ()), topic_deny=tuple(topic_deny or ()))
 
@@ -89,7 +108,9 @@ def record(
     window: Annotated[int, typer.Option("--window", help="Samples per status window (exporter).")] = 10,
     group_allow: GroupAllowOpt = None, group_deny: GroupDenyOpt = None,
     topic_allow: TopicAllowOpt = None, topic_deny: TopicDenyOpt = None,
-    connect_url: ConnectUrlOpt = None,
+    connect_url: ConnectUrlOpt = None, connect_user: ConnectUserOpt = None,
+    connect_password: ConnectPasswordOpt = None, connect_ca: ConnectCaOpt = None,
+    connect_insecure: ConnectInsecureOpt = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None,
 ) -> None:
@@ -103,7 +124,8 @@ def record(
 
     req = RecordRequest(sampler_settings(group, all_groups, interval, retain, time_lag, window,
                                          group_allow, group_deny, topic_allow, topic_deny,
-                                         connect_url),
+                                         connect_url, (connect_user, connect_password,
+                                                       connect_ca, connect_insecure)),
                         store=store, once=once, exporter=exporter, log_to_stderr=True)
     outcome = record_history(connection(bootstrap, command_config, cluster, config), req)
     summary = outcome.summary

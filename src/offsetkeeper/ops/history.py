@@ -72,6 +72,10 @@ class SamplerSettings:
     # Kafka Connect workers (http[s]://[user:password@]host:port) whose source connectors'
     # positions are sampled too; sink connectors' groups are consumer groups, sampled as such
     connect_urls: tuple[str, ...] = ()
+    connect_user: str | None = None     # basic auth for every worker (else the URL's userinfo)
+    connect_password: str | None = field(default=None, repr=False)
+    connect_ca: str | None = None       # CA certificates (PEM) for https workers
+    connect_verify: bool = True
 
     def position_reader(self):
         """The sampler's reader of source connectors' positions (None without --connect-url;
@@ -80,7 +84,10 @@ class SamplerSettings:
             return None
         from offsetkeeper.ops.connect import connect_client, connect_target
 
-        clients = [connect_client(connect_target(u), timeout=10.0)
+        clients = [connect_client(connect_target(u, username=self.connect_user,
+                                                 password=self.connect_password,
+                                                 ca_file=self.connect_ca,
+                                                 verify=self.connect_verify), timeout=10.0)
                    for u in dict.fromkeys(self.connect_urls)]
         return lambda ts: read_positions(clients, ts)
 
