@@ -103,19 +103,36 @@ def ways(bootstrap: str, tmp: Path, args) -> dict:
 
 
 def small(bootstrap: str, tmp: Path, args) -> dict:
+    from restore import _value, run_kcat
+
     from offsetkeeper.spark.session import local_cores  # noqa: F401  (imports offsetkeeper early)
 
     topic = f"bench-small-{uuid.uuid4().hex[:8]}"
-    fill_topic(bootstrap, topic, args.partitions, args.records * 1000 / args.partitions / 2**20, 1000)
+    # printable values, each record also as a `key<TAB>value` line: kcat -P's input (the
+    # restore's ceiling: kcat producing the same records)
+    fill_topic(bootstrap, topic, args.partitions, args.records * 1000 / args.partitions / 2**20,
+               1000, make_value=_value, copy_to=tmp / "records.tsv")
     proc, url, server_s = start_server(tmp, "local[2]")
+    print(json.dumps({"benchmark": "spark_connect_small", "connect_server_start_seconds":
+                      round(server_s, 2), "load": os.getloadavg()[0]}), flush=True)
     dest = str(tmp / "small")
-    res: dict[str, list[float]] = {k: [] for k in ("kcat", "backup_local", "backup_connect",
-                                                   "restore_local", "restore_connect")}
+    res: dict[str, list[float]] = {k: [] for k in ("kcat", "kcat_produce", "backup_local",
+                                                   "backup_connect", "restore_local",
+                                                   "restore_connect")}
     # what the command itself reports (its work after Python start and imports)
-    inside: dict[str, list] = {k: [] for k in res if k != "kcat"}
+    inside: dict[str, list] = {k: [] for k in res if not k.startswith("kcat")}
+
+    def line(way: str, secs: float, **kw) -> None:
+        print(json.dumps({"benchmark": "spark_connect_small", "way": way, "seconds": round(secs, 2),
+                          "load": os.getloadavg()[0], **kw}), flush=True)
+
     try:
         for i in range(args.repeat):
             res["kcat"].append(_kcat(bootstrap, topic, tmp / "kcat.out"))
+            line("kcat", res["kcat"][-1])
+            secs, _ = run_kcat(bootstrap, f"{topic}-kcat{i}", args.partitions, tmp / "records.tsv")
+            res["kcat_produce"].append(secs)
+            line("kcat_produce", secs)
             for how, flag in (("local", ["--master", "local[2]"]), ("connect", ["--remote", url])):
                 bid = f"{how}{i}"
                 s, summary = _cli("backup", "run", "-b", bootstrap, "-t", topic, "--dest", dest,
@@ -123,10 +140,12 @@ def small(bootstrap: str, tmp: Path, args) -> dict:
                 assert summary["records"] >= args.records - args.partitions, summary
                 res[f"backup_{how}"].append(s)
                 inside[f"backup_{how}"].append({"seconds": summary["seconds"], **summary["timings"]})
+                line(f"backup_{how}", s, inside=summary["seconds"], records=summary["records"])
                 s, rsum = _cli("restore", "run", f"{dest}/{bid}", "-b", bootstrap, "--rename",
                                f"{topic}={topic}-{bid}", "--restore-id", "r", *flag)
                 res[f"restore_{how}"].append(s)
                 inside[f"restore_{how}"].append(rsum["seconds"])
+                line(f"restore_{how}", s, inside=rsum["seconds"])
     finally:
         proc.terminate()
         proc.wait(60)
@@ -137,6 +156,12 @@ def small(bootstrap: str, tmp: Path, args) -> dict:
             "ratio_backup_connect_vs_local": round(med["backup_connect"] / med["backup_local"], 3),
             "ratio_restore_connect_vs_local": round(med["restore_connect"] / med["restore_local"], 3),
             "ratio_backup_connect_vs_kcat": round(med["backup_connect"] / med["kcat"], 1),
+            "ratio_backup_local_vs_kcat": round(med["backup_local"] / med["kcat"], 1),
+            "ratio_restore_connect_vs_kcat_produce":
+                round(med["restore_connect"] / med["kcat_produce"], 1),
+            "ratio_restore_local_vs_kcat_produce":
+                round(med["restore_local"] / med["kcat_produce"], 1),
+            "load_after": os.getloadavg()[0],
             "goal": "backup and restore of 300 records through a warm Connect server <= 2 s each",
             "goal_met": med["backup_connect"] <= 2 and med["restore_connect"] <= 2}
 

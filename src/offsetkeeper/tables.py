@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 
 def printable(text: object) -> str:
@@ -23,9 +24,78 @@ def printable(text: object) -> str:
 def print_table(table: Table, console: Console | None = None) -> None:
     """Print a table at its natural width, so no cell ever wraps (one line per row)."""
     console = console or Console(soft_wrap=True, highlight=False)
+    plain = _plain_cells(table)
+    if plain is not None:
+        _print_plain(table, plain, console)
+        return
+    _print_rich(table, console)
+
+
+def _print_rich(table: Table, console: Console) -> None:
     natural = Measurement.get(console, console.options.update(max_width=1_000_000), table).maximum
     # A console exactly as wide as the table: Rich then neither folds nor drops a column.
     wide = Console(file=console.file, width=max(natural, 1), height=25, highlight=False, soft_wrap=True,
                    force_terminal=console.is_terminal, color_system=console.color_system and "auto",
                    no_color=console.no_color)
     wide.print(table, crop=False)
+
+
+def _unstyled(cell: object) -> bool:
+    return isinstance(cell, Text) and not cell.spans and not cell.style and "\n" not in cell.plain
+
+
+def _plain_header(header: object) -> str | None:
+    # a str header is Rich markup (and emoji codes): plain only without "[" and ":"
+    if isinstance(header, str):
+        return None if any(c in header for c in "[:\n") else header
+    return header.plain if _unstyled(header) else None
+
+
+def _plain_cells(table: Table) -> list[list[str]] | None:
+    """The body's cells as plain strings, when the table is one Rich would lay out as padded
+    left-aligned columns two spaces apart (the command line's tables: no box, no styles in the
+    body, no wrapping); else None. Rich measures and renders every cell several times, which
+    took seconds for a plan of a few thousand rows; such a table needs none of it."""
+    if (table.box is not None or table.pad_edge or tuple(table.padding) != (0, 1, 0, 1)
+            or not table.show_header or table.show_footer or table.show_lines or table.caption
+            or table.row_styles or table.expand or table.width is not None or table.leading
+            or table.min_width is not None or table.collapse_padding or table.title_style
+            or not (table.title is None or _unstyled(table.title))
+            or any(r.style or r.end_section for r in table.rows)):
+        return None
+    cols = table.columns
+    if not cols or any(
+            c.justify != "left" or c.vertical != "top" or c.style or not c.no_wrap
+            or c.width is not None or c.min_width is not None or c.max_width is not None
+            or c.ratio is not None or c.highlight or _plain_header(c.header) is None for c in cols):
+        return None
+    cells = [c._cells for c in cols]  # where Rich keeps a column's cells
+    if any(not all(_unstyled(x) for x in col) for col in cells):
+        return None
+    return [[x.plain for x in col] for col in cells]
+
+
+def _print_plain(table: Table, cells: list[list[str]], console: Console) -> None:
+    """What Rich prints for such a table, written directly. On a terminal the title and the
+    header (styled) still come from Rich, laid out at the same column widths."""
+    from rich.cells import cell_len
+
+    headers = [_plain_header(c.header) or "" for c in table.columns]
+    widths = [max([cell_len(h), *(cell_len(x) for x in col)]) for h, col in zip(headers, cells, strict=True)]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v + " " * (w - cell_len(v)) for v, w in zip(values, widths, strict=True))
+
+    n = len(cells[0]) if cells else 0
+    body = [line([col[i] for col in cells]) for i in range(n)]
+    if console.is_terminal and not console.no_color and console.color_system is not None:
+        head = Table(title=table.title, header_style=table.header_style, box=None,
+                     pad_edge=False, title_justify=table.title_justify)
+        for c, w in zip(table.columns, widths, strict=True):
+            head.add_column(c.header, no_wrap=True, overflow=c.overflow, min_width=w)
+        _print_rich(head, console)
+    else:
+        title = [] if table.title is None else [table.title.plain]
+        body = [*title, line(headers), *body]
+    console.file.write("".join(x + "\n" for x in body))
+    console.file.flush()

@@ -78,7 +78,8 @@ def show_plan(plan: ResetPlan, fmt: OutputFormat, *, executed: bool = False,
         render_rows(plan_summary_rows(plan), SUMMARY_COLUMNS, fmt, title=title)
         return
     rows = plan_rows(plan)
-    render_rows(rows, PLAN_COLUMNS, fmt, title=title, json_payload=plan.to_dict())
+    render_rows(rows, PLAN_COLUMNS, fmt, title=title,
+                json_payload=plan.to_dict() if fmt is OutputFormat.json else None)
     if fmt is OutputFormat.table and len(rows) > LONG_PLAN_ROWS:
         say(f"{len(rows)} rows for {len(plan.groups)} groups; --summary shows one row per group",
             prefix="note:")

@@ -252,6 +252,10 @@ class _Wave:
         self.lost: list[tuple[_Job, OffsetkeeperError]] = []
         # group -> what this run committed, for groups that read back exactly that
         self.confirmed: dict[str, dict[TopicPartition, int]] = {}
+        # group -> its describe answer of this wave's re-check: the read-backs reuse it as the
+        # proof `committed_offsets_each` needs that the coordinator is ready (the commit that
+        # followed was answered by that coordinator), instead of describing every group again
+        self.described: dict[str, object] = {}
 
     def fail(self, job: _Job, status: GroupStatus, error: str) -> None:
         self.done.append(GroupResult(job.plan.group, status, attempts=job.attempts,
@@ -287,6 +291,7 @@ class _Wave:
         except Exception as exc:  # the whole request failed (e.g. no broker reachable)
             err = translate(exc, action="describe groups")
             infos = {j.plan.group: err for j in jobs}
+        self.described = dict(infos)
         alive = []
         for job in jobs:
             info = infos.get(job.plan.group)
@@ -462,7 +467,9 @@ class _Wave:
     def _verify(self, jobs: list[_Job]) -> None:
         """Read every group back and compare with the plan."""
         latency = {id(job): time.monotonic() - job.started for job in jobs}
-        reads = self.admin.committed_offsets_each([job.plan.group for job in jobs]) \
+        groups = [job.plan.group for job in jobs]
+        reads = self.admin.committed_offsets_each(
+            groups, described={g: self.described[g] for g in groups if g in self.described}) \
             if self.opts.verify and jobs else {}
         live_by_job: dict[int, object] = {id(job): reads[job.plan.group] for job in jobs
                                           if job.plan.group in reads}
@@ -507,15 +514,19 @@ def _moved_by_another(want: int, got: int | None, *, after: bool = False) -> str
 
 
 def _confirm_at_end(admin: AdminPort, results: list[GroupResult],
-                    confirmed: dict[str, dict[TopicPartition, int]]) -> list[GroupResult]:
+                    confirmed: dict[str, dict[TopicPartition, int]],
+                    described: Mapping[str, object]) -> list[GroupResult]:
     """Read the groups that succeeded once more, after the whole run: Kafka has no
     compare-and-set for offsets, so two concurrent runs can each read back their own commit.
-    A group that no longer holds this run's offsets is not reported as this run's success."""
+    A group that no longer holds this run's offsets is not reported as this run's success.
+    `described`: each group's describe answer of its last re-check (its coordinator answered
+    the commit and the read-back since, so it is not described once more)."""
     groups = [r.group for r in results if r.status is GroupStatus.SUCCESS and r.group in confirmed]
     if not groups:
         return results
     try:
-        reads = admin.committed_offsets_each(groups)
+        reads = admin.committed_offsets_each(
+            groups, described={g: described[g] for g in groups if g in described})
     except OffsetkeeperError:
         return results  # the first read-back stands
     out = []
@@ -576,6 +587,7 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions) -> list[Grou
     deadline = None if opts.deadline_s is None else time.monotonic() + opts.deadline_s
     retry_at: list[tuple[float, _Job]] = []
     confirmed: dict[str, dict[TopicPartition, int]] = {}
+    described: dict[str, object] = {}
     while queue or retry_at:
         now = time.monotonic()
         if deadline is not None and now > deadline:
@@ -600,10 +612,11 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions) -> list[Grou
         if w.retry:
             admin.reconnect()
         confirmed.update(w.confirmed)
+        described.update(w.described)
         notify(w.done)
         retry_at.extend((time.monotonic() + _backoff(j.attempts, opts), j) for j in w.retry)
     if opts.verify:
-        results = _confirm_at_end(admin, results, confirmed)
+        results = _confirm_at_end(admin, results, confirmed, described)
     order = {gp.group: i for i, gp in enumerate(plans)}
     return sorted(results, key=lambda r: order[r.group])
 

@@ -26,7 +26,8 @@ def live_groups(admin: KafkaAdmin, groups: Iterable[str]) -> dict[str, GroupSnap
     if not ids:
         return {}
     infos = admin.describe_groups(ids)
-    committed = unwrap_each(admin.committed_offsets_each(ids))
+    # the describe just made is the coordinator check the offset read needs: not made twice
+    committed = unwrap_each(admin.committed_offsets_each(ids, described=infos))
     # through the share view (`KafkaAdmin.for_group_type`): share groups' start offsets
     group_type = GroupType(getattr(admin, "group_type", GroupType.CONSUMER))
     return {
