@@ -121,8 +121,12 @@ def helper_command() -> list[str]:
             "jvm/admin-helper with Maven)")
     java = _java()
     archive = _class_archive(java)
-    cds = [f"-XX:SharedArchiveFile={archive}", "-Xlog:disable", "-Xlog:all=off"] \
-        if archive is not None and archive.is_file() else []
+    cds = []
+    if archive is not None and archive.is_file():
+        from offsetkeeper.class_archives import touch_in_use
+
+        touch_in_use(archive)  # its last use: what pruning other installs' archives reads
+        cds = [f"-XX:SharedArchiveFile={archive}", "-Xlog:disable", "-Xlog:all=off"]
     return [java, *JVM_FLAGS, *cds, "-cp", f"{jar}{os.pathsep}{d / 'lib' / '*'}", MAIN_CLASS]
 
 
@@ -157,24 +161,14 @@ def _class_archive(java: str) -> Path | None:
     return Path(user_cache_dir("offsetkeeper")) / f"admin-helper-{HELPER_VERSION}-{digest}.jsa"
 
 
-ARCHIVE_MAX_AGE_S = 14 * 86400
-
-
 def _forget_old_archives(keep: Path) -> None:
-    """Delete the archives of other Java or helper installs not used for two weeks (temporary
-    installs, e.g. a wheel tried in a throw-away venv, leave theirs behind). A JVM maps its
-    archive at every start, so an archive in use is recent (its access time, or the time it
-    was written where access times are not kept)."""
-    now = time.time()
-    for other in keep.parent.glob("admin-helper-*.jsa"):
-        if other == keep:
-            continue
-        try:
-            st = other.stat()
-            if now - max(st.st_atime, st.st_mtime) > ARCHIVE_MAX_AGE_S:
-                other.unlink()
-        except OSError:
-            continue
+    """Delete other installs' archives not in use (class_archives.prune: kept while used within
+    the hour, and the two most recently used), and builds that never finished."""
+    from offsetkeeper.class_archives import prune
+
+    prune(keep.parent, archives="admin-helper-*.jsa",
+          unfinished=("admin-helper-*.tmp", "admin-helper-*.building"), keep=keep,
+          stale_s=ARCHIVE_BUILD_STALE_S)
 
 
 def build_class_archive_soon() -> None:

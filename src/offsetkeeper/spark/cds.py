@@ -8,8 +8,8 @@ exits (``-XX:ArchiveClassesAtExit``) and map them at the next start (``-XX:Share
 How offsetkeeper uses it, for local masters only (`java_options`):
 - the archive lives in the user cache directory (``spark-cds/spark-KEY.jsa``, ~110 MB); KEY
   hashes the pyspark version, its jars (directory, names, sizes), the java binary and the JVM options, so
-  a different Spark, Java or installation path never maps a stale archive (archives unused for
-  14 days are deleted);
+  a different Spark, Java or installation path never maps a stale archive (when a session dumps
+  a new one, other installations' archives not in use are deleted: `class_archives.prune`);
 - when there is none, one session (the one that takes the ``.dumping`` marker) runs with
   ``-XX:ArchiveClassesAtExit`` to a temporary name: its JVM writes the archive after the Python
   process has exited (seconds of CPU, once); the next session renames it into place. The JVM
@@ -35,7 +35,6 @@ from pathlib import Path
 ENV = "OFFSETKEEPER_SPARK_CDS"
 MAGIC = bytes.fromhex("a8ab0bf0")  # 0xf00baba8 little-endian: a complete dynamic archive
 STALE_DUMP_SECONDS = 900
-UNUSED_DAYS = 14
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
@@ -100,22 +99,25 @@ def java_options(jvm_options: str, user: str) -> str:
                     os.replace(tmp, final)
                     break
         if _complete(final):
-            with contextlib.suppress(OSError):
-                os.utime(final)  # in use: kept by the clean-up below, wherever it runs
-            now = time.time()
-            for old in d.glob("spark-*"):
-                # archives of other Spark/Java installations, unused for UNUSED_DAYS (two
-                # installations used in turn must not delete, and re-dump, each other's)
-                with contextlib.suppress(OSError):
-                    if (not old.name.startswith(f"spark-{key}.")
-                            and now - old.stat().st_mtime > UNUSED_DAYS * 86400):
-                        old.unlink()
+            from offsetkeeper.class_archives import touch_in_use
+
+            touch_in_use(final)  # its last use: what pruning other installations' archives reads
             with contextlib.suppress(OSError):
                 (d / f"spark-{key}.dumping").unlink()
             return f"-XX:SharedArchiveFile={final} -Xshare:auto {QUIET}"
         return _dump_options(d, key)
     except OSError:
         return ""
+
+
+def _prune(d: Path, key: str) -> None:
+    """A new archive is about to be dumped: delete other installations' archives not in use
+    (class_archives.prune) and dumps whose JVM is gone: an unfinished `.tmp` stops growing when
+    its JVM dies, a finished one of another installation is never renamed into place."""
+    from offsetkeeper.class_archives import prune
+
+    prune(d, archives="spark-*.jsa", unfinished=("spark-*.tmp", "spark-*.dumping"),
+          keep=d / f"spark-{key}.jsa", stale_s=STALE_DUMP_SECONDS)
 
 
 def _dump_options(d: Path, key: str) -> str:
@@ -134,5 +136,6 @@ def _dump_options(d: Path, key: str) -> str:
                 tmp.unlink()
     else:
         os.close(fd)
+    _prune(d, key)
     tmp = d / f"spark-{key}.{os.getpid()}-{int(time.time())}.tmp"
     return f"-XX:ArchiveClassesAtExit={tmp} {QUIET}"
