@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.models import CommittedOffset, TopicPartition
 from offsetkeeper.reset.apply import ApplyOptions, GroupStatus, ReportStatus
 from offsetkeeper.reset.plan import PlanKind
 from offsetkeeper.reset.targets import ToOffset
@@ -236,3 +236,66 @@ def test_options_defaults_bound_a_run():
     opts = ApplyOptions()
     assert (opts.retries, opts.verify, opts.deadline_s) == (5, True, 300.0)
     assert FAST.deadline_s is not None
+
+
+def _snapshot_taking_reads(seen: list, *, clock=None, slow_s: float = 0.0):
+    def snap(adm, groups, description, *, uncommitted, reads=None):
+        seen.append((list(groups), reads, list(adm.calls)))
+        if clock is not None:
+            clock.advance(slow_s)
+        return "snap-1"
+
+    snap.takes_reads = True
+    return snap
+
+
+def test_the_snapshot_and_the_first_re_check_share_one_read(clock):
+    """Invariant (issue 32, bulk reset fixed costs): with a snapshot_fn that takes reads, the
+    executor reads every group's state and offsets once, before anything changes; the snapshot
+    is made from exactly that read and the first wave re-checks against it (no second read);
+    later waves still read right before their change, and every group is read back."""
+    admin = cluster({f"g{i}": {0: 1, 1: 2} for i in range(5)})
+    seen: list = []
+    report = run(admin, reset_plan(admin), max_concurrent=2, snapshot_fn=_snapshot_taking_reads(seen))
+    assert report.status is ReportStatus.SUCCESS and report.snapshot_id == "snap-1"
+    [(groups, reads, calls_before)] = seen
+    assert sorted(groups) == [f"g{i}" for i in range(5)]
+    described, committed = reads
+    assert set(described) == set(committed) == set(groups)
+    assert committed["g0"] == {TopicPartition(TOPIC, 0): CommittedOffset(1),
+                               TopicPartition(TOPIC, 1): CommittedOffset(2)}
+    # nothing was changed before the snapshot: only the two reads
+    assert [c for c, _ in calls_before] == ["describe_groups_each", "committed_offsets_each"]
+    describes = [ids for call, ids in admin.calls if call == "describe_groups_each"]
+    # the shared read (5 groups), then waves 2 and 3 (2 + 1); wave 1 re-checked the shared read
+    assert [len(ids) for ids in describes] == [5, 2, 1]
+    assert admin.count("alter_offsets_async") == 5
+
+
+def test_a_slow_snapshot_makes_the_first_wave_read_again(clock):
+    """Invariant: when saving the snapshot took longer than SNAPSHOT_READS_FRESH_S after the
+    shared read (a remote store), the first wave re-checks with a fresh read, so the re-check
+    stays right before the change; a group that gained a member meanwhile is refused."""
+    from offsetkeeper.reset import apply
+
+    admin = cluster({"a": {0: 1, 1: 2}, "b": {0: 1, 1: 2}})
+    seen: list = []
+    snap = _snapshot_taking_reads(seen, clock=clock, slow_s=apply.SNAPSHOT_READS_FRESH_S + 1)
+    admin.after("committed_offsets_each", lambda adm: adm.set_members("b", 1), times=1)
+    report = run(admin, reset_plan(admin), snapshot_fn=snap)
+    describes = [ids for call, ids in admin.calls if call == "describe_groups_each"]
+    assert len(describes) == 2  # the shared read, and the first wave's own
+    assert by_group(report)["a"].status is GroupStatus.SUCCESS
+    assert by_group(report)["b"].status is GroupStatus.REFUSED
+
+
+def test_a_failed_shared_read_leaves_the_snapshot_to_read_for_itself(clock):
+    """Invariant: when the shared read fails for any group, the snapshot gets no reads (it reads
+    itself, and fails the run as before) and the first wave reads again."""
+    admin = cluster({"a": {0: 1}, "b": {0: 1}}, partitions=1)
+    plan = reset_plan(admin)
+    admin.fail("committed_offsets_each", TIMEOUT, group="b")
+    seen: list = []
+    report = run(admin, plan, snapshot_fn=_snapshot_taking_reads(seen))
+    assert seen[0][1] is None
+    assert report.status is ReportStatus.SUCCESS

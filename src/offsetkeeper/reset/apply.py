@@ -68,8 +68,14 @@ class ReportStatus(StrEnum):
 
 # snapshot_fn(admin, groups, description, *, uncommitted) -> snapshot id; `uncommitted`: per
 # group, the partitions the plan commits to that have no committed offset now (the snapshot
-# records them, so a rollback deletes those commits again).
+# records them, so a rollback deletes those commits again). A snapshot_fn whose attribute
+# `takes_reads` is true also takes `reads=(described, committed)`: the groups as the executor
+# just read them, which it then uses as the first wave's re-check (see `_read_for_snapshot`).
 SnapshotFn = Callable[..., str]
+
+# The first wave re-checks with the reads the snapshot was made from only when the snapshot
+# was saved within this long after them; a slower store (a remote URL) means reading again.
+SNAPSHOT_READS_FRESH_S = 1.0
 
 
 class LiveAckClaim(Protocol):
@@ -244,8 +250,11 @@ class _Wave:
     """One pipelined pass over jobs: re-check state and offsets, apply, read back — every request
     of a kind in flight at once (librdkafka routes each to its group's coordinator)."""
 
-    def __init__(self, admin: AdminPort, kind: PlanKind, opts: ApplyOptions) -> None:
+    def __init__(self, admin: AdminPort, kind: PlanKind, opts: ApplyOptions,
+                 prepared: tuple[Mapping, Mapping] | None = None) -> None:
         self.admin, self.kind, self.opts = admin, kind, opts
+        # (described, committed) read for the snapshot just before this wave (first wave only)
+        self.prepared = prepared
         self.done: list[GroupResult] = []
         self.retry: list[_Job] = []
         # change requests sent whose answer was lost for good: read back before saying anything
@@ -286,8 +295,12 @@ class _Wave:
         """Right before changing anything: the group must still be inactive (a consumer may have
         joined since planning) and its offsets must be the ones planned from (a concurrent run
         or tool may have moved them: last writer would silently win)."""
+        ids = [j.plan.group for j in jobs]
+        prepared = self.prepared if self.prepared is not None and all(
+            g in self.prepared[0] and g in self.prepared[1] for g in ids) else None
         try:
-            infos = self.admin.describe_groups_each([j.plan.group for j in jobs])
+            infos = {g: prepared[0][g] for g in ids} if prepared is not None else \
+                self.admin.describe_groups_each(ids)
         except Exception as exc:  # the whole request failed (e.g. no broker reachable)
             err = translate(exc, action="describe groups")
             infos = {j.plan.group: err for j in jobs}
@@ -304,8 +317,9 @@ class _Wave:
                 self.fail(job, GroupStatus.REFUSED, refusal.message)
             else:
                 alive.append(job)
-        reads = self.admin.committed_offsets_each([job.plan.group for job in alive],
-                                                  described=infos)
+        reads = {j.plan.group: prepared[1][j.plan.group] for j in alive} if prepared is not None \
+            else self.admin.committed_offsets_each([job.plan.group for job in alive],
+                                                   described=infos)
         eligible = []
         for job in alive:
             live = reads[job.plan.group]
@@ -572,8 +586,11 @@ def _initial_results(plans: list[GroupPlan], kind: PlanKind) -> tuple[list[Group
     return results, queue
 
 
-def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions) -> list[GroupResult]:
-    """Run groups through waves of at most `max_concurrent` groups, retrying retriable ones."""
+def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
+             prepared: tuple[Mapping, Mapping] | None = None) -> list[GroupResult]:
+    """Run groups through waves of at most `max_concurrent` groups, retrying retriable ones.
+    `prepared`: the groups' states and offsets read for the snapshot a moment ago, the first
+    wave's re-check."""
     plans = list(plan.groups)
     total = len(plans)
     results: list[GroupResult] = []
@@ -607,7 +624,8 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions) -> list[Grou
             continue
         for job in wave:
             job.started = job.started or time.monotonic()
-        w = _Wave(admin, plan.kind, opts)
+        w = _Wave(admin, plan.kind, opts, prepared)
+        prepared = None  # later waves read again, right before their change
         w.run(wave)
         if w.retry:
             admin.reconnect()
@@ -800,13 +818,40 @@ def apply_plan(admin: AdminPort, plan: ResetPlan, options: ApplyOptions | None =
     opts = options or ApplyOptions()
     admin = admin_for(admin, plan)
     snapshot_id = None
+    prepared = None
     groups = groups_to_change(plan, live=opts.live is not None)
     if opts.snapshot_fn is not None and groups:
-        snapshot_id = opts.snapshot_fn(admin, groups,
-                                       opts.description or f"before {plan.kind} {plan.target}",
-                                       uncommitted=uncommitted_partitions(plan))
+        description = opts.description or f"before {plan.kind} {plan.target}"
+        reads = _read_for_snapshot(admin, plan, opts, groups)
+        snapshot_id = opts.snapshot_fn(admin, groups, description,
+                                       uncommitted=uncommitted_partitions(plan),
+                                       **({"reads": reads[1:]} if reads else {}))
+        if reads and time.monotonic() - reads[0] <= SNAPSHOT_READS_FRESH_S:
+            prepared = reads[1:]
     start = time.monotonic()
     results = _execute_live(admin, plan, opts, snapshot_id) if opts.live is not None \
-        else _execute(admin, plan, opts)
+        else _execute(admin, plan, opts, prepared)
     return ApplyReport(results=tuple(results), elapsed_s=time.monotonic() - start,
                        snapshot_id=snapshot_id, kind=plan.kind)
+
+
+def _read_for_snapshot(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
+                       groups: list[str]) -> tuple[float, dict, dict] | None:
+    """The groups' states and committed offsets, read once for both the snapshot and the first
+    wave's re-check (the same two reads the re-check makes), with the time they were read; None
+    where the snapshot reads for itself: its snapshot_fn does not take reads, a live reset
+    (its own checks), a group deletion, or any group whose read failed (the snapshot then
+    reads again and fails the run as before)."""
+    if (not getattr(opts.snapshot_fn, "takes_reads", False) or opts.live is not None
+            or plan.kind is PlanKind.DELETE_GROUPS):
+        return None
+    try:
+        described = admin.describe_groups_each(groups)
+        if any(isinstance(v, Exception) for v in described.values()):
+            return None
+        committed = admin.committed_offsets_each(groups, described=described)
+    except Exception:  # the snapshot reads again, and fails the run as it would have
+        return None
+    if any(isinstance(v, Exception) for v in committed.values()):
+        return None
+    return time.monotonic(), described, committed

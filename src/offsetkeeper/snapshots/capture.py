@@ -20,14 +20,20 @@ def _group_ids(admin: KafkaAdmin, groups: Iterable[str] | None) -> list[str]:
     return list(dict.fromkeys(groups))
 
 
-def live_groups(admin: KafkaAdmin, groups: Iterable[str]) -> dict[str, GroupSnapshot]:
-    """State and committed offsets (with metadata) of each group, as the cluster has them now."""
+def live_groups(admin: KafkaAdmin, groups: Iterable[str], *,
+                reads: tuple[Mapping, Mapping] | None = None) -> dict[str, GroupSnapshot]:
+    """State and committed offsets (with metadata) of each group, as the cluster has them now.
+    `reads`: (describe answers, committed offsets) of these groups the caller has just read."""
     ids = list(dict.fromkeys(groups))
     if not ids:
         return {}
-    infos = admin.describe_groups(ids)
-    # the describe just made is the coordinator check the offset read needs: not made twice
-    committed = unwrap_each(admin.committed_offsets_each(ids, described=infos))
+    if reads is not None and all(g in reads[0] and g in reads[1] for g in ids):
+        infos = unwrap_each({g: reads[0][g] for g in ids})
+        committed = unwrap_each({g: reads[1][g] for g in ids})
+    else:
+        infos = admin.describe_groups(ids)
+        # the describe just made is the coordinator check the offset read needs: not made twice
+        committed = unwrap_each(admin.committed_offsets_each(ids, described=infos))
     # through the share view (`KafkaAdmin.for_group_type`): share groups' start offsets
     group_type = GroupType(getattr(admin, "group_type", GroupType.CONSUMER))
     return {
@@ -41,6 +47,7 @@ def live_groups(admin: KafkaAdmin, groups: Iterable[str]) -> dict[str, GroupSnap
 def take_snapshot(
     admin: KafkaAdmin, groups: list[str] | None, *, description: str = "",
     must_exist: bool = False, uncommitted: Mapping[str, Iterable[TopicPartition]] | None = None,
+    reads: tuple[Mapping, Mapping] | None = None,
 ) -> Snapshot:
     """Read the committed offsets of `groups` (None = every group of the cluster), the log
     start/end of every partition of the topics they have offsets for, and the cluster id.
@@ -49,13 +56,14 @@ def take_snapshot(
     a named group the cluster does not know (dead, no offsets) is an UnknownGroupError (a
     typo must not be saved as an empty snapshot). `uncommitted`: per group, the partitions a
     change is about to commit to; those without a committed offset now are recorded as such,
-    so a rollback deletes what the change commits there.
+    so a rollback deletes what the change commits there. `reads`: the groups' describe answers
+    and committed offsets as the caller has just read them (the reset executor), not read again.
     """
     when = datetime.now(UTC)
     if groups is not None:
         check_names(groups)
     ids = _group_ids(admin, groups)
-    state = live_groups(admin, ids)
+    state = live_groups(admin, ids, reads=reads)
     for g, tps in (uncommitted or {}).items():
         if g in state:
             none = frozenset(tp for tp in tps if tp not in state[g].offsets)
@@ -103,8 +111,10 @@ def snapshot_fn(store_url: str | None):
     from offsetkeeper.snapshots.store import SnapshotStore
 
     def take(admin: KafkaAdmin, groups: list[str], description: str, *,
-             uncommitted: Mapping[str, Iterable[TopicPartition]] | None = None) -> str:
+             uncommitted: Mapping[str, Iterable[TopicPartition]] | None = None,
+             reads: tuple[Mapping, Mapping] | None = None) -> str:
         return SnapshotStore(store_url).save(take_snapshot(admin, groups, description=description,
-                                                           uncommitted=uncommitted))
+                                                           uncommitted=uncommitted, reads=reads))
 
+    take.takes_reads = True  # the executor's reads: see reset.apply.SnapshotFn
     return take
