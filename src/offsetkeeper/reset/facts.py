@@ -82,7 +82,8 @@ def _group_facts(admin: AdminPort, groups: list[str]) -> dict[str, GroupFacts]:
 
     infos = admin.describe_groups_each(groups)
     readable = [g for g in groups if not is_denied(infos.get(g))]
-    committed = admin.committed_offsets_each(readable)
+    # the describe above is the coordinator check the offset read needs: not made twice
+    committed = admin.committed_offsets_each(readable, described=infos)
     out = {}
     for g in groups:
         res = committed.get(g, infos.get(g))
