@@ -1,0 +1,78 @@
+"""How many Kafka requests a bulk reset makes (issue 32: the whole command's fixed costs).
+
+librdkafka sends one request per group for each describe, offset read and commit, so the
+number of reads per group is what a bulk reset costs beyond the commit itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from offsetkeeper.config import Connection
+from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.models import TopicPartition
+from offsetkeeper.ops.reset import ExecuteOptions, ResetRequest, reset_offsets
+from offsetkeeper.ops.targets import TargetKind, TargetSpec
+from offsetkeeper.reset.plan import TopicSpec
+from offsetkeeper.snapshots.store import SnapshotStore
+from tests.kafkatools import commit, committed, create_topic, produce_n
+
+pytestmark = pytest.mark.integration
+
+PER_GROUP = ("describe_consumer_groups", "list_consumer_group_offsets",
+             "alter_consumer_group_offsets")
+
+
+class _CountingClient:
+    def __init__(self, inner, counts: Counter) -> None:
+        self._inner, self._counts = inner, counts
+
+    def __getattr__(self, name):
+        attr = getattr(self._inner, name)
+        if name not in PER_GROUP:
+            return attr
+
+        def call(first, *a, **kw):
+            self._counts[name] += len(first)  # one request per group (librdkafka)
+            return attr(first, *a, **kw)
+
+        return call
+
+
+def test_a_bulk_reset_reads_each_group_no_more_than_its_checks_need(bootstrap, unique, tmp_path):
+    """Invariant: a reset of N groups with a snapshot makes, per group, one describe and one
+    offset read to plan, one of each shared by the snapshot and the re-check before the commit,
+    one commit, one read-back and one confirming read at the end — no describe is repeated
+    before an offset read that just had one (issue 32: 13 requests per group, now 8). The
+    snapshot holds the offsets from before, every group ends at the target."""
+    topic = unique("reqs")
+    create_topic(bootstrap, topic, 2)
+    produce_n(bootstrap, topic, 2, 6)
+    groups = [unique("rq") for _ in range(6)]
+    for g in groups:
+        commit(bootstrap, g, {(topic, 0): 2, (topic, 1): 3})
+    counts: Counter = Counter()
+
+    class Counting(KafkaAdmin):
+        @property
+        def admin(self):
+            return _CountingClient(KafkaAdmin.admin.fget(self), counts)
+
+    store = tmp_path / "snaps"
+    req = ResetRequest(target=TargetSpec(TargetKind.TO_OFFSET, "5"), groups=tuple(groups),
+                       topics=(TopicSpec(topic),), execute=True,
+                       options=ExecuteOptions(snapshot_store=str(store)))
+    with Counting(Connection(bootstrap)) as admin:
+        outcome = reset_offsets(admin, req)
+    assert outcome.ok and outcome.report.partitions_changed == 12
+    n = len(groups)
+    assert dict(counts) == {"describe_consumer_groups": 2 * n,
+                            "list_consumer_group_offsets": 4 * n,
+                            "alter_consumer_group_offsets": n}
+    snap = SnapshotStore(str(store)).load(outcome.report.snapshot_id)
+    for g in groups:
+        assert {tp: c.offset for tp, c in snap.groups[g].offsets.items()} == {
+            TopicPartition(topic, 0): 2, TopicPartition(topic, 1): 3}
+        assert committed(bootstrap, g, topic, 2) == {0: 5, 1: 5}
