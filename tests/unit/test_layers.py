@@ -37,7 +37,7 @@ PKG = "offsetkeeper"
 
 LAYERS = {
     0: {"errors", "models", "redact", "storage", "progress", "config", "arrowbuf", "times", "netaddr",
-        "tables"},
+        "tables", "class_archives"},
     1: {"kafka", "spark", "devbroker"},
     # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/
     # (its streaming source commits to groups through the reset executor).

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from offsetkeeper.cli.output import OutputFormat
-from offsetkeeper.config import Connection, load_config_file
+from offsetkeeper.config import Connection
 from offsetkeeper.kafka.connect import resolve_connection
 
 BootstrapOpt = Annotated[
@@ -130,6 +130,8 @@ def connection(
     bootstrap: str | None, command_config: Path | None, cluster: str | None, config: Path | None
 ) -> Connection:
     """Resolve the cluster to talk to from the shared connection options."""
+    from offsetkeeper.config import load_config_file
+
     conn = resolve_connection(
         bootstrap_server=bootstrap,
         command_config=command_config,

@@ -10,35 +10,32 @@ Which cluster a command talks to is resolved (and its properties checked by libr
 """
 
 from offsetkeeper.config.connection import Connection
-from offsetkeeper.config.file import (
-    CONFIG_ENV,
-    DEFAULT_CONFIG_PATH,
-    ClusterModel,
-    ClusterRef,
-    ConfigFile,
-    SnapshotsModel,
-    SparkModel,
-    UiCheckpointModel,
-    UiModel,
-    connect_url,
-    load_config_file,
-)
-from offsetkeeper.config.loading import (
-    MAX_CONFIG_BYTES,
-    MAX_YAML_ALIASES,
-    MAX_YAML_NODES,
-    InputTooLarge,
-    expand_env,
-    expanded_size,
-    load_yaml_model,
-    read_text_strict,
-)
-from offsetkeeper.config.properties import (
-    java_jaas_to_librdkafka,
-    load_properties_file,
-    parse_properties,
-    prop_str,
-)
+
+# Everything else loads on first use (PEP 562): the config file's models need pydantic and
+# YAML (~0.15 s of CPU at every start), which commands that read no config file (`lag status`
+# from a store, `--version`) never use.
+_LAZY = {
+    **dict.fromkeys(("CONFIG_ENV", "DEFAULT_CONFIG_PATH", "ClusterModel", "ClusterRef",
+                     "ConfigFile", "SnapshotsModel", "SparkModel", "UiCheckpointModel", "UiModel",
+                     "connect_url", "load_config_file"), "offsetkeeper.config.file"),
+    **dict.fromkeys(("MAX_CONFIG_BYTES", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "InputTooLarge",
+                     "expand_env", "expanded_size", "load_yaml_model", "read_text_strict"),
+                    "offsetkeeper.config.loading"),
+    **dict.fromkeys(("java_jaas_to_librdkafka", "load_properties_file", "parse_properties",
+                     "prop_str"), "offsetkeeper.config.properties"),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["CONFIG_ENV", "DEFAULT_CONFIG_PATH", "MAX_CONFIG_BYTES", "MAX_YAML_ALIASES",
            "MAX_YAML_NODES", "ClusterModel", "ClusterRef", "ConfigFile", "Connection",

@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from offsetkeeper.config import (
-    ClusterRef,
-    ConfigFile,
-    Connection,
-    expand_env,
-    java_jaas_to_librdkafka,
-    load_properties_file,
-    prop_str,
-)
+from offsetkeeper.config import Connection
 from offsetkeeper.errors import ConfigError
+
+if TYPE_CHECKING:  # the config file's models load pydantic: imported where they are used
+    from offsetkeeper.config import ClusterRef, ConfigFile
 
 # Java client properties librdkafka does not know, and what to use instead.
 JAVA_ONLY = {
@@ -72,6 +68,14 @@ def resolve_connection(
     Only the chosen cluster's ``${VAR}`` references are expanded. With `check`, the merged
     properties are validated by librdkafka up front (see `check_client_properties`).
     """
+    from offsetkeeper.config import (
+        ConfigFile,
+        expand_env,
+        java_jaas_to_librdkafka,
+        load_properties_file,
+        prop_str,
+    )
+
     config = config or ConfigFile()
     name = cluster or (None if bootstrap_server else config.default_cluster)
     props: dict[str, str] = {}
@@ -132,6 +136,8 @@ def connect_ref(
                               cluster=ref.cluster, config=config, check=not ref.properties)
     if not ref.properties:
         return conn
+    from offsetkeeper.config import java_jaas_to_librdkafka, prop_str
+
     props = java_jaas_to_librdkafka(
         {**conn.properties, **{k: prop_str(v) for k, v in ref.properties.items()}})
     check_client_properties(props, source="cluster properties in the file")
