@@ -45,3 +45,31 @@ def test_root_help_still_lists_every_command():
                          capture_output=True, text=True, timeout=120).stdout
     for name, *_ in _COMMANDS:
         assert f"  {name} " in out, name
+
+
+def test_no_config_file_no_config_models(tmp_path):
+    """Invariant (issue 32): a command that reads no config file — `lag status` from a store,
+    or a Kafka command given --bootstrap-server with no config file named or at the default
+    path — never loads the config file's models (pydantic schemas and YAML, ~0.15 s of CPU);
+    with a config file at the default path, it is read (and checked) as before."""
+    import os
+
+    probe = ("import json, sys\n"
+             "from offsetkeeper.cli.common import connection\n"
+             "connection('127.0.0.1:1', None, None, None)\n"
+             "print(json.dumps('offsetkeeper.config.file' in sys.modules))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OFFSETKEEPER_CONFIG"}
+
+    def loads_models(home) -> bool:
+        proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL, env={**env, "HOME": str(home)})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    assert loads_models(tmp_path) is False
+    lag = imported("lag", "status", "--help")
+    assert "offsetkeeper.config.file" not in lag
+    cfg = tmp_path / "with-config" / ".config" / "offsetkeeper" / "config.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("default_cluster: null\n")
+    assert loads_models(tmp_path / "with-config") is True

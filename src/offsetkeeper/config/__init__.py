@@ -15,7 +15,8 @@ from offsetkeeper.config.connection import Connection
 # YAML (~0.15 s of CPU at every start), which commands that read no config file (`lag status`
 # from a store, `--version`) never use.
 _LAZY = {
-    **dict.fromkeys(("CONFIG_ENV", "DEFAULT_CONFIG_PATH", "ClusterModel", "ClusterRef",
+    **dict.fromkeys(("CONFIG_ENV", "DEFAULT_CONFIG_PATH"), "offsetkeeper.config.paths"),
+    **dict.fromkeys(("ClusterModel", "ClusterRef",
                      "ConfigFile", "SnapshotsModel", "SparkModel", "UiCheckpointModel", "UiModel",
                      "connect_url", "load_config_file"), "offsetkeeper.config.file"),
     **dict.fromkeys(("MAX_CONFIG_BYTES", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "InputTooLarge",

@@ -41,10 +41,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from offsetkeeper.config.loading import load_yaml_model
+from offsetkeeper.config.paths import CONFIG_ENV, DEFAULT_CONFIG_PATH
 from offsetkeeper.errors import ConfigError
-
-CONFIG_ENV = "OFFSETKEEPER_CONFIG"
-DEFAULT_CONFIG_PATH = Path("~/.config/offsetkeeper/config.yaml")
 
 
 class _Strict(BaseModel):

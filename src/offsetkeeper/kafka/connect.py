@@ -69,14 +69,16 @@ def resolve_connection(
     properties are validated by librdkafka up front (see `check_client_properties`).
     """
     from offsetkeeper.config import (
-        ConfigFile,
         expand_env,
         java_jaas_to_librdkafka,
         load_properties_file,
         prop_str,
     )
 
-    config = config or ConfigFile()
+    if config is None and (cluster or not bootstrap_server):
+        from offsetkeeper.config import ConfigFile
+
+        config = ConfigFile()
     name = cluster or (None if bootstrap_server else config.default_cluster)
     props: dict[str, str] = {}
     servers = bootstrap_server
