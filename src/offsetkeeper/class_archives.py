@@ -8,8 +8,8 @@ and nothing removed the old ones: 41 helper archives and 11 Spark archives or un
 is its last use), and whoever starts creating a new one prunes the others:
 
 - an archive used within KEEP_RECENT_S stays (installations in use side by side never delete
-  each other's), and so do the KEEP_OTHERS most recently used others (two used in turn do not
-  rebuild each other's); the rest is deleted;
+  each other's), and so do the KEEP_OTHERS most recently used others if used within
+  KEEP_IDLE_MAX_S (two used in turn do not rebuild each other's); the rest is deleted;
 - unfinished builds (temporary files, markers) older than `stale_s` are deleted: their writer
   is gone (a build writes its file within seconds of its JVM's exit).
 
@@ -29,6 +29,7 @@ from pathlib import Path
 
 KEEP_RECENT_S = 3600.0
 KEEP_OTHERS = 2
+KEEP_IDLE_MAX_S = 14 * 86400.0
 
 
 def _unlink(path: Path) -> bool:
@@ -57,7 +58,8 @@ def prune(directory: Path, *, archives: str, unfinished: Sequence[str], keep: Pa
             continue
     found.sort(reverse=True)
     removed = [p for i, (used, p) in enumerate(found)
-               if i >= KEEP_OTHERS and now - used >= KEEP_RECENT_S and _unlink(p)]
+               if now - used >= KEEP_RECENT_S
+               and (i >= KEEP_OTHERS or now - used >= KEEP_IDLE_MAX_S) and _unlink(p)]
     for pattern in unfinished:
         for path in directory.glob(pattern):
             if path.name.startswith(own):

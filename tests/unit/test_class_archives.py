@@ -58,6 +58,16 @@ def test_archives_in_use_side_by_side_are_all_kept(tmp_path):
     assert all(p.exists() for p in used)
 
 
+def test_an_archive_idle_for_weeks_goes_even_among_the_most_recent(tmp_path):
+    """Invariant: the most recently used others are kept only while used within
+    KEEP_IDLE_MAX_S; an archive idle longer goes even when it is one of them."""
+    recent = _file(tmp_path / "admin-helper-3-new.jsa", age_s=60)
+    old = _file(tmp_path / "admin-helper-3-old.jsa", age_s=class_archives.KEEP_IDLE_MAX_S + 86400)
+    assert prune(tmp_path, archives="admin-helper-*.jsa", unfinished=(),
+                 keep=tmp_path / "admin-helper-3-x.jsa", stale_s=600) == [old]
+    assert recent.exists()
+
+
 def test_concurrent_pruners_never_fail_and_delete_each_file_once(tmp_path):
     """Invariant: processes pruning the same directory at once (two new installations, or a
     file deleted by another between listing and unlink) never raise, and together delete each
