@@ -81,8 +81,6 @@ THIRD_PARTY: dict[str, dict[str, str]] = {
         "streaming.lag": "reads the timestamps of a streaming query's next records",
         "offsetlog.sample_log": "produces the sample __consumer_offsets log of the demo and tests",
         "demo": "the demo (one package, offsetkeeper/demo) seeds its own clusters",
-        "connect.offsets_topic": "reads Connect's offsets topic back, independently of the worker",
-        "mm2.records": "reads MirrorMaker 2's checkpoints and offset syncs topics",
     },
     "pyspark": {
         "spark": "sessions, the data source, the connector",

@@ -10,10 +10,10 @@ value that is not that shape is skipped and counted, never trusted.
 from __future__ import annotations
 
 import json
-import time
 
 from offsetkeeper.connect.model import MAX_STRING, OffsetEntry, OffsetsFormatError, _check_map
 from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.kafka.topic_reader import RawRecord, read_to_end
 
 MAX_RECORD = 1024 * 1024
 
@@ -44,47 +44,18 @@ def read_source_offsets(client_config: dict, topic: str, connector: str, *,
 def read_all_source_offsets(client_config: dict, topic: str, connectors: set[str], *,
                             timeout_s: float = 60.0) -> dict[str, tuple[OffsetEntry, ...]]:
     """The current positions of `connectors` in `topic`, in one read of the topic."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-
-    conf = {**client_config, "group.id": "offsetkeeper-connect-readback",
-            "enable.auto.commit": False, "enable.partition.eof": False,
-            "isolation.level": "read_committed"}
-    consumer = Consumer(conf)
     latest: dict[tuple[str, str], OffsetEntry] = {}
+
+    def take(rec: RawRecord) -> None:
+        decoded = decode_record(rec.key, rec.value)
+        if decoded is not None and decoded[0] in connectors:
+            latest[(decoded[0], decoded[1].key)] = decoded[1]
+
     try:
-        md = consumer.list_topics(topic, timeout=10)
-        t = md.topics.get(topic)
-        if t is None or t.error is not None or not t.partitions:
-            raise OffsetkeeperError(f"offsets topic {topic!r} does not exist on the cluster")
-        ends = {}
-        for p in t.partitions:
-            lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if hi > lo:
-                ends[p] = hi
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
-        deadline = time.monotonic() + timeout_s
-        done: set[int] = set()
-        while len(done) < len(ends):
-            if time.monotonic() > deadline:
-                raise OffsetkeeperError(f"reading offsets topic {topic!r} took longer than "
-                                        f"{timeout_s:.0f}s")
-            for msg in consumer.consume(500, 1.0):
-                if msg.error():
-                    continue
-                decoded = decode_record(msg.key(), msg.value())
-                if decoded is not None and decoded[0] in connectors:
-                    latest[(decoded[0], decoded[1].key)] = decoded[1]
-                if msg.offset() + 1 >= ends[msg.partition()]:
-                    done.add(msg.partition())
-            # transaction markers may end a partition: its position tells, not the last record
-            for tp in consumer.position([TopicPartition(topic, p) for p in ends
-                                         if p not in done]):
-                if tp.offset >= ends[tp.partition]:
-                    done.add(tp.partition)
-    except KafkaException as exc:
-        raise OffsetkeeperError(f"reading offsets topic {topic!r} failed: {exc}") from None
-    finally:
-        consumer.close()
+        read_to_end(client_config, topic, take, read_committed=True, timeout_s=timeout_s,
+                    missing_hint="is it the worker's offset.storage.topic?")
+    except OffsetkeeperError as exc:
+        raise OffsetkeeperError(f"reading Connect's offsets topic failed: {exc}") from None
     out: dict[str, list[OffsetEntry]] = {}
     for (name, _), e in sorted(latest.items()):
         if e.offset is not None:

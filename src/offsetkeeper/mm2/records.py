@@ -17,12 +17,12 @@ value version) decodes to None and is counted by the readers, never trusted.
 from __future__ import annotations
 
 import struct
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.kafka.topic_reader import RawRecord, read_to_end
 
 MAX_RECORD = 64 * 1024
 
@@ -135,49 +135,21 @@ def read_topic(client_config: dict, topic: str,
                decode: Callable[[bytes | None, bytes | None, int | None], T | None], *,
                timeout_s: float = 60.0, max_records: int = 5_000_000) -> TopicRead:
     """Every record of `topic` from its log start to its current log end, decoded."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer({**client_config, "group.id": "offsetkeeper-mm2-reader",
-                         "enable.auto.commit": False, "enable.partition.eof": False})
     out: list = []
     skipped = 0
-    try:
-        md = consumer.list_topics(topic, timeout=10)
-        t = md.topics.get(topic)
-        if t is None or t.error is not None or not t.partitions:
-            raise OffsetkeeperError(f"topic {topic!r} does not exist on the cluster (is MM2 "
-                                    "running, and is the source alias right?)")
-        ends = {}
-        for p in t.partitions:
-            lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if hi > lo:
-                ends[p] = hi
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
-        deadline = time.monotonic() + timeout_s
-        done: set[int] = set()
-        while len(done) < len(ends):
-            if time.monotonic() > deadline:
-                raise OffsetkeeperError(f"reading {topic!r} took longer than {timeout_s:.0f}s")
-            for msg in consumer.consume(1000, 1.0):
-                if msg.error():
-                    continue
-                ts = msg.timestamp()[1] if msg.timestamp()[0] else None
-                rec = decode(msg.key(), msg.value(), ts)
-                if rec is None:
-                    skipped += 1
-                else:
-                    out.append(rec)
-                if len(out) + skipped > max_records:
-                    raise OffsetkeeperError(f"{topic!r} holds more than {max_records} records")
-                if msg.offset() + 1 >= ends[msg.partition()]:
-                    done.add(msg.partition())
-            for tp in consumer.position([TopicPartition(topic, p) for p in ends if p not in done]):
-                if tp.offset >= ends[tp.partition]:
-                    done.add(tp.partition)
-    except KafkaException as exc:
-        raise OffsetkeeperError(f"reading {topic!r} failed: {exc}") from None
-    finally:
-        consumer.close()
+
+    def take(rec: RawRecord) -> None:
+        nonlocal skipped
+        got = decode(rec.key, rec.value, rec.timestamp_ms)
+        if got is None:
+            skipped += 1
+        else:
+            out.append(got)
+        if len(out) + skipped > max_records:
+            raise OffsetkeeperError(f"{topic!r} holds more than {max_records} records")
+
+    read_to_end(client_config, topic, take, timeout_s=timeout_s,
+                missing_hint="is MM2 running, and is the cluster alias right?")
     return TopicRead(tuple(out), skipped)
 
 
