@@ -13,7 +13,7 @@ from confluent_kafka import TopicPartition as CTP
 
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.mm2.records import latest_checkpoints
+from offsetkeeper.mm2.records import latest_checkpoints, latest_offset_syncs
 from offsetkeeper.mm2.target import translations
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.ops.mm2 import mm2_status, remote_cluster_translation
@@ -113,6 +113,34 @@ def test_failover_agrees_with_remote_cluster_utils_resumes_on_the_same_record_an
         assert _check_times(r.json()) == []  # checkpoint times as epoch ms beside ISO
         assert {(x["topic"], x["partition"]): x["translated"] for x in r.json()} == {
             (tp.topic, tp.partition): off for tp, off in ours.items()}
+
+        # offset syncs beside the checkpoints: each partition's latest sync pairs a source
+        # offset with the target offset of the same record (checked by content)
+        def synced():
+            got, _ = latest_offset_syncs(Connection(bootstrap_servers=bootstrap).client_config(),
+                                         "B")
+            return all((topic, n) in got for n in (0, 1)) and got
+        syncs = _wait("MM2 offset syncs of both partitions", synced)
+        r = run_cli(capsys, "mm2", "status", "--source-alias", "A", "-g", group,
+                    "-b", dr_bootstrap, "--source-bootstrap", bootstrap, "-o", "json")
+        assert r.code == 0, r.err
+        assert "offset syncs not read" not in r.err, r.err
+        for x in r.json():
+            n = x["partition"]
+            assert x["sync_upstream"] >= syncs[(topic, n)].upstream  # the newest sync or later
+            assert x["sync_age_s"] is not None and x["sync_age_s"] >= 0
+            assert _value_at(bootstrap, topic, n, x["sync_upstream"]) == _value_at(
+                dr_bootstrap, remote, n, x["sync_downstream"])
+        r = run_cli(capsys, "mm2", "status", "--source-alias", "A", "-g", group,
+                    "--target-alias", "B", "-b", dr_bootstrap, "--source-bootstrap", bootstrap,
+                    "-o", "csv")
+        assert r.code == 0, r.err
+        header, *lines = r.out.splitlines()
+        assert {"sync_upstream", "sync_downstream", "sync_age_s"} <= set(header.split(","))
+        assert len(lines) == 2 and "offset syncs not read" not in r.err
+        r = run_cli(capsys, "mm2", "status", "--source-alias", "A", "-g", group,
+                    "--target-alias", "C", "-b", dr_bootstrap, "--source-bootstrap", bootstrap)
+        assert r.code == 0 and "no topic mm2-offset-syncs.C.internal" in r.err
 
         r = run_cli(capsys, "offsets", "reset", "-g", group, "--from-mm2", "--source-alias", "A",
                     "--execute", "-b", dr_bootstrap, "-o", "json")
