@@ -3,7 +3,8 @@
 It runs the real command line (each step printed as the command a user would type) against a
 local "prod" broker — and, for the Spark part, a second "dr" broker:
 inspect -> rewind a group in time -> verify/rollback from the automatic snapshot ->
-back the topic up on local Spark -> three-phase restore into DR with the groups translated.
+back the topic up on local Spark -> three-phase restore into DR with the groups translated;
+Kafka Connect connectors' offsets and a MirrorMaker 2 failover (a worker and MM2 it starts).
 
 Every part lives in this package (one module per capability), above the operations layer: it
 only drives the command line and seeds its own brokers. It ships in the package because
@@ -25,8 +26,10 @@ from rich.console import Console
 from offsetkeeper import devbroker
 from offsetkeeper.demo import (
     backup,
+    connect,
     consumer,
     history,
+    mm2,
     offsetlog,
     offsets,
     snapshots,
@@ -49,6 +52,9 @@ PARTS: list[tuple[str, Callable[[DemoContext], None], bool]] = [
      True),
     ("dashboard: the streaming query's checkpoint and its lag", web.checkpoints_part, True),
     ("consumer: delivery guarantees measured, live reset of a running app", consumer.part, False),
+    ("Kafka Connect: a source rewound, a sink's group reset, a mistake rolled back",
+     connect.part, False),
+    ("MirrorMaker 2: a group's failover from MM2's checkpoints, rolled back", mm2.part, False),
     ("__consumer_offsets decoded on Spark; ZooKeeper-era offsets", offsetlog.part, True),
 ]
 
@@ -67,8 +73,9 @@ def run_demo(*, port: int | None = None, keep: bool = False, spark: bool = True)
         elif not passed:
             # the logs of the failed part must outlive the run that names them
             console.print(f"[bold red]the demo failed; its data and logs are kept in {work} "
-                          f"(broker logs: {work}/<cluster>/node-*/server.log; remove the "
-                          "directory when done)")
+                          f"(broker logs: {work}/<cluster>/node-*/server.log; Connect's: "
+                          f"{work}/connect/connect.log; MirrorMaker 2's: {work}/mm2/mm2.log; "
+                          "remove the directory when done)")
 
 
 def _run_parts(console: Console, work: Path, *, port: int | None, keep: bool, spark: bool) -> None:

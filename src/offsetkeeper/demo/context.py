@@ -45,6 +45,31 @@ def seed(bootstrap: str) -> None:
         c.close()
 
 
+def wait_until(ctx: DemoContext, what: str, check, *, logs: tuple[Path, ...] = (),
+               idle: float = 120.0, cap: float = 900.0) -> bool:
+    """Poll `check()` until it returns True. No fixed clock: the wait lasts while something
+    makes progress (a log in `logs` grows, or `check()` returns another not-yet answer) and
+    gives up after `idle` seconds without any, or after `cap` seconds in all (a chatty log
+    must not keep a wait alive for ever); then the demo fails naming the logs to read."""
+    last: object = None
+    start = since = time.monotonic()
+    while True:
+        got = check()
+        if got is True:
+            return True
+        sizes = tuple(p.stat().st_size if p.exists() else -1 for p in logs)
+        seen = (sizes, got)
+        if seen != last:
+            last, since = seen, time.monotonic()
+        elif time.monotonic() - since > idle or time.monotonic() - start > cap:
+            where = ", ".join(str(p) for p in logs) or "the command output above"
+            ctx.run.fail(f"{what}: not reached after {time.monotonic() - start:.0f}s, the last "
+                         f"{time.monotonic() - since:.0f}s without progress (see {where}; the "
+                         f"last answer: {got!r})")
+            return False
+        time.sleep(0.3)
+
+
 class Runner:
     def __init__(self, console: Console, env: dict[str, str]) -> None:
         self.console = console
