@@ -72,3 +72,39 @@ def test_translations_keep_the_target_topic_and_filter_groups():
     assert translations(latest, "A", {"g"}) == {"g": {TopicPartition("A.orders", 0): 18}}
     assert source_topic("A", "A.orders") == "orders"
     assert source_topic("A", "orders") == "orders"  # IdentityReplicationPolicy
+
+
+class _Topics:
+    """The one admin call the syncs-topic lookup makes: the cluster's topic names."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def topic_partitions(self):
+        return {n: [0] for n in self.names}
+
+
+SYNCS_B = "mm2-offset-syncs.B.internal"
+
+
+@pytest.mark.parametrize(("source", "target", "alias", "found", "why"), [
+    ((SYNCS_B, "orders"), (), None, ("source", SYNCS_B), None),
+    ((), ("A.orders", SYNCS_B), None, ("target", SYNCS_B), None),  # location=target
+    ((SYNCS_B, "mm2-offset-syncs.C.internal"), (), None, None, "name one with --target-alias"),
+    ((SYNCS_B, "mm2-offset-syncs.C.internal"), (), "C",
+     ("source", "mm2-offset-syncs.C.internal"), None),
+    ((SYNCS_B,), (), "C", None, "no topic mm2-offset-syncs.C.internal"),
+    (("orders",), ("A.orders",), None, None, "no mm2-offset-syncs.*.internal topic"),
+])
+def test_the_offset_syncs_topic_is_found_by_name_or_the_reason_said(source, target, alias,
+                                                                    found, why):
+    """The syncs topic is looked for on the source, then the target; several MM2 targets need
+    --target-alias; a missing one is a reason, never a guess."""
+    from offsetkeeper.ops.mm2 import _find_syncs_topic
+
+    admins = {"source": _Topics(*source), "target": _Topics(*target)}
+    topic, where = _find_syncs_topic(admins["source"], admins["target"], alias)
+    if found is None:
+        assert topic is None and why in where
+    else:
+        assert (topic, where) == (found[1], admins[found[0]])
