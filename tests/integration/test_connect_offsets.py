@@ -336,3 +336,81 @@ def test_sink_to_file_goes_through_connects_patch_and_redelivers(
     assert res["readback"] == "rest" and res["state_after"] == "RUNNING"
     _wait("re-delivered lines", lambda: len(_lines(out)) >= 10)
     assert _lines(out) == values + values[2:]
+
+
+def _failed_connector(client, name: str, bootstrap: str) -> None:
+    """A connector the worker marks FAILED: MirrorMaker 2's heartbeat connector (on the
+    worker's class path) given a forwarding admin class it cannot instantiate passes config
+    validation and throws in Connector.start()."""
+    client.create(name, {"connector.class": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
+                         "source.cluster.alias": "A", "target.cluster.alias": "B",
+                         "source.cluster.bootstrap.servers": bootstrap,
+                         "target.cluster.bootstrap.servers": bootstrap,
+                         "forwarding.admin.class": "java.lang.Object", "tasks.max": "1"})
+
+    def failed() -> bool:
+        try:
+            return client.status(name)["connector"]["state"] == "FAILED"
+        except ConnectError as exc:  # 404 until the worker has written its first status
+            assert exc.status == 404, exc
+            return False
+    _wait(f"{name} FAILED", failed)
+
+
+def test_a_failed_connector_is_refused_per_connector_and_the_others_change(
+        connect_worker, client, bootstrap, admin, unique, tmp_path, capsys):
+    """Invariant: a FAILED connector is refused on its own (exit 1, the reason named, left
+    FAILED), and a bulk reset over a pattern that matches it still changes the other
+    connectors — partial failure reported per connector, never hidden behind success. A
+    consumer-group target over a pattern that matches a non-sink connector is bad input that
+    changes nothing, not even the sink connectors checked before it."""
+    from cli import run_cli
+
+    prefix = unique("fl")
+    sink, bad, ok = f"{prefix}-a-sink", f"{prefix}-b-bad", f"{prefix}-c-ok"
+    sink_topic, ok_topic = unique("fl-sink"), unique("fl-src")
+    admin.create_topic(sink_topic, 1)
+    admin.create_topic(ok_topic, 1)
+    _produce(bootstrap, sink_topic, [f"s-{i}" for i in range(5)])
+    out = _sink(client, tmp_path, sink, sink_topic)
+    src = _source(client, tmp_path, ok, ok_topic, ["x", "y", "z"])
+    _failed_connector(client, bad, bootstrap)
+    _wait("sink offsets", lambda: client.offsets(sink)["offsets"] and client.offsets(sink)[
+        "offsets"][0]["offset"]["kafka_offset"] == 5)
+    _wait("source position flushed", lambda: _position(client, ok) == src.stat().st_size)
+    common = ("--connect-url", connect_worker.url, "-b", bootstrap)
+
+    # one FAILED connector: refused with its reason, exit 1, still FAILED
+    r = run_cli(capsys, "connect", "reset", bad, "--to-none", "--execute", *common, "-o", "json")
+    assert r.code == 1, r.err
+    [res] = r.json()["report"]["connectors"]
+    assert res["status"] == "refused" and f"connector {bad} is FAILED" in res["message"]
+    assert client.status(bad)["connector"]["state"] == "FAILED"
+
+    # a consumer-group target over the pattern: the FAILED source connector makes it bad
+    # input before the sink (first by name) is touched. The sink is stopped so that a reset
+    # would stay visible (a running sink would consume back to 5 at once).
+    client.stop(sink)
+    _wait("sink stopped", lambda: client.status(sink)["connector"]["state"] == "STOPPED")
+    r = run_cli(capsys, "connect", "reset", "--pattern", f"{prefix}-*", "--to-earliest",
+                "--execute", *common)
+    assert r.code == 2 and f"connector {bad} is a source connector" in r.err, r.err
+    assert client.offsets(sink)["offsets"][0]["offset"]["kafka_offset"] == 5
+    client.resume(sink)
+    _wait("sink running", lambda: client.status(sink)["connector"]["state"] == "RUNNING")
+
+    # bulk over the pattern: the FAILED one refused, the two others changed and read back
+    r = run_cli(capsys, "connect", "reset", "--pattern", f"{prefix}-*", "--to-none", "--execute",
+                "--offsets-topic", connect_worker.offsets_topic, *common, "-o", "json")
+    assert r.code == 1, r.err
+    results = {x["connector"]: x for x in r.json()["report"]["connectors"]}
+    assert results[bad]["status"] == "refused" and "is FAILED" in results[bad]["message"]
+    assert results[ok]["status"] == "success" and results[ok]["readback"] == "rest+offsets-topic"
+    assert results[sink]["status"] == "success" and results[sink]["state_after"] == "RUNNING"
+    assert client.status(bad)["connector"]["state"] == "FAILED"
+    # the source starts over: its three lines are emitted again (the independent check)
+    _wait("the source re-emitted", lambda: len(_values(bootstrap, ok_topic)) >= 6)
+    assert _values(bootstrap, ok_topic) == ["x", "y", "z"] * 2
+    # the sink's group lost its commits: it re-delivers from the log start
+    _wait("the sink re-delivered", lambda: len(_lines(out)) >= 10)
+    assert _lines(out) == [f"s-{i}" for i in range(5)] * 2

@@ -78,7 +78,8 @@ class ConnectPlan:
 MOVABLE_STATES = ("RUNNING", "PAUSED", "STOPPED")
 
 
-def _refusal(facts: ConnectorFacts) -> str | None:
+def refusal(facts: ConnectorFacts) -> str | None:
+    """Why offsetkeeper will not change this connector's offsets (None: it may)."""
     if facts.state not in MOVABLE_STATES:
         return (f"connector {facts.name} is {facts.state}; offsetkeeper changes offsets of "
                 f"RUNNING, PAUSED or STOPPED connectors only (fix or restart it first)")
@@ -92,7 +93,7 @@ def plan_alter(facts: ConnectorFacts, target: tuple[OffsetEntry, ...], *,
     """Set the listed partitions to the listed offsets (a null offset removes one). `exact`
     (rollback): partitions that have an offset now and are not listed are removed too, so the
     connector ends with exactly `target`."""
-    refused = _refusal(facts)
+    refused = refusal(facts)
     if refused is None and facts.type == "sink":
         bad = [e for e in target if sink_position(e) is None]
         if bad:
@@ -134,4 +135,4 @@ def plan_delete_all(facts: ConnectorFacts) -> ConnectorPlan:
                     if e.offset is not None)
     action = Action.RESET if changes else Action.NOTHING
     return ConnectorPlan(facts.name, facts.type, facts.state, action, changes, (),
-                         _refusal(facts))
+                         refusal(facts))

@@ -29,12 +29,14 @@ from offsetkeeper.connect.model import (
     sink_position,
 )
 from offsetkeeper.connect.plan import (
+    MOVABLE_STATES,
     Action,
     ConnectorFacts,
     ConnectorPlan,
     ConnectPlan,
     plan_alter,
     plan_delete_all,
+    refusal,
 )
 from offsetkeeper.connect.rest import ConnectClient, ConnectError, ConnectTarget, parse_target
 from offsetkeeper.connect.snapshots import PREFIX, ConnectSnapshotStore, new_snapshot
@@ -363,12 +365,21 @@ def _reset_sinks_through_groups(client: ConnectClient, admin, names: list[str],
 
     if admin is None:
         raise UsageError("a consumer-group target needs the Kafka cluster (--bootstrap-server)")
-    plans, outcomes, notes = [], {}, []
-    for name in names:
-        facts = read_facts(client, name)
+    # every connector is checked before any is changed: bad input changes nothing, and a
+    # connector that cannot be moved is refused on its own while the others go ahead
+    all_facts = [read_facts(client, name) for name in names]
+    for facts in all_facts:
         if facts.type != "sink":
-            raise UsageError(f"connector {name} is a {facts.type} connector: consumer-group "
-                             "targets apply to sink connectors (use --to-file or --to-none)")
+            raise UsageError(f"connector {facts.name} is a {facts.type} connector: "
+                             "consumer-group targets apply to sink connectors (use --to-file "
+                             "or --to-none)")
+    plans, outcomes, notes = [], {}, []
+    for facts in all_facts:
+        name = facts.name
+        if facts.state not in MOVABLE_STATES:
+            plans.append(ConnectorPlan(name, facts.type, facts.state, Action.NOTHING,
+                                       refused=refusal(facts)))
+            continue
         group = sink_group(client, name)
         plans.append(ConnectorPlan(name, facts.type, facts.state, Action.ALTER,
                                    notes=(f"reset through its consumer group {group}",)))
@@ -383,8 +394,10 @@ def _reset_sinks_through_groups(client: ConnectClient, admin, names: list[str],
                              "stops the connector first and resumes it afterwards")
             continue
         was = connector_state(client, name)
-        if was not in ("RUNNING", "PAUSED", "STOPPED"):
-            raise UsageError(f"connector {name} is {was}; fix or restart it first")
+        if was not in MOVABLE_STATES:
+            plans[-1] = ConnectorPlan(name, facts.type, was, Action.NOTHING,
+                                      refused=refusal(replace(facts, state=was)))
+            continue
         if was != "STOPPED":
             client.stop(name)
         try:
