@@ -44,8 +44,11 @@ def _values(bootstrap: str, topic: str) -> list[str]:
         out: list[str] = []
         if hi > lo:
             c.assign([TopicPartition(topic, 0, lo)])
-            while len(out) < hi - lo:
-                out += [m.value().decode() for m in c.consume(500, 1.0) if not m.error()]
+            empty = 0
+            while len(out) < hi - lo and empty < 30:  # a broker gone quiet ends the read
+                got = [m.value().decode() for m in c.consume(500, 1.0) if not m.error()]
+                empty = 0 if got else empty + 1
+                out += got
         return out
     finally:
         c.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from offsetkeeper.demo.context import DemoContext, wait_until
 from offsetkeeper.devbroker import connect as dev_connect
+from offsetkeeper.errors import OffsetkeeperError
 
 TOPIC = "mm2-demo-orders"
 GROUP = "mm2-demo-payments"
@@ -31,10 +32,14 @@ def _seed(bootstrap: str) -> dict[int, int]:
     try:
         c.assign([TopicPartition(TOPIC, n, 0) for n in range(PARTITIONS)])
         seen: dict[int, int] = {}
+        empty = 0
         while sum(seen.values()) < PARTITIONS * PER_PARTITION:
-            for m in c.consume(500, 1.0):
-                if not m.error():
-                    seen[m.partition()] = seen.get(m.partition(), 0) + 1
+            msgs = [m for m in c.consume(500, 1.0) if not m.error()]
+            empty = 0 if msgs else empty + 1
+            if empty > 60:
+                raise OffsetkeeperError(f"reading {TOPIC} on {bootstrap} stood still for 60s")
+            for m in msgs:
+                seen[m.partition()] = seen.get(m.partition(), 0) + 1
         c.commit(offsets=[TopicPartition(TOPIC, n, seen[n]) for n in range(PARTITIONS)],
                  asynchronous=False)
         return seen
