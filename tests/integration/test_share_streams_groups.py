@@ -450,8 +450,8 @@ def test_streams_commit_metadata_kept_by_a_reset_and_restored_exactly_by_a_rollb
     partition's metadata as Kafka has it (Kafka Streams' 12 characters, never bytes
     confluent-kafka read past their end, never null); `groups describe` shows it; a reset
     keeps each moved partition's metadata; a rollback puts offsets AND metadata back exactly,
-    including a partition whose offset is right but whose metadata was changed since.
-    Checked with Kafka's Java Admin client."""
+    including a partition whose offset is right but whose metadata was changed since;
+    `--clear-metadata` commits none. Checked with Kafka's Java Admin client."""
     from offsetkeeper.config.connection import Connection
     from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.models import CommittedOffset, TopicPartition
@@ -490,3 +490,9 @@ def test_streams_commit_metadata_kept_by_a_reset_and_restored_exactly_by_a_rollb
                 "--store", store, "-b", bootstrap, "-o", "json")
     assert r.code == 0, r.out + r.err
     assert _exact(bootstrap, g) == before
+    # asked to, a reset commits no metadata (as kafka-consumer-groups.sh does): --to-current
+    # then clears it and moves nothing
+    r = run_cli(capsys, "offsets", "reset", "-g", g, "--all-topics", "--to-current",
+                "--clear-metadata", "--execute", "--no-snapshot", "-b", bootstrap)
+    assert r.code == 0, r.out + r.err
+    assert _exact(bootstrap, g) == {p: (o, "") for p, (o, _) in before.items()}

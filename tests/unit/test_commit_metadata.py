@@ -93,3 +93,26 @@ def test_the_executor_commits_the_plans_metadata():
              PartitionPlan("g", "t", 1, 0, 40, 0, 100))
     job = _Job(GroupPlan("g", "empty", 0, parts), {T0: 50, T1: 40}, [])
     assert _with_metadata(job) == {T0: CommittedOffset(50, STREAMS), T1: 40}
+
+
+def test_clear_metadata_commits_none_like_kafka_consumer_groups():
+    """Invariant: with `--clear-metadata` (ResetScope.clear_metadata) a reset commits every
+    partition it moves without metadata, as kafka-consumer-groups.sh does; a partition whose
+    offset stays but whose metadata goes is a change (so `--to-current --clear-metadata`
+    clears it); metadata an input names (a rollback's snapshot) still wins."""
+    from offsetkeeper.reset.plan import ResetScope, plan_reset
+    from offsetkeeper.reset.targets import FromOffsets, ToCurrent, ToEarliest
+
+    committed = {T0: CommittedOffset(50, STREAMS), T1: CommittedOffset(40, None),
+                 T2: CommittedOffset(30, "")}
+    scope = ResetScope(groups=("g",), all_topics=True, clear_metadata=True)
+    parts = {p.tp: p for p in plan_reset(_facts(committed), scope, ToEarliest()).partitions()}
+    assert {tp: p.metadata for tp, p in parts.items()} == {T0: "", T1: "", T2: ""}
+    assert not any("metadata" in p.note for p in parts.values())
+    parts = {p.tp: p for p in plan_reset(_facts(committed), scope, ToCurrent()).partitions()}
+    assert {tp: (p.changes, p.note) for tp, p in parts.items()} == {
+        T0: (True, "same offset; commit metadata cleared"), T1: (False, "unchanged"),
+        T2: (False, "unchanged")}
+    back = FromOffsets({"g": {T0: 50}}, metadata={"g": {T0: STREAMS}})
+    [p] = plan_reset(_facts({T0: CommittedOffset(0, "")}), scope, back).partitions()
+    assert (p.target, p.metadata) == (50, STREAMS)

@@ -39,6 +39,7 @@ NOTE_DELETE_UNCOMMITTED = "delete: no committed offset before (restored with Off
 NOTE_STILL_UNCOMMITTED = "no committed offset, as before; unchanged"
 # the offset is where the input wants it, only the commit metadata differs (a rollback)
 NOTE_METADATA_RESTORED = "same offset; commit metadata restored"
+NOTE_METADATA_CLEARED = "same offset; commit metadata cleared"
 NOTE_METADATA_UNREADABLE = "commit metadata unreadable: committed without it"
 
 
@@ -102,6 +103,9 @@ class ResetScope:
     # A live reset (offsetkeeper.consumer.live) is applied by the group's own running members:
     # active groups are expected, and a group without members is refused instead.
     live: bool = False
+    # Commit without commit metadata (as kafka-consumer-groups.sh does) instead of keeping each
+    # partition's; metadata an input names (a rollback's snapshot) is committed either way.
+    clear_metadata: bool = False
 
 
 @dataclass(frozen=True)
@@ -278,7 +282,7 @@ def _spec_partitions(specs: tuple[TopicSpec, ...], facts: ResetFacts) -> list[To
 
 def _plan_partition(
     group: str, tp: TopicPartition, committed: CommittedOffset | None, wm: Watermarks,
-    target: ResetTarget, facts: ResetFacts,
+    target: ResetTarget, facts: ResetFacts, *, clear_metadata: bool = False,
 ) -> PartitionPlan:
     current = None if committed is None else committed.offset
     notes: list[str] = []
@@ -334,12 +338,12 @@ def _plan_partition(
     # or the one the input names (a rollback: the snapshot's). docs/oracle.md says why.
     have = "" if committed is None else committed.metadata
     given = target.metadata_for(group, tp) if isinstance(target, FromOffsets) else None
-    metadata = given if given is not None else (have or "")
-    if wanted is not None and given is None and have is None:
+    metadata = given if given is not None else "" if clear_metadata else (have or "")
+    if wanted is not None and given is None and have is None and not clear_metadata:
         notes.append(NOTE_METADATA_UNREADABLE)
     if wanted is not None and wanted == current:
-        notes.append(NOTE_METADATA_RESTORED if have is not None and metadata != have
-                     else NOTE_UNCHANGED)
+        notes.append(NOTE_UNCHANGED if have is None or metadata == have
+                     else NOTE_METADATA_RESTORED if given is not None else NOTE_METADATA_CLEARED)
     return PartitionPlan(group=group, topic=tp.topic, partition=tp.partition, current=current,
                          target=wanted, log_start=wm.low, log_end=wm.high,
                          note="; ".join(notes), error=error, metadata=metadata,
@@ -371,7 +375,8 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                                            _committed(gf, tp), None, -1, -1,
                                            error=f"unknown partition {tp}"))
                 continue
-            part = _plan_partition(group, tp, gf.committed.get(tp), wm, target, facts)
+            part = _plan_partition(group, tp, gf.committed.get(tp), wm, target, facts,
+                                   clear_metadata=scope.clear_metadata)
             if not gf.exists:
                 named = group in named_groups
                 part = _with_note(part, NOTE_NEW_GROUP_REFUSED if group not in facts.may_create
