@@ -116,3 +116,45 @@ def test_clear_metadata_commits_none_like_kafka_consumer_groups():
     back = FromOffsets({"g": {T0: 50}}, metadata={"g": {T0: STREAMS}})
     [p] = plan_reset(_facts({T0: CommittedOffset(0, "")}), scope, back).partitions()
     assert (p.target, p.metadata) == (50, STREAMS)
+
+
+def test_reset_then_rollback_through_the_executor_restores_offsets_and_metadata():
+    """Invariant: through the one executor, a reset keeps each partition's commit metadata and
+    a rollback to the snapshot taken before it puts offsets and metadata back exactly, also
+    where another writer changed only the metadata in between."""
+    from offsetkeeper.snapshots.capture import take_snapshot
+    from offsetkeeper.snapshots.rollback import rollback_target
+    from tests.unit.executor_support import TOPIC, cluster, reset_plan, run
+
+    admin = cluster({"g": {0: 10, 1: 20}})
+    a, b = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+    admin.groups["g"].committed.update({a: CommittedOffset(10, STREAMS),
+                                        b: CommittedOffset(20, "x\n")})
+    before = dict(admin.groups["g"].committed)
+    snap = take_snapshot(admin, ["g"])
+    assert run(admin, reset_plan(admin)).partitions_changed == 2
+    assert admin.groups["g"].committed == {a: CommittedOffset(50, STREAMS),
+                                           b: CommittedOffset(50, "x\n")}
+    admin.groups["g"].committed[b] = CommittedOffset(20, "other")  # offset right, metadata not
+    report = run(admin, reset_plan(admin, target=rollback_target(snap)))
+    assert report.partitions_changed == 2 and admin.groups["g"].committed == before
+
+
+def test_a_reset_whose_metadata_reads_back_different_is_not_a_success():
+    """Invariant: the executor's read-back checks the commit metadata too: a partition at the
+    target offset whose metadata is not what the plan committed is reported (never SUCCESS)."""
+    from tests.unit.executor_support import TOPIC, cluster, reset_plan, run
+
+    admin = cluster({"g": {0: 10}}, partitions=1)
+    a = TopicPartition(TOPIC, 0)
+    admin.groups["g"].committed[a] = CommittedOffset(10, STREAMS)
+    plan = reset_plan(admin)
+    real = admin.committed_offsets_each
+
+    def read_back(groups, **kw):  # the commit lost its metadata on the way
+        return {g: {tp: CommittedOffset(c.offset, "") for tp, c in offs.items()}
+                for g, offs in real(groups, **kw).items()}
+
+    admin.committed_offsets_each = read_back
+    [r] = run(admin, plan).results
+    assert str(r.status) == "failed" and "commit metadata reads back as ''" in r.partition_errors[str(a)]

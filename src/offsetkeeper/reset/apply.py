@@ -484,6 +484,7 @@ class _Wave:
                 partition_errors=perr, error=f"{len(perr)} partition(s) failed" if perr else None))
 
     def _compare(self, job: _Job, live: dict) -> None:
+        metadata = {p.tp: p.metadata for p in job.plan.partitions}
         for tp in job.deletes:
             got = live.get(tp)
             if str(tp) not in job.partition_errors and got is not None:
@@ -496,6 +497,10 @@ class _Wave:
                 if got is None or got.offset != want:
                     job.partition_errors[str(tp)] = _moved_by_another(
                         want, None if got is None else got.offset)
+                elif got.metadata is not None and got.metadata != metadata.get(tp, ""):
+                    job.partition_errors[str(tp)] = (
+                        f"committed at {want}, but its commit metadata reads back as "
+                        f"{got.metadata[:64]!r}, not {metadata.get(tp, '')[:64]!r}")
             elif got is not None:
                 job.partition_errors[str(tp)] = f"still committed at {got.offset} after the delete"
 
