@@ -459,14 +459,19 @@ class KafkaAdmin(JvmGroupsAdmin):
 
         if any(isinstance(o, CommittedOffset) and o.metadata for o in offsets.values()) \
                 and jvm.available():
-            done: cf.Future = cf.Future()
             try:
-                done.set_result(self.alter_offsets_exact(group_id, {
+                result = self.alter_offsets_exact(group_id, {
                     tp: o if isinstance(o, CommittedOffset) else CommittedOffset(int(o))
-                    for tp, o in offsets.items()}))
-            except OffsetkeeperError as exc:
-                done.set_exception(exc)
-            return done
+                    for tp, o in offsets.items()})
+            except OffsetkeeperError:
+                # a helper built before this operation, or one that died: the same commit
+                # through confluent-kafka (idempotent), whose answer says what happened
+                logging.getLogger(__name__).debug("exact metadata commit through the helper "
+                                                  "failed", exc_info=True)
+            else:
+                done: cf.Future = cf.Future()
+                done.set_result(result)
+                return done
         tps = []
         for tp, o in sorted(offsets.items()):
             if isinstance(o, CommittedOffset) and o.metadata:
