@@ -29,6 +29,9 @@ class OffsetRow:
     lag_raw: int | None = None
     last_stable_offset: int | None = None
     open_transaction_since: int | None = None   # ms: first record of the open transaction
+    # the commit metadata exactly as committed ("" none; None: unreadable); untrusted text,
+    # rendered escaped
+    metadata: str | None = ""
 
     @property
     def note(self) -> str | None:
@@ -169,7 +172,8 @@ def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str], *,
                     cur, lo.log_end, lo.lso, view.counted.get((tp, cur)))
             rows.append(OffsetRow(g, tp.topic, tp.partition, cur, lo.log_start, lo.log_end,
                                   lag, mid, host, cid, raw, lo.lso,
-                                  view.open_since.get(tp) if lo.open_transaction else None))
+                                  view.open_since.get(tp) if lo.open_transaction else None,
+                                  c.metadata if c else ""))
     return [infos[g] for g in group_ids], rows
 
 

@@ -155,6 +155,18 @@ def test_scan_one_group_reads_only_its_partition(log, bootstrap, tmp_path, capsy
     assert table_rows(tmp_path) == expected_commits(log["records"], g1)
 
 
+def test_queries_read_the_cluster_when_given_one_like_scan(log, scanned, bootstrap, capsys):
+    """Invariant: the `commits` queries take the cluster options `commits scan` takes
+    (issue 31 item 11a: they refused -b): given -b instead of --history they read the log
+    now (the group's partition only) and answer what a scanned history answers."""
+    g1 = log["groups"][0]
+    r = run_cli(capsys, "commits", "show", "--group", g1, "-b", bootstrap, "-t", log["topic"],
+                "-o", "json")
+    assert r.code == 0, r.err
+    want = run_cli(capsys, "commits", "show", g1, "-H", log["out"], "-o", "json")
+    assert r.json() == want.json() and len(r.json()) > 3
+
+
 def test_commits_at_is_exact(log, scanned, capsys):
     g1, data = log["groups"][0], log["data"]
     r = run_cli(capsys, "commits", "at", g1, "--history", log["out"], "--time", iso(T0 + 4 * MINUTE + 30_000), "-o", "json")

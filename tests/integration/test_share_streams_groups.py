@@ -434,3 +434,65 @@ def test_streams_group_not_ready_while_an_input_topic_is_missing(capsys, bootstr
         assert "state notready" in r.err, r.err
     finally:
         app.stop()
+
+
+def _exact(bootstrap: str, group: str) -> dict[int, tuple[int, str]]:
+    """partition -> (offset, metadata) as Kafka's Java Admin client reads them (listConsumer-
+    GroupOffsets through the helper): the independent reader of commit metadata."""
+    [g] = jvm.call({"bootstrap.servers": bootstrap}, "list-consumer-group-offsets",
+                   {"groups": [group]})
+    return {int(p["partition"]): (int(p["offset"]), p["metadata"]) for p in g["partitions"]}
+
+
+def test_streams_commit_metadata_kept_by_a_reset_and_restored_exactly_by_a_rollback(
+        capsys, bootstrap, streams, tmp_path):
+    """Invariant: commit metadata is carried exactly (issue 31 item 2). A snapshot records each
+    partition's metadata as Kafka has it (Kafka Streams' 12 characters, never bytes
+    confluent-kafka read past their end, never null); `groups describe` shows it; a reset
+    keeps each moved partition's metadata; a rollback puts offsets AND metadata back exactly,
+    including a partition whose offset is right but whose metadata was changed since;
+    `--clear-metadata` commits none. Checked with Kafka's Java Admin client."""
+    from offsetkeeper.config.connection import Connection
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.models import CommittedOffset, TopicPartition
+
+    g, src = streams["group"], streams["input"]
+    wait_until("the streams app to commit with metadata", lambda: len(
+        [m for _, m in _exact(bootstrap, g).values() if m]) == 2, timeout=90)
+    streams["app"].stop()
+    wait_until("the streams group to be empty", lambda: "Empty" in oracle(
+        "kafka-streams-groups", bootstrap, "--describe", "--group", g, "--state"))
+    before = _exact(bootstrap, g)
+    assert sorted(before) == [0, 1] and all(len(m) == 12 for _, m in before.values()), before
+    store = str(tmp_path / "snaps")
+    r = run_cli(capsys, "snapshots", "create", "-g", g, "--store", store, "-b", bootstrap,
+                "-o", "json")
+    assert r.code == 0, r.err
+    shown = run_cli(capsys, "snapshots", "show", r.json()["id"], "--store", store, "-o", "json")
+    assert {o["partition"]: (o["offset"], o["metadata"])
+            for o in shown.json()["groups"][g]["offsets"]} == before
+    r = run_cli(capsys, "groups", "describe", g, "-b", bootstrap, "-o", "json")
+    assert {x["partition"]: x["metadata"] for x in r.json()} == {p: m for p, (_, m) in before.items()}
+
+    r = run_cli(capsys, "offsets", "reset", "-g", g, "-t", src, "--to-offset", "2", "--execute",
+                "--snapshot-store", store, "-b", bootstrap, "-o", "json")
+    assert r.code == 0, r.err
+    snap = r.json()["report"]["snapshot_id"]
+    assert _exact(bootstrap, g) == {p: (2, m) for p, (_, m) in before.items()}
+    # another writer changes partition 1's metadata (and puts its offset back where it was)
+    with KafkaAdmin(Connection(bootstrap_servers=bootstrap)) as admin:
+        tp1 = TopicPartition(src, 1)
+        fut = admin.alter_offsets_async(g, {tp1: CommittedOffset(before[1][0], "other\x1b[31m")})
+        assert admin.alter_result(g, fut) == {tp1: None}
+    r = run_cli(capsys, "groups", "describe", g, "-b", bootstrap)
+    assert "other\\x1b[31m" in r.out and "\x1b" not in r.out, r.out  # escaped when shown
+    r = run_cli(capsys, "snapshots", "rollback", snap, "--execute", "--no-snapshot",
+                "--store", store, "-b", bootstrap, "-o", "json")
+    assert r.code == 0, r.out + r.err
+    assert _exact(bootstrap, g) == before
+    # asked to, a reset commits no metadata (as kafka-consumer-groups.sh does): --to-current
+    # then clears it and moves nothing
+    r = run_cli(capsys, "offsets", "reset", "-g", g, "--all-topics", "--to-current",
+                "--clear-metadata", "--execute", "--no-snapshot", "-b", bootstrap)
+    assert r.code == 0, r.out + r.err
+    assert _exact(bootstrap, g) == {p: (o, "") for p, (o, _) in before.items()}

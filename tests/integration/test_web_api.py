@@ -394,3 +394,37 @@ def test_groups_page_with_a_connect_worker_on_the_cluster(connect_worker, web, g
         assert name in rows, rows
     r = c.get("/c/default/groups", params={"format": "json", "q": connect_worker.group_id})
     assert r.json()["groups"][0]["protocol"] == "connect"
+
+
+def test_group_page_reason_and_lag_come_from_the_same_sample(web, group, topic):
+    """Invariant (issue 31 item 13b: the reason said "lag 328" beside a table saying 341):
+    every lag the group page shows is labelled with the reading it comes from. The status,
+    its reason and the "lag at sample" column come from the last history sample (and agree);
+    "lag now" is the live read, timed; the two are never mixed in one column."""
+    import html as htmllib
+
+    from offsetkeeper.history.model import Cycle, Sample
+    from offsetkeeper.history.store import open_store
+    from offsetkeeper.times import iso_ms
+
+    c, hist = web
+    last = int(__import__("time").time() * 1000) - 60_000
+    with open_store(hist) as st:  # the group sat at 3 of 10 for ten samples: lag 7
+        for n in range(10):
+            ts = last - (9 - n) * 60_000
+            st.write([Sample(ts=ts, group=group, topic=topic, partition=p, committed=3,
+                             log_start=0, log_end=10, state="empty", members=0)
+                      for p in range(2)], Cycle(ts, 60_000, 1, 2, 1))
+    data = c.get(f"/c/default/group?g={group}&format=json").json()["group"]
+    assert [(p["lag"], p["sample_lag"]) for p in data["partitions"]] == [(5, 7), (5, 7)]
+    assert data["history"]["last_sample_ms"] == last and data["read_at_ms"] > last
+    assert "lag 7" in data["history"]["reason"] and "lag 5" not in data["history"]["reason"]
+
+    page = c.get(f"/c/default/group?g={group}").text
+    assert re.findall(r'class="num live-lag">(\d+)<', page) == ["5", "5"]
+    assert re.findall(r'class="num sample-lag">(\d+)<', page) == ["7", "7"]
+    assert f'<span id="sample-time">{iso_ms(last)}</span>' in page
+    assert 'total lag now <b id="total-lag">10</b>' in page and 'id="read-at">(read ' in page
+    reasons = [htmllib.unescape(r) for r in re.findall(r'<td colspan="9" class="reason">([^<]+)<', page)]
+    assert len(reasons) == 2 and all(r.startswith(f"at the last sample ({iso_ms(last)}): ")
+                                     and "lag 7" in r for r in reasons), reasons

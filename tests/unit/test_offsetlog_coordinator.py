@@ -305,3 +305,74 @@ def test_regex_resolution_is_an_event(tmp_path):
     out = _history(tmp_path, [(1, member), (2, regex)])
     assert [(r["state"], r["subscribed"]) for r in membership_rows(out, "g")] == [
         ("joined", "/^o.*/"), ("regex /^o.*/ resolved", "orders,outbox")]
+
+
+def _rows(records):
+    """Coordinator and classic group rows, as a scan writes them, of records in log order:
+    each encoded as Kafka writes it to __consumer_offsets, decoded back by the scan's decoder."""
+    from offsetkeeper.offsetlog.scan import COORDINATOR_COLUMNS, GROUP_COLUMNS
+
+    coordinator, classic = [], []
+    for i, (ts, key, value) in enumerate(records):
+        r = record_row(decode_record(encode_key(key), encode_value(value) if value is not None
+                                     else None))
+        r.update(record_type=r["key_version"], source_partition=7, source_offset=i,
+                 record_timestamp=ts)
+        if r["kind"] == "group_metadata":
+            classic.append({c: r.get(c) for c in GROUP_COLUMNS})
+        else:
+            coordinator.append({c: r.get(c) for c in COORDINATOR_COLUMNS})
+    return coordinator, classic
+
+
+def test_a_classic_member_of_a_group_that_converted_back_has_not_left():
+    """Invariant (issue 31 item 11f): `commits generations --members` shows a member as left
+    only when it left. A classic member of a group that converted to the consumer protocol
+    and back (its last consumer-protocol member left) stays: the conversion tombstones every
+    member's consumer records, then writes a classic group-metadata record that still lists
+    it. It leaves when a later classic record no longer lists it."""
+    from offsetkeeper.offsetlog.encode import encode_assignment, encode_subscription
+    from offsetkeeper.offsetlog.membership import replay_members
+    from offsetkeeper.offsetlog.records import (
+        Assignment,
+        GroupMetadataKey,
+        Subscription,
+        TopicPartitions,
+    )
+
+    g = "payments"
+    old = MemberMetadata("old-1", "classic-app", "/10.0.0.1", 45_000,
+                         encode_subscription(Subscription(("orders",), None, (), -1, None, 1)),
+                         encode_assignment(Assignment((TopicPartitions("orders", (0, 1)),),
+                                                      None, 1)), None, 300_000)
+
+    def classic(members, generation):
+        return GroupMetadataKey(g), GroupMetadataValue("consumer", generation, "range",
+                                                       members[0].member_id if members else None,
+                                                       tuple(members), 0, 3)
+
+    def rec(c):
+        return c.key, c
+
+    def gone(c):
+        return c.key, None
+
+    log = [
+        (1000, *classic([old], 1)),                         # a classic group, one member
+        # a consumer-protocol member joins: the group converts, both members get consumer records
+        (2000, *rec(_member(g, "old-1", ["orders"], client="classic-app"))),
+        (2000, *rec(_member(g, "new-1", ["orders"], client="new-app"))),
+        (2000, *rec(_epoch(g, 2))),
+        (2000, *rec(_current(g, "old-1", 2, 1, [0]))), (2000, *rec(_current(g, "new-1", 2, 0, [1]))),
+        (2000, GroupMetadataKey(g), None),                    # the classic record's tombstone
+        # the consumer-protocol member leaves: back to classic, every consumer record tombstoned
+        (3000, *gone(_current(g, "new-1", 2, 0, [1]))), (3000, *gone(_member(g, "new-1", []))),
+        (3000, *gone(_current(g, "old-1", 2, 1, [0]))), (3000, *gone(_member(g, "old-1", []))),
+        (3000, *gone(_epoch(g, 2))),
+        (3000, *classic([old], 3)),                         # ... and old-1 is still a member
+    ]
+    left = {r["member"]: r["left"] for r in replay_members(*_rows(log), {})}
+    assert left == {"old-1": None, "new-1": 3000}
+    # old-1 leaves the classic group later: left then, not at the conversion
+    left = {r["member"]: r["left"] for r in replay_members(*_rows([*log, (9000, *classic([], 4))]), {})}
+    assert left == {"old-1": 9000, "new-1": 3000}

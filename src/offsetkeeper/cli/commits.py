@@ -19,34 +19,87 @@ from offsetkeeper.cli.common import (
 )
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
-from offsetkeeper.errors import require_extra
+from offsetkeeper.errors import UsageError, require_extra
 
 app = typer.Typer(help="Decode __consumer_offsets into a commit history (Spark) and query it.",
                   no_args_is_help=True)
 
-HistoryOpt = Annotated[str, typer.Option(
+HistoryOpt = Annotated[str | None, typer.Option(
     "--history", "-H", envvar="OFFSETKEEPER_COMMIT_HISTORY", metavar="DIR",
-    help="Commit history directory written by 'commits scan --out DIR'.")]
-GroupArg = Annotated[str, typer.Argument(help="Consumer group.", show_default=False)]
+    help="Commit history directory written by 'commits scan --out DIR' [default: read the "
+    "cluster's __consumer_offsets now, given -b/--bootstrap-server or --cluster].",
+    show_default=False)]
+GroupArg = Annotated[str | None, typer.Argument(
+    metavar="GROUP", help="Consumer group (or --group).", show_default=False)]
+GroupOpt = Annotated[str | None, typer.Option("--group", "-g", metavar="GROUP",
+                                              help="Consumer group (or the GROUP argument).",
+                                              show_default=False)]
 GroupFilterOpt = Annotated[str | None, typer.Option("--group", "-g", metavar="GROUP",
                                                     help="Only this group.", show_default=False)]
 MasterOpt = Annotated[str | None, typer.Option("--master", metavar="URL",
                                                help="Spark master [default: local[*]].", show_default=False)]
+TopicOpt = Annotated[str, typer.Option("--topic", "-t", help="Topic holding the records.")]
+ConfOpt = Annotated[list[str] | None, typer.Option(
+    "--conf", metavar="KEY=VALUE", help="Spark configuration (repeatable).", show_default=False)]
+
+_CLUSTER_PARAMS = ("bootstrap", "command_config", "cluster", "config")
+
+
+def _one_group(arg: str | None, opt: str | None) -> str:
+    if arg is not None and opt is not None and arg != opt:
+        raise UsageError(f"two groups given ('{arg}' and --group '{opt}'): give one")
+    group = arg if arg is not None else opt
+    if group is None:
+        raise UsageError("missing the group: give it as GROUP or --group GROUP")
+    return group
+
+
+def _query_source(ctx: typer.Context, history: str | None, *, group: str | None,
+                  master: str | None, remote: str | None, conf: list[str] | None):
+    """The history a query reads (`ops.commits.history_of`): --history, or the cluster the
+    connection options name, read now. A cluster from the environment or the config file
+    yields to --history, a cluster on the command line to $OFFSETKEEPER_COMMIT_HISTORY; both
+    on the command line are refused (exit 2)."""
+    from offsetkeeper.ops.commits import history_of
+
+    def typed_here(name: str) -> bool:
+        # by name: Typer carries its own copy of Click, whose ParameterSource is another enum
+        return getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
+
+    p = ctx.params
+    typed = [n for n in _CLUSTER_PARAMS if p.get(n) is not None and typed_here(n)]
+    if typed and history and not typed_here("history"):
+        history = None  # the command line wins over $OFFSETKEEPER_COMMIT_HISTORY
+    conn = None
+    if not history or typed:
+        try:
+            conn = connection(p.get("bootstrap"), p.get("command_config"), p.get("cluster"),
+                              p.get("config"))
+        except UsageError as exc:
+            if history:
+                raise
+            raise UsageError("give --history DIR (a history written by 'commits scan --out DIR') "
+                             "or a cluster to read now (-b/--bootstrap-server, --cluster)") from exc
+    topic = p.get("topic") or "__consumer_offsets"
+    if history and typed_here("topic"):
+        raise UsageError("--topic names the topic to read from the cluster; a --history was "
+                         "scanned already: give one")
+    return history_of(history, conn, group=group, topic=topic,
+                      master=spark_location(master, remote), spark_conf=tuple(conf or ()))
 
 
 @app.command("scan")
 def scan(
     out: Annotated[str, typer.Option("--out", "-O", metavar="DIR",
                                      help="Directory for the commit history (Parquet + scan.json).")],
-    topic: Annotated[str, typer.Option("--topic", "-t", help="Topic holding the records.")] = "__consumer_offsets",
+    topic: TopicOpt = "__consumer_offsets",
     backup: Annotated[str | None, typer.Option(
         "--backup", metavar="DEST/BACKUP_ID", help="Read a backup of the topic made by 'backup run' "
         "instead of the cluster.", show_default=False)] = None,
     group: GroupFilterOpt = None,
     master: MasterOpt = None,
     remote: RemoteOpt = None,
-    conf: Annotated[list[str] | None, typer.Option(
-        "--conf", metavar="KEY=VALUE", help="Spark configuration (repeatable).", show_default=False)] = None,
+    conf: ConfOpt = None,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -88,14 +141,20 @@ def scan(
             "pending, never used as a reset target; scan again once the transaction ended")
 
 
+# The queries take the same options as `commits scan` (and Kafka's tools): the history they
+# read, or the cluster to read now, and where Spark runs.
 @app.command("show")
 def show(
-    group: GroupArg, history: HistoryOpt,
+    ctx: typer.Context,
+    group: GroupArg = None,
     since: Annotated[str | None, typer.Option("--since", help="ISO-8601 start (UTC when no zone).",
                                               show_default=False)] = None,
     until: Annotated[str | None, typer.Option("--until", help="ISO-8601 end (UTC when no zone).",
                                               show_default=False)] = None,
-    output: OutputOpt = OutputFormat.table,
+    group_opt: GroupOpt = None, history: HistoryOpt = None, topic: TopicOpt = "__consumer_offsets",
+    master: MasterOpt = None, remote: RemoteOpt = None, conf: ConfOpt = None,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
     """A group's commits in log order, with the change per partition (REWIND when it went back).
 
@@ -104,16 +163,23 @@ def show(
     require_extra("spark", "commits show")
     from offsetkeeper.ops.commits import group_commits
 
-    rows = group_commits(history, group, since=since, until=until)
+    group = _one_group(group, group_opt)
+    with _query_source(ctx, history, group=group, master=master, remote=remote, conf=conf) as h:
+        rows = group_commits(h, group, since=since, until=until)
     render_rows(rows, ["time", "topic", "partition", "offset", "change", "metadata", "leader_epoch",
                        "source_offset", "pending"], output, title=f"commits of group {group}" if output is OutputFormat.table else None)
 
 
 @app.command("at")
 def at(
-    group: GroupArg, history: HistoryOpt,
-    time: Annotated[str, typer.Option("--time", "-T", help="ISO-8601 time (UTC when no zone).")],
-    output: OutputOpt = OutputFormat.table,
+    ctx: typer.Context,
+    group: GroupArg = None,
+    time: Annotated[str | None, typer.Option("--time", "-T", help="ISO-8601 time (UTC when no zone).",
+                                             show_default=False)] = None,
+    group_opt: GroupOpt = None, history: HistoryOpt = None, topic: TopicOpt = "__consumer_offsets",
+    master: MasterOpt = None, remote: RemoteOpt = None, conf: ConfOpt = None,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
     """The group's committed offsets as of a time, replayed exactly from the log.
 
@@ -122,17 +188,26 @@ def at(
     require_extra("spark", "commits at")
     from offsetkeeper.ops.commits import commits_at
 
-    render_rows(commits_at(history, group, time), ["group", "topic", "partition", "offset", "committed_at", "metadata",
+    group = _one_group(group, group_opt)
+    if time is None:
+        raise UsageError("missing option --time/-T (an ISO-8601 time, UTC when no zone)")
+    with _query_source(ctx, history, group=group, master=master, remote=remote, conf=conf) as h:
+        rows = commits_at(h, group, time)
+    render_rows(rows, ["group", "topic", "partition", "offset", "committed_at", "metadata",
                        "leader_epoch", "status"], output)
 
 
 @app.command("generations")
 def generations(
-    group: GroupArg, history: HistoryOpt,
+    ctx: typer.Context,
+    group: GroupArg = None,
     members: Annotated[bool, typer.Option(
         "--members", help="One row per member (consumer, share and streams groups): joined, "
         "left, first and last member epoch, subscription, assignment.")] = False,
-    output: OutputOpt = OutputFormat.table,
+    group_opt: GroupOpt = None, history: HistoryOpt = None, topic: TopicOpt = "__consumer_offsets",
+    master: MasterOpt = None, remote: RemoteOpt = None, conf: ConfOpt = None,
+    bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+    cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
     """A group's generations: members, their subscriptions and assignments, per rebalance.
 
@@ -145,7 +220,9 @@ def generations(
     require_extra("spark", "commits generations")
     from offsetkeeper.ops.commits import group_generations
 
-    gens = group_generations(history, group, members=members)
+    group = _one_group(group, group_opt)
+    with _query_source(ctx, history, group=group, master=master, remote=remote, conf=conf) as h:
+        gens = group_generations(h, group, members=members)
     if gens.members:
         render_rows(gens.rows, ["member", "client", "host", "joined", "left", "first_epoch",
                                 "last_epoch", "assignments", "subscribed", "assigned"], output)
@@ -155,16 +232,20 @@ def generations(
 
 
 def _report(name: str, help_text: str, example: str) -> None:
-    def command(history: HistoryOpt, group: GroupFilterOpt = None, master: MasterOpt = None,
+    def command(ctx: typer.Context, group: GroupFilterOpt = None, history: HistoryOpt = None,
+                topic: TopicOpt = "__consumer_offsets", master: MasterOpt = None, remote: RemoteOpt = None, conf: ConfOpt = None,
+                bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
+                cluster: ClusterOpt = None, config: ConfigOpt = None,
                 output: OutputOpt = OutputFormat.table) -> None:
         require_extra("spark", f"commits {name}")
         from offsetkeeper.ops.commits import commit_report
 
-        report = commit_report(name, history, group=group, master=master)
+        with _query_source(ctx, history, group=group, master=master, remote=remote,
+                           conf=conf) as h:
+            report = commit_report(name, h, group=group, master=spark_location(master, remote))
         render_rows(report.rows, report.columns, output)
         if not report.rows and output is OutputFormat.table:
             say(f"no {name} found")
-
     command.__doc__ = f"{help_text} (Spark).\n\nExample: {example}"
     app.command(name)(command)
 

@@ -33,7 +33,8 @@ app = typer.Typer(help="List, describe and delete consumer groups.", no_args_is_
 STATES = ["stable", "empty", "dead", "preparingrebalance", "completingrebalance", "assigning",
           "reconciling", "notready", "unknown"]
 OFFSET_COLUMNS = ["group", "topic", "partition", "current_offset", "log_start_offset",
-                  "log_end_offset", "lag", "lag_raw", "consumer_id", "host", "client_id"]
+                  "log_end_offset", "lag", "lag_raw", "consumer_id", "host", "client_id",
+                  "metadata"]
 TXN_COLUMNS = ["last_stable_offset", "open_transaction_since"]  # JSON and CSV only
 # kafka-consumer-groups.sh --describe prints these even when empty: so does the table here.
 KAFKA_TOOL_COLUMNS = ["group", "topic", "partition", "current_offset", "log_end_offset", "lag",

@@ -156,6 +156,9 @@ def reset(
         help="The operator's live reset key (`live-key generate`); --live --execute signs with "
              "it and the group's consumers apply only requests signed by a key they trust.",
         show_default=False)] = None,
+    clear_metadata: Annotated[bool, typer.Option(
+        "--clear-metadata", help="Commit without commit metadata, as kafka-consumer-groups.sh "
+        "does [default: each partition keeps the metadata it has].")] = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -188,6 +191,7 @@ def reset(
         script_bootstrap=conn.bootstrap_servers,
         script_command_config=str(command_config) if command_config else None,
         live=live, live_timeout_s=live_timeout, live_signing_key=signing_key,
+        clear_metadata=clear_metadata,
         options=ExecuteOptions(max_concurrent=max_concurrent, retries=retries, deadline_s=deadline,
                                snapshot=not no_snapshot, snapshot_store=snapshot_store,
                                config_path=config, allow_unknown_state=allow_unknown_state))

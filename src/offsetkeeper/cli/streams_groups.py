@@ -139,6 +139,9 @@ def reset_offsets(
     by_duration: ByDurationOpt = None,
     execute: ExecuteOpt = False,
     no_snapshot: NoSnapshotOpt = False,
+    clear_metadata: Annotated[bool, typer.Option(
+        "--clear-metadata", help="Commit without commit metadata, as kafka-consumer-groups.sh "
+        "does [default: each partition keeps the metadata it has].")] = False,
     bootstrap: BootstrapOpt = None, command_config: CommandConfigOpt = None,
     cluster: ClusterOpt = None, config: ConfigOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
@@ -166,7 +169,8 @@ def reset_offsets(
         raise UsageError("--group must not be empty")
     req = ResetRequest(target=target, groups=(group,),
                        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
-                       execute=execute, options=ExecuteOptions(snapshot=not no_snapshot,
+                       execute=execute, clear_metadata=clear_metadata,
+                       options=ExecuteOptions(snapshot=not no_snapshot,
                                                                config_path=config))
     with connect(bootstrap, command_config, cluster, config) as admin, \
             progress_bar(output) as progress:

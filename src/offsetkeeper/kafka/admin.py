@@ -421,18 +421,63 @@ class KafkaAdmin(JvmGroupsAdmin):
                           for tp in res.topic_partitions if tp.offset >= 0 and tp.error is None}
             except OffsetkeeperError as exc:
                 out[g] = exc
+        self._exact_metadata(out)
         return {g: out[g] for g in ids}
+
+    def _exact_metadata(self, out: dict[str, Any]) -> None:
+        """Re-read, through the Java client, the groups whose commits carry metadata, in place.
+
+        confluent-kafka reads metadata up to a NUL byte rather than by its length, so a
+        non-empty value may hold bytes past its end (or be unreadable: None); an empty one is
+        exact. Most groups commit none, so the fast path costs nothing; without the helper, or
+        when its read fails, what confluent-kafka read stays (unreadable stays None)."""
+        from offsetkeeper.kafka import jvm
+
+        groups = [g for g, offs in out.items() if isinstance(offs, dict)
+                  and any(c.metadata != "" for c in offs.values())]
+        if not groups or not jvm.available():
+            return
+        try:
+            exact = self.exact_committed_offsets(groups)
+        except OffsetkeeperError:
+            return
+        for g in groups:
+            got = exact.get(g)
+            if isinstance(got, dict):
+                # the Java read is the later one: a commit made in between wins as a whole
+                out[g] = {tp: got.get(tp, c) for tp, c in out[g].items()}
 
     def alter_offsets_async(
         self, group_id: str, offsets: Mapping[TopicPartition, int | CommittedOffset]
     ) -> cf.Future:
-        """Start committing offsets for a group (no active-member check here: see reset.apply)."""
+        """Start committing offsets for a group (no active-member check here: see reset.apply).
+
+        Offsets with commit metadata are committed through the Java client, which keeps it
+        exactly (`alter_offsets_exact`: confluent-kafka appends a NUL byte); bare offsets, the
+        usual case, through confluent-kafka (and so is everything without the helper)."""
+        from offsetkeeper.kafka import jvm
+
+        if any(isinstance(o, CommittedOffset) and o.metadata for o in offsets.values()) \
+                and jvm.available():
+            try:
+                result = self.alter_offsets_exact(group_id, {
+                    tp: o if isinstance(o, CommittedOffset) else CommittedOffset(int(o))
+                    for tp, o in offsets.items()})
+            except OffsetkeeperError:
+                # a helper built before this operation, or one that died: the same commit
+                # through confluent-kafka (idempotent), whose answer says what happened
+                logging.getLogger(__name__).debug("exact metadata commit through the helper "
+                                                  "failed", exc_info=True)
+            else:
+                done: cf.Future = cf.Future()
+                done.set_result(result)
+                return done
         tps = []
         for tp, o in sorted(offsets.items()):
             if isinstance(o, CommittedOffset) and o.metadata:
                 tps.append(CkTopicPartition(tp.topic, tp.partition, o.offset, metadata=o.metadata))
             else:
-                tps.append(CkTopicPartition(tp.topic, tp.partition, int(o)))
+                tps.append(CkTopicPartition(tp.topic, tp.partition, int(getattr(o, "offset", o))))
         return self.admin.alter_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group_id, tps)], request_timeout=self.timeout
         )[group_id]
@@ -440,6 +485,8 @@ class KafkaAdmin(JvmGroupsAdmin):
     def alter_result(self, group_id: str, fut: cf.Future) -> dict[TopicPartition, str | None]:
         """Per-partition error name (None on success) of an alter started with alter_offsets_async."""
         res = self._wait(fut, action="commit offsets", group=group_id)
+        if isinstance(res, dict):  # committed through the Java client (with metadata)
+            return res
         return {_tp(tp): (tp.error.name() if tp.error else None) for tp in res.topic_partitions}
 
     def delete_offsets(self, group_id: str, tps: Iterable[TopicPartition]) -> dict[TopicPartition, str | None]:

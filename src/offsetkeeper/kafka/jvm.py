@@ -776,3 +776,33 @@ class JvmGroupsAdmin:
         return _per_group(self._jvm("list-streams-group-offsets", groups=ids),
                           parse_streams_offsets, action="read streams group offsets",
                           secrets=self._jvm_secrets())
+
+    def exact_committed_offsets(self, group_ids: Iterable[str]
+                                ) -> dict[str, dict[TopicPartition, Any] | OffsetkeeperError]:
+        """Committed offsets with their commit metadata exactly as Kafka holds it, read by the
+        Java client (`CommittedOffset` values). confluent-kafka 2.16.1 may hand over bytes past
+        the end of the metadata (seen with Kafka Streams' 12 characters), so a commit that
+        carries metadata is read here (see `KafkaAdmin.committed_offsets_each`)."""
+        from offsetkeeper.models import CommittedOffset
+
+        def parse(g: Mapping[str, Any]) -> dict[TopicPartition, CommittedOffset]:
+            return {TopicPartition(str(p["topic"]), int(p["partition"])):
+                    CommittedOffset(int(p["offset"]), str(p.get("metadata") or ""))
+                    for p in g.get("partitions") or () if int(p["offset"]) >= 0}
+
+        ids = list(dict.fromkeys(group_ids))
+        return _per_group(self._jvm("list-consumer-group-offsets", groups=ids), parse,
+                          action="read committed offsets", secrets=self._jvm_secrets())
+
+    def alter_offsets_exact(self, group_id: str, offsets: Mapping[TopicPartition, Any]
+                            ) -> dict[TopicPartition, str | None]:
+        """Commit offsets (`CommittedOffset` values) with their metadata exactly, through the
+        Java client: confluent-kafka 2.16.1 commits a NUL byte after the metadata it is given
+        (measured: "AgAAAaIcD3bt" came back as "AgAAAaIcD3bt\\x00"). Per partition, the Kafka
+        error name, or None on success (as `KafkaAdmin.alter_result`)."""
+        res = self._jvm("alter-consumer-group-offsets", group=group_id, offsets=[
+            {"topic": tp.topic, "partition": tp.partition, "offset": int(o.offset),
+             "metadata": o.metadata or ""} for tp, o in sorted(offsets.items())])
+        return {TopicPartition(str(r["topic"]), int(r["partition"])):
+                (str((r["error"] or {}).get("code") or "UNKNOWN") if r.get("error") else None)
+                for r in res}

@@ -188,16 +188,48 @@ def membership_rows(out: str, group: str) -> list[dict]:
 def member_rows(out: str, group: str) -> list[dict]:
     """One row per member of a consumer, share or streams group: when it joined and left, its
     first and last member epoch, client, host, latest subscription and assignment, and how
-    many assignment changes it went through."""
+    many assignment changes it went through (see `replay_members`)."""
+    from offsetkeeper.offsetlog.commit_history import _read_table
+    from offsetkeeper.offsetlog.scan import GROUP_COLUMNS
+
     summary = load_summary(out)
+    try:
+        classic = _read_table(out, "groups", GROUP_COLUMNS, group).to_pylist()
+    except StoreError:  # a history without classic group records
+        classic = []
+    return replay_members(read_coordinator(out, group), classic, summary.topic_names)
+
+
+def replay_members(coordinator: list[dict], classic: list[dict],
+                   topic_names: dict[str, str]) -> list[dict]:
+    """`member_rows` from the rows of a scan (pure): the coordinator records of the group and
+    its classic group-metadata records, merged in log order.
+
+    A group that converts back to the classic protocol (its last consumer-protocol member
+    left) tombstones every member's consumer records and writes a classic group-metadata
+    record listing the members that stay: those did not leave. A member counts as left when
+    its consumer records are tombstoned and no classic record lists it after that, or when a
+    later classic record (or the group's tombstone) no longer lists it."""
     members: dict[str, _Member] = {}
-    for r in read_coordinator(out, group):
+    classic_now: set[str] = set()  # members present through the classic protocol
+    events = [(r["source_partition"], r["source_offset"], 0, r) for r in coordinator] + \
+             [(r["source_partition"], r["source_offset"], 1, r) for r in classic]
+    for _, _, is_classic, r in sorted(events, key=lambda e: e[:2]):
+        ts = r["record_timestamp"]
+        if is_classic:
+            listed = set() if r["tombstone"] else {m["member_id"] for m in r["members"] or ()}
+            for mid, m in members.items():
+                if mid in listed:
+                    m.left = None  # stays, as a classic member
+                elif mid in classic_now and m.left is None:
+                    m.left = ts
+            classic_now = listed & set(members)
+            continue
         t, mid = r["record_type"], r["member_id"]
         if mid is None:
             continue
         value = json.loads(r["fields"]) if r["fields"] else None
         m = members.setdefault(mid, _Member(mid))
-        ts = r["record_timestamp"]
         if t in MEMBER_METADATA:
             if value is None:
                 m.left = ts
@@ -206,11 +238,12 @@ def member_rows(out: str, group: str) -> list[dict]:
                     m.joined, m.left = ts, None
                 m.client, m.host = value.get("client_id"), value.get("client_host")
                 m.subscribed = _subscribed(value)
+                classic_now.discard(mid)
         elif t in CURRENT_ASSIGNMENT and value is not None:
             if m.first_epoch is None:
                 m.first_epoch = value["member_epoch"]
             m.last_epoch = value["member_epoch"]
-            m.assigned = _assigned(t, value, summary.topic_names)
+            m.assigned = _assigned(t, value, topic_names)
             m.rebalances += 1
     return [{"member": m.member_id, "client": m.client, "host": m.host, "joined": m.joined,
              "left": m.left, "first_epoch": m.first_epoch, "last_epoch": m.last_epoch,

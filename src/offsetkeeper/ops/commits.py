@@ -7,6 +7,8 @@ time, its generations, and the Spark reports over every group.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from offsetkeeper.config import Connection
@@ -16,7 +18,7 @@ from offsetkeeper.offsetlog.scan import OFFSETS_TOPIC, ScanSummary
 from offsetkeeper.progress import ProgressFn, no_progress
 
 __all__ = ["CommitReport", "Generations", "Report", "ScanRequest", "ScanSummary", "commit_report",
-           "commits_at", "group_commits", "group_generations", "scan_commits"]
+           "commits_at", "group_commits", "group_generations", "history_of", "scan_commits"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,35 @@ def scan_commits(req: ScanRequest, *, progress: ProgressFn = no_progress) -> Sca
     cfg = ScanConfig(source=source, out=req.out, group=req.group, master=req.master,
                      spark_conf=parse_conf_pairs(list(req.spark_conf)))
     return run_scan(cfg, progress=progress)
+
+
+@contextmanager
+def history_of(history: str | None, connection: Connection | None, *, group: str | None = None,
+               topic: str = OFFSETS_TOPIC, master: str | None = None,
+               spark_conf: tuple[str, ...] = ()) -> Iterator[str]:
+    """The commit history to query: `history` (a `commits scan --out` directory) when given,
+    else `topic` (`__consumer_offsets`) of the cluster of `connection` scanned now (only the
+    partition holding `group` when one is given) into a temporary directory that is removed
+    afterwards. Exactly one of the two: both or neither is a UsageError."""
+    import shutil
+    import tempfile
+
+    if history and connection is not None:
+        raise UsageError("give either --history DIR (a history written by 'commits scan') or a "
+                         "cluster to read now (-b/--bootstrap-server, --cluster), not both")
+    if history:
+        yield history
+        return
+    if connection is None:
+        raise UsageError("give --history DIR (a history written by 'commits scan --out DIR') or "
+                         "a cluster to read now (-b/--bootstrap-server, --cluster)")
+    tmp = tempfile.mkdtemp(prefix="offsetkeeper-commits-")
+    try:
+        scan_commits(ScanRequest(out=tmp, topic=topic, connection=connection, group=group,
+                                 master=master, spark_conf=spark_conf))
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _time(text: str | None, flag: str) -> int | None:

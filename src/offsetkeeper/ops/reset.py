@@ -56,6 +56,8 @@ class ResetRequest:
     # The operator's Ed25519 private key (PEM) that signs a live reset; the group's consumers
     # apply only requests signed by a key they trust (consumer.live_auth).
     live_signing_key: Path | None = None
+    # commit without commit metadata (kafka-consumer-groups.sh) instead of keeping each one's
+    clear_metadata: bool = False
     export_csv: Path | None = None
     script: Path | None = None
     # For the script: how kafka-consumer-groups.sh should connect.
@@ -188,7 +190,8 @@ def plan_reset_request(admin, req: ResetRequest, *, progress: ProgressFn = no_pr
     resolved = resolve_target(req.target, ctx)
     scope = ResetScope(groups=req.groups, all_groups=req.all_groups,
                        group_patterns=req.group_patterns, topics=req.topics,
-                       all_topics=req.all_topics, live=req.live)
+                       all_topics=req.all_topics, live=req.live,
+                       clear_metadata=req.clear_metadata)
     plan = build_plan(admin, scope, resolved.target, label=resolved.label,
                       create_groups=req.create_groups,
                       allow_unknown_state=req.options.allow_unknown_state, progress=progress)

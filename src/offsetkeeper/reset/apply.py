@@ -39,7 +39,7 @@ from offsetkeeper.kafka.errors import (
     translate,
 )
 from offsetkeeper.kafka.port import AdminPort
-from offsetkeeper.models import TopicPartition
+from offsetkeeper.models import CommittedOffset, TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.plan import GroupPlan, PlanKind, ResetPlan, refusal_of
 
@@ -379,7 +379,8 @@ class _Wave:
                 if self.kind is PlanKind.DELETE_OFFSETS:
                     pending.append((job, self.admin.delete_offsets(job.plan.group, list(job.offsets))))
                 else:
-                    pending.append((job, self.admin.alter_offsets_async(job.plan.group, job.offsets)
+                    pending.append((job, self.admin.alter_offsets_async(job.plan.group,
+                                                                        _with_metadata(job))
                                     if job.offsets else {}))
             except OffsetkeeperError as exc:
                 self.change_lost(job, exc)
@@ -504,6 +505,7 @@ class _Wave:
                 partition_errors=perr, error=f"{len(perr)} partition(s) failed" if perr else None))
 
     def _compare(self, job: _Job, live: dict) -> None:
+        metadata = {p.tp: p.metadata for p in job.plan.partitions}
         for tp in job.deletes:
             got = live.get(tp)
             if str(tp) not in job.partition_errors and got is not None:
@@ -516,8 +518,18 @@ class _Wave:
                 if got is None or got.offset != want:
                     job.partition_errors[str(tp)] = _moved_by_another(
                         want, None if got is None else got.offset)
+                elif got.metadata is not None and got.metadata != metadata.get(tp, ""):
+                    job.partition_errors[str(tp)] = (
+                        f"committed at {want}, but its commit metadata reads back as "
+                        f"{got.metadata[:64]!r}, not {metadata.get(tp, '')[:64]!r}")
             elif got is not None:
                 job.partition_errors[str(tp)] = f"still committed at {got.offset} after the delete"
+
+
+def _with_metadata(job: _Job) -> dict[TopicPartition, int | CommittedOffset]:
+    """The offsets to commit, each with the commit metadata the plan gives it (none: bare)."""
+    meta = {p.tp: p.metadata for p in job.plan.partitions if p.metadata}
+    return {tp: CommittedOffset(o, meta[tp]) if tp in meta else o for tp, o in job.offsets.items()}
 
 
 def _moved_by_another(want: int, got: int | None, *, after: bool = False) -> str:

@@ -37,6 +37,10 @@ NOTE_NEW_GROUP_REFUSED = "group does not exist: --execute needs --create-groups"
 NOTE_NEW_GROUP_FROM_INPUT = "GROUP DOES NOT EXIST: named by the input; new group: created by --execute"
 NOTE_DELETE_UNCOMMITTED = "delete: no committed offset before (restored with OffsetDelete)"
 NOTE_STILL_UNCOMMITTED = "no committed offset, as before; unchanged"
+# the offset is where the input wants it, only the commit metadata differs (a rollback)
+NOTE_METADATA_RESTORED = "same offset; commit metadata restored"
+NOTE_METADATA_CLEARED = "same offset; commit metadata cleared"
+NOTE_METADATA_UNREADABLE = "commit metadata unreadable: committed without it"
 
 
 class PlanKind(StrEnum):
@@ -99,6 +103,9 @@ class ResetScope:
     # A live reset (offsetkeeper.consumer.live) is applied by the group's own running members:
     # active groups are expected, and a group without members is refused instead.
     live: bool = False
+    # Commit without commit metadata (as kafka-consumer-groups.sh does) instead of keeping each
+    # partition's; metadata an input names (a rollback's snapshot) is committed either way.
+    clear_metadata: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,10 @@ class PartitionPlan:
     # share groups: records that moving the start offset back delivers again (the broker drops
     # the acknowledgement state from the new start offset on); None when not a share rewind
     redeliver: int | None = None
+    # The commit metadata the target is committed with (a reset keeps the partition's own, a
+    # rollback restores the snapshot's), and the committed one now (None: unreadable).
+    metadata: str = ""
+    current_metadata: str | None = ""
 
     @property
     def tp(self) -> TopicPartition:
@@ -159,7 +170,10 @@ class PartitionPlan:
             return False
         if self.delete:
             return self.current is not None
-        return self.target is not None and self.target != self.current
+        if self.target is None:
+            return False
+        return self.target != self.current or (
+            self.current_metadata is not None and self.metadata != self.current_metadata)
 
 
 @dataclass(frozen=True)
@@ -267,9 +281,10 @@ def _spec_partitions(specs: tuple[TopicSpec, ...], facts: ResetFacts) -> list[To
 
 
 def _plan_partition(
-    group: str, tp: TopicPartition, current: int | None, wm: Watermarks, target: ResetTarget,
-    facts: ResetFacts,
+    group: str, tp: TopicPartition, committed: CommittedOffset | None, wm: Watermarks,
+    target: ResetTarget, facts: ResetFacts, *, clear_metadata: bool = False,
 ) -> PartitionPlan:
+    current = None if committed is None else committed.offset
     notes: list[str] = []
     error = None
     wanted: int | None
@@ -319,11 +334,20 @@ def _plan_partition(
             wanted = wm.high
     if current is None and error is None and not any(n.startswith(NOTE_NO_COMMIT) for n in notes):
         notes.append(NOTE_NO_COMMIT)
+    # The commit metadata: kept as the partition has it (kafka-consumer-groups.sh commits none),
+    # or the one the input names (a rollback: the snapshot's). docs/oracle.md says why.
+    have = "" if committed is None else committed.metadata
+    given = target.metadata_for(group, tp) if isinstance(target, FromOffsets) else None
+    metadata = given if given is not None else "" if clear_metadata else (have or "")
+    if wanted is not None and given is None and have is None and not clear_metadata:
+        notes.append(NOTE_METADATA_UNREADABLE)
     if wanted is not None and wanted == current:
-        notes.append(NOTE_UNCHANGED)
+        notes.append(NOTE_UNCHANGED if have is None or metadata == have
+                     else NOTE_METADATA_RESTORED if given is not None else NOTE_METADATA_CLEARED)
     return PartitionPlan(group=group, topic=tp.topic, partition=tp.partition, current=current,
                          target=wanted, log_start=wm.low, log_end=wm.high,
-                         note="; ".join(notes), error=error)
+                         note="; ".join(notes), error=error, metadata=metadata,
+                         current_metadata=have)
 
 
 def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, label: str = "",
@@ -351,7 +375,8 @@ def plan_reset(facts: ResetFacts, scope: ResetScope, target: ResetTarget, *, lab
                                            _committed(gf, tp), None, -1, -1,
                                            error=f"unknown partition {tp}"))
                 continue
-            part = _plan_partition(group, tp, _committed(gf, tp), wm, target, facts)
+            part = _plan_partition(group, tp, gf.committed.get(tp), wm, target, facts,
+                                   clear_metadata=scope.clear_metadata)
             if not gf.exists:
                 named = group in named_groups
                 part = _with_note(part, NOTE_NEW_GROUP_REFUSED if group not in facts.may_create
@@ -413,7 +438,8 @@ def _denied_plan(group: str, gf: GroupFacts) -> GroupPlan:
 def _with_note(p: PartitionPlan, note: str) -> PartitionPlan:
     # Built directly: dataclasses.replace costs 10x (once per partition of a new group).
     return PartitionPlan(p.group, p.topic, p.partition, p.current, p.target, p.log_start,
-                         p.log_end, f"{p.note}; {note}" if p.note else note, p.error, p.delete)
+                         p.log_end, f"{p.note}; {note}" if p.note else note, p.error, p.delete,
+                         p.redeliver, p.metadata, p.current_metadata)
 
 
 def _committed(gf: GroupFacts, tp: TopicPartition) -> int | None:

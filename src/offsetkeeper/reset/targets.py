@@ -72,6 +72,9 @@ class FromOffsets:
     # Per group (None = every group), partitions that must end with NO committed offset (a
     # rollback to a snapshot that recorded them as uncommitted): planned as OffsetDelete.
     deletes: Mapping[str | None, frozenset[TopicPartition]] = field(default_factory=dict)
+    # Per group (None = every group) and partition, the commit metadata to commit with the
+    # offset (a rollback restores the snapshot's); a partition not listed keeps its own.
+    metadata: Mapping[str | None, Mapping[TopicPartition, str]] = field(default_factory=dict)
     label = "from-file"
 
     def __post_init__(self) -> None:
@@ -118,6 +121,15 @@ class FromOffsets:
     def note_for(self, group: str, tp: TopicPartition) -> str:
         """The provider's note for one partition of `group` ("" when none)."""
         return self.notes.get(group, {}).get(tp) or self.notes.get(None, {}).get(tp) or ""
+
+    def metadata_for(self, group: str, tp: TopicPartition) -> str | None:
+        """The commit metadata to commit for one partition of `group` (None: keep its own)."""
+        if not self.metadata:
+            return None
+        own = self.metadata.get(group)
+        if own is not None and tp in own:
+            return own[tp]
+        return self.metadata.get(None, {}).get(tp)
 
     def groups(self) -> list[str]:
         """Groups named explicitly (the several-group form)."""

@@ -19,13 +19,19 @@ def rollback_target(snapshot: Snapshot) -> FromOffsets:
 
     Only the partitions the snapshot holds are changed; groups without offsets are left out.
     Partitions the snapshot recorded as having NO committed offset (those a reset was about to
-    commit to) get theirs deleted (OffsetDelete), so the group is exactly as before.
+    commit to) get theirs deleted (OffsetDelete), so the group is exactly as before; each
+    offset is committed with the commit metadata the snapshot recorded.
     """
     offsets = snapshot.offsets()
     deletes = snapshot.uncommitted()
     if not offsets and not deletes:
         raise UsageError(f"snapshot {snapshot.id} holds no committed offsets; nothing to roll back")
-    return FromOffsets(offsets, source=f"snapshot {snapshot.id}", deletes=deletes)
+    # The commit metadata goes back too, exactly; one the snapshot could not read (null) is
+    # left as the partition has it now.
+    metadata = {g: {tp: c.metadata for tp, c in gs.offsets.items() if c.metadata is not None}
+                for g, gs in snapshot.groups.items() if gs.offsets}
+    return FromOffsets(offsets, source=f"snapshot {snapshot.id}", deletes=deletes,
+                       metadata=metadata)
 
 
 def rollback_groups(snapshot: Snapshot) -> tuple[str, ...]:

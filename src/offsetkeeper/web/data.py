@@ -38,6 +38,8 @@ class PartitionVerdict:
     status: str
     reason: str
     time_lag_s: float
+    # the lag of the sample the status judged (its reason quotes this number, not the live lag)
+    lag: int | None = None
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,8 @@ class HistoryView:
                              group=group, rewinds=rewind_marks(points))
         lag, tlag = _totals(samples)
         verdicts = tuple(PartitionVerdict(p.topic, p.partition, str(p.status), p.reason,
-                                          p.time_lag_s) for p in st.partitions) if partitions else ()
+                                          p.time_lag_s, p.lag)
+                         for p in st.partitions) if partitions else ()
         judged = [t for t in cycle_ts if t >= window_from]
         return GroupHistory(status=str(st.status), reason=st.reason,
                             time_lag_s=tlag[-1][1] if tlag else None,

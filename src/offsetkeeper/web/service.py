@@ -389,6 +389,10 @@ class GroupView:
     # None when its first record could not be read), how many, and the records behind the LSO
     # that read_committed consumers cannot read yet. None when no transaction holds the group.
     transaction: dict | None = None
+    # when the live numbers (committed, log end, lag) were read, epoch ms: the status and its
+    # reason come from the last history sample (`history.last_sample_ms`), so the page labels
+    # each number with its time
+    read_at_ms: int | None = None
 
 
 def _transaction(parts: list[dict]) -> dict | None:
@@ -409,8 +413,13 @@ def _transaction(parts: list[dict]) -> dict | None:
 
 
 def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
-    """State, members with assignments, partitions (committed, log start/end, lag, time lag)."""
+    """State, members with assignments, partitions (committed, log start/end, lag, time lag).
+
+    Live numbers (read now) and the history's verdict (read from the last sample) are kept
+    apart: each partition has `lag` (now) and `sample_lag` (the sample its status and reason
+    were judged on)."""
     (info,), rows = describe_consumer_groups(admin, [group], drop_vanished=False)
+    read_at = int(time.time() * 1000)
     h, err = (GroupHistory(), None)
     if history is not None:
         h, err = safe(lambda: history.group(group, partitions=True), GroupHistory())
@@ -425,12 +434,14 @@ def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
                       "open_transaction_since": r.open_transaction_since, "note": r.note,
                       "time_lag_s": v.time_lag_s if v else None,
                       "status": v.status if v else None, "reason": v.reason if v else "",
+                      "sample_lag": v.lag if v else None,
                       "consumer_id": r.consumer_id, "host": r.host, "client_id": r.client_id})
     members = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
                 "group_instance_id": m.group_instance_id,
                 "assignment": [str(tp) for tp in m.assignment]} for m in info.members]
     return GroupView(group, info.state, info.coordinator, info.assignor, members, parts,
-                     sum(max(0, p["lag"] or 0) for p in parts), h, err, _transaction(parts))
+                     sum(max(0, p["lag"] or 0) for p in parts), h, err, _transaction(parts),
+                     read_at)
 
 
 @dataclass

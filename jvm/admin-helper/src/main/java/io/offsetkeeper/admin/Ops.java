@@ -25,6 +25,7 @@ import org.apache.kafka.clients.admin.DescribeConsumerGroupsOptions;
 import org.apache.kafka.clients.admin.DescribeShareGroupsOptions;
 import org.apache.kafka.clients.admin.DescribeStreamsGroupsOptions;
 import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.ListStreamsGroupOffsetsSpec;
@@ -61,6 +62,8 @@ final class Ops {
             case "delete-share-group-offsets" -> deleteShareGroupOffsets(admin, args, timeoutMs);
             case "describe-streams-groups" -> describeStreamsGroups(admin, groups(args), timeoutMs);
             case "list-streams-group-offsets" -> listStreamsGroupOffsets(admin, groups(args), timeoutMs);
+            case "list-consumer-group-offsets" -> listConsumerGroupOffsets(admin, groups(args), timeoutMs);
+            case "alter-consumer-group-offsets" -> alterConsumerGroupOffsets(admin, args, timeoutMs);
             default -> throw new IllegalArgumentException("unknown op " + op);
         };
     }
@@ -275,6 +278,17 @@ final class Ops {
         return partitionResults(offsets.keySet(), tp -> res.partitionResult(tp), timeoutMs);
     }
 
+    /** Commit offsets with their metadata exactly (confluent-kafka appends a NUL byte to it). */
+    static JsonNode alterConsumerGroupOffsets(Admin admin, JsonNode args, long timeoutMs) throws Exception {
+        String group = args.path("group").asText();
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        for (JsonNode n : args.path("offsets")) {
+            offsets.put(tp(n), new OffsetAndMetadata(n.path("offset").asLong(), n.path("metadata").asText("")));
+        }
+        var res = admin.alterConsumerGroupOffsets(group, offsets);
+        return partitionResults(offsets.keySet(), tp -> res.partitionResult(tp), timeoutMs);
+    }
+
     static JsonNode partitionResults(Set<TopicPartition> tps,
                                      java.util.function.Function<TopicPartition, KafkaFuture<Void>> result,
                                      long timeoutMs) {
@@ -421,6 +435,45 @@ final class Ops {
                         po.put("topic", pe.getKey().topic());
                         po.put("partition", pe.getKey().partition());
                         po.put("offset", pe.getValue().offset());
+                    });
+        }
+        return a;
+    }
+
+    /**
+     * Committed offsets with their metadata exactly as Kafka holds it (any group type that
+     * commits offsets): confluent-kafka may hand over bytes past the end of the metadata.
+     */
+    static JsonNode listConsumerGroupOffsets(Admin admin, List<String> ids, long timeoutMs) {
+        Map<String, ListConsumerGroupOffsetsSpec> specs = new LinkedHashMap<>();
+        for (String g : ids) {
+            specs.put(g, new ListConsumerGroupOffsetsSpec());
+        }
+        var result = admin.listConsumerGroupOffsets(specs);
+        Map<String, KafkaFuture<Map<TopicPartition, OffsetAndMetadata>>> futures = new LinkedHashMap<>();
+        for (String g : ids) {
+            futures.put(g, result.partitionsToOffsetAndMetadata(g));
+        }
+        ArrayNode a = Main.array();
+        for (Map.Entry<String, Object> e : await(futures, timeoutMs).entrySet()) {
+            if (e.getValue() instanceof Throwable) {
+                a.add(groupError(e.getKey(), e.getValue()));
+                continue;
+            }
+            @SuppressWarnings("unchecked")
+            Map<TopicPartition, OffsetAndMetadata> offs = (Map<TopicPartition, OffsetAndMetadata>) e.getValue();
+            ObjectNode o = a.addObject();
+            o.put("group", e.getKey());
+            ArrayNode parts = o.putArray("partitions");
+            offs.entrySet().stream().filter(pe -> pe.getValue() != null)
+                    .sorted(Map.Entry.comparingByKey(Comparator.comparing(TopicPartition::topic)
+                            .thenComparingInt(TopicPartition::partition)))
+                    .forEach(pe -> {
+                        ObjectNode po = parts.addObject();
+                        po.put("topic", pe.getKey().topic());
+                        po.put("partition", pe.getKey().partition());
+                        po.put("offset", pe.getValue().offset());
+                        po.put("metadata", pe.getValue().metadata());
                     });
         }
         return a;
