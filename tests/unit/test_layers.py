@@ -38,7 +38,8 @@ PKG = "offsetkeeper"
 LAYERS = {
     0: {"errors", "models", "redact", "storage", "progress", "config", "arrowbuf", "times", "netaddr",
         "tables", "class_archives"},
-    1: {"kafka", "spark", "devbroker"},
+    # records: Kafka ranges read into Arrow batches and batches produced (no Spark, no domain)
+    1: {"kafka", "spark", "devbroker", "records"},
     # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/
     # (its streaming source commits to groups through the reset executor).
     2: {"reset", "snapshots", "backup", "restore", "describe", "history", "consumer", "streaming",
@@ -60,10 +61,10 @@ DOMAIN_IMPORTS: dict[str, set[str]] = {
     "snapshots": {"reset"},
     "streaming": {"reset"},
     "spark.kafka": {"reset", "streaming"},              # commits go through the executor
-    "backup": {"spark.kafka"},                          # backups read through the data source
+    "backup": set(),                                    # reads ranges with records/
     "offsetlog": {"reset", "backup", "spark.kafka"},
     "consumer": {"reset", "snapshots"},                 # a live reset snapshots first
-    "restore": {"backup", "reset", "snapshots", "spark.kafka"},
+    "restore": {"backup", "reset", "snapshots"},
     "connect": set(),                                   # its own executor (Connect's REST API)
     "mm2": {"reset"},                                   # MM2 checkpoints as a reset target
 }
@@ -74,7 +75,7 @@ DOMAIN_IMPORTS: dict[str, set[str]] = {
 THIRD_PARTY: dict[str, dict[str, str]] = {
     "confluent_kafka": {
         "kafka": "the admin facade and the one translation of Kafka errors",
-        "spark": "the data source's executors read and write records",
+        "records": "the range reader and the batch producer (data source, backup, restore)",
         "consumer": "the consumer library is a Kafka client",
         "restore": "restore produces records into the target and reads them back",
         "devbroker": "starts development brokers and probes them",
