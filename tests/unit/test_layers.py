@@ -111,7 +111,7 @@ CLI_ALLOWED: dict[str, str] = {
     "kafka.admin": "KafkaAdmin: the connection a command opens and hands to an operation",
     "kafka.connect": "resolve_connection: the connection options every command takes",
     "reset.plan": "TopicSpec in requests; ResetPlan / PlanKind rendered by cli/reset_render",
-    "reset.parse": "option parsers shared by every reset command (parse_topic_spec, parse_time)",
+    "reset.parse": "option parsers shared by every reset command (parse_topic_spec)",
     "reset.apply": "ApplyReport and its statuses, rendered by cli/reset_render",
 }
 # Commands that still call domain code themselves: (cli module, imported module), to move

@@ -39,8 +39,9 @@ from offsetkeeper.ops import (
 from offsetkeeper.ops import delete as ops_delete
 from offsetkeeper.ops.groups import rows_as_dicts, show_offsets
 from offsetkeeper.ops.targets import mm2_alias
-from offsetkeeper.reset.parse import parse_time, parse_topic_spec
+from offsetkeeper.reset.parse import parse_topic_spec
 from offsetkeeper.reset.plan import TopicSpec
+from offsetkeeper.times import parse_time
 
 app = typer.Typer(help="Show log offsets; reset or delete committed offsets (dry run by default).",
                   no_args_is_help=True)

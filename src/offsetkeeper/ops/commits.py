@@ -50,9 +50,9 @@ def scan_commits(req: ScanRequest, *, progress: ProgressFn = no_progress) -> Sca
 
 
 def _time(text: str | None, flag: str) -> int | None:
-    from offsetkeeper.offsetlog.commit_history import parse_time
+    from offsetkeeper.times import parse_time
 
-    return parse_time(text, flag=flag) if text else None
+    return parse_time(text, what=flag) if text else None
 
 
 def group_commits(history: str, group: str, *, since: str | None = None,

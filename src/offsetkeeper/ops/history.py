@@ -96,7 +96,7 @@ class SamplerSettings:
         from offsetkeeper.history.sample_cycle import SampleScope
         from offsetkeeper.history.sampler import SamplerConfig
         from offsetkeeper.history.store import RetentionPolicy
-        from offsetkeeper.history.timeparse import parse_duration_ms
+        from offsetkeeper.times import parse_duration_ms
 
         groups = tuple(dict.fromkeys(g.strip() for g in self.groups if g.strip()))
         if groups and self.all_groups:
@@ -301,7 +301,7 @@ class TimeRange:
     until: str | None = None
 
     def ms(self) -> tuple[int | None, int | None]:
-        from offsetkeeper.history.timeparse import parse_when
+        from offsetkeeper.times import parse_when
 
         lo = parse_when(self.since, what="--since") if self.since else None
         hi = parse_when(self.until, what="--until") if self.until else None
@@ -344,7 +344,7 @@ def history_positions(connector: str | None = None, *, store: str | None = None,
 def history_at(group: str, when: str, *, store: str | None = None) -> AtResult:
     """The group's latest sample at or before `when` (ISO-8601 or a duration ago)."""
     from offsetkeeper.history import read
-    from offsetkeeper.history.timeparse import parse_when
+    from offsetkeeper.times import parse_when
 
     ts = parse_when(when, what="--time")
     with _open(store) as st:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from offsetkeeper.errors import UsageError
 from offsetkeeper.progress import ProgressFn, no_progress
-from offsetkeeper.reset.parse import duration_start_ms, parse_int, parse_offset, parse_time
+from offsetkeeper.reset.parse import parse_int, parse_offset
 from offsetkeeper.reset.targets import (
     FromOffsets,
     ResetTarget,
@@ -27,6 +27,7 @@ from offsetkeeper.reset.targets import (
     ToLatest,
     ToOffset,
 )
+from offsetkeeper.times import duration_start_ms, parse_time
 
 
 class TargetKind(StrEnum):
