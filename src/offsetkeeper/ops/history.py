@@ -317,6 +317,38 @@ def _open(store: str | None):
     return open_store(store, create=False)
 
 
+def history_store_url(value: str | None, *, configured: str | None = None) -> str:
+    """The history store: the flag, $OFFSETKEEPER_HISTORY_STORE, `configured` (the config
+    file's `ui.history_store`), the default SQLite file; the rule `history record` follows,
+    so the dashboard reads what it writes."""
+    from offsetkeeper.history.store import resolve_store_url
+
+    return resolve_store_url(value, configured=configured)
+
+
+def open_history_store(url: str):
+    """The history store the dashboard reads for as long as it runs (connected and migrated
+    now, so a bad URL fails at start)."""
+    from offsetkeeper.history.store import open_store
+
+    return open_store(url)
+
+
+def judge_group(samples: Sequence, *, window: int, group: str) -> GroupStatus:
+    """A group's status (with reasons, per partition) from its recent samples: the samples of
+    the last `window` cycles are judged; all of them give the rewind marks (a committed offset
+    that moved back is not read as progress)."""
+    from offsetkeeper.history.status import evaluate_status, rewind_marks
+
+    cycle_ts = sorted({s.ts for s in samples})
+    window_from = cycle_ts[-window] if len(cycle_ts) >= window else cycle_ts[0]
+    points: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for s in samples:
+        points.setdefault((s.topic, s.partition), []).append((s.ts, s.committed))
+    return evaluate_status([s for s in samples if s.ts >= window_from], window=window,
+                           group=group, rewinds=rewind_marks(points))
+
+
 def history_rows(group: str, *, store: str | None = None, topic: str | None = None,
                  window: TimeRange = TimeRange()) -> list[dict]:
     """One row per partition per sample of `group` (columns SHOW_COLUMNS)."""

@@ -287,12 +287,12 @@ async def backups(dash: Dashboard, request: Request) -> Response:
 
 @handler
 async def backup(dash: Dashboard, request: Request) -> Response:
-    from offsetkeeper.backup.manifest import validate_backup_id
+    from offsetkeeper.ops.backup import mapping_reference
 
     idx = request.path_params["dest"]
     bid = request.path_params["bid"]
-    validate_backup_id(bid)
     dest = bk.destination(list(dash.settings.backup_destinations), idx)
+    mapping_reference(dest, bid)  # the id is checked before anything is read
     detail = await in_thread(bk.backup_detail, dest, bid)
     mapping = None
     rid = request.query_params.get("restore")

@@ -1,15 +1,12 @@
 """What the dashboard's pages read and do, in terms of the operations layer (`offsetkeeper.ops`).
 
 Reads: `overview` (groups page) and `group_view` (group page) from ops.list_groups,
-ops.describe_states and ops.describe_offsets plus the history view. Changes: plans made by
-ops.plan_reset_request / ops.rollback are kept here between the preview and the confirmation
-(`PlanBook`), and a confirmed plan runs through ops.execute_plan — the one executor, which
-re-checks active members and moved offsets at execute time and snapshots first.
+ops.describe_states and ops.describe_offsets plus the history view. Changes go through the plan
+book of the operations layer (`ops.plans`, see web/wizard.py).
 """
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 from collections import defaultdict
@@ -23,9 +20,7 @@ from offsetkeeper.ops.groups_view import describe_consumer_groups
 from offsetkeeper.times import iso_ms
 from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
-PLAN_TTL_S = 15 * 60
 DESCRIBE_CHUNK = 500
-MAX_PLANS = 200
 
 
 class Clusters:
@@ -431,57 +426,3 @@ def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
                 "assignment": [str(tp) for tp in m.assignment]} for m in info.members]
     return GroupView(group, info.state, info.coordinator, info.assignor, members, parts,
                      sum(max(0, p["lag"] or 0) for p in parts), h, err, _transaction(parts))
-
-
-@dataclass
-class PlanEntry:
-    """A previewed plan waiting for the user's confirmation."""
-
-    cluster: str
-    plan: object
-    notes: tuple[str, ...]
-    kind: str                       # "reset" or "rollback"
-    description: str
-    created: float = field(default_factory=time.monotonic)
-
-
-class PlanBook:
-    """Previewed plans by an unguessable id; a plan is executed at most once, within 15 min.
-
-    The executor re-reads group states and offsets, so a plan confirmed later than it was
-    previewed cannot act on stale facts: a group that gained members or whose offsets moved is
-    refused, exactly as with the command line.
-    """
-
-    def __init__(self) -> None:
-        self._plans: dict[str, PlanEntry] = {}
-        self._lock = threading.Lock()
-
-    def put(self, entry: PlanEntry) -> str:
-        pid = secrets.token_urlsafe(16)
-        with self._lock:
-            self._expire()
-            if len(self._plans) >= MAX_PLANS:
-                oldest = min(self._plans, key=lambda k: self._plans[k].created)
-                del self._plans[oldest]
-            self._plans[pid] = entry
-        return pid
-
-    def take(self, pid: str, cluster: str) -> PlanEntry:
-        with self._lock:
-            self._expire()
-            entry = self._plans.get(pid)
-            if entry is None or entry.cluster != cluster:
-                raise UsageError("this plan is unknown, expired or already executed: preview it "
-                                 "again")
-            del self._plans[pid]
-            return entry
-
-    def peek(self, pid: str) -> PlanEntry | None:
-        with self._lock:
-            return self._plans.get(pid)
-
-    def _expire(self) -> None:
-        now = time.monotonic()
-        for k in [k for k, e in self._plans.items() if now - e.created > PLAN_TTL_S]:
-            del self._plans[k]
