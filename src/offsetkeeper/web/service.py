@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from offsetkeeper.config import ConfigFile, Connection
 from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.connect import resolve_connection
-from offsetkeeper.ops.groups_view import GroupRow as TypedRow
-from offsetkeeper.ops.groups_view import describe_consumer_groups
+from offsetkeeper.ops.groups import GroupRow as TypedRow
+from offsetkeeper.ops.groups import describe_consumer_groups
 from offsetkeeper.times import iso_ms
 from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
@@ -95,11 +95,11 @@ def overview(admin, history: HistoryView | None, ids: list[str] | None = None,
     """Groups `ids` (default: every group librdkafka lists) with state, members, lag now, and
     (from the history) status, time lag and a sparkline; the second value is a history error
     to show. `listed` (the typed listing's rows) gives each group its type and protocol: share
-    and streams groups are read through the Java client (`ops.groups_view.group_summaries`, in
+    and streams groups are read through the Java client (`ops.groups.group_summaries`, in
     a thread while librdkafka describes the others)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from offsetkeeper.ops.groups_view import TYPED, group_summaries
+    from offsetkeeper.ops.groups import TYPED, group_summaries
 
     if ids is None:
         from offsetkeeper.ops import list_groups
@@ -255,9 +255,9 @@ def groups_page(admin, history: HistoryView | None, gq: GroupsQuery, *,
     - without one, every kept group is described when they are at most LIVE_SORT_MAX (exact
       and live, `order` "live"); beyond that only the page's groups, by name, are sorted
       (`order` "page", said on the page): describing 10,000 groups took 68 s."""
-    from offsetkeeper.ops.groups_view import typed_groups
+    from offsetkeeper.ops.groups import list_typed_groups
 
-    listing, note = listing() if listing is not None else typed_groups(admin)
+    listing, note = listing() if listing is not None else list_typed_groups(admin)
     listed = {g.group_id: g for g in listing}
     ql = gq.q.lower()
     kept = [g for g in listing if (not ql or ql in g.group_id.lower())
