@@ -118,7 +118,7 @@ def task_memory(bootstrap: str, topic: str, end: int, run_dir: str, extra: dict)
     opts = {"kafka.bootstrap.servers": bootstrap, "kafka.isolation.level": "read_committed",
             "kafka.queued.max.messages.kbytes": "16384", "assign": "{}",
             **{f"kafka.{k}": v for k, v in extra.items()}}
-    cfg = BackupTaskConfig(source=parse_options(opts), run_dir=run_dir)
+    cfg = BackupTaskConfig(read=parse_options(opts).reading(), run_dir=run_dir)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     tracemalloc.start()
     rows = list(backup_task(cfg, iter([json.dumps([topic, 0, 0, end])])))

@@ -45,8 +45,8 @@ def main() -> None:
 
     from offsetkeeper.backup import checksum as ck
     from offsetkeeper.backup.task import file_schema
-    from offsetkeeper.spark.kafka.read import _Batch
-    from offsetkeeper.spark.kafka.schema import arrow_schema as _arrow_schema
+    from offsetkeeper.records.read import _Batch
+    from offsetkeeper.records.read import arrow_schema as _arrow_schema
 
     with workspace("okparts-", args.bootstrap) as (tmp, bootstrap):
         topic = f"parts-{uuid.uuid4().hex[:8]}"

@@ -186,7 +186,8 @@ def requests_of_one_run(bootstrap: str, topic: str, pattern: str, offset: int, s
             return _Counting(KafkaAdmin.admin.fget(self), counts)
 
     req = ResetRequest(target=TargetSpec(TargetKind.TO_OFFSET, str(offset)),
-                       group_patterns=(pattern,), topics=(TopicSpec(topic),), execute=True,
+                       scope=ResetScope(group_patterns=(pattern,), topics=(TopicSpec(topic),)),
+                       execute=True,
                        options=ExecuteOptions(snapshot_store=store))
     with CountingAdmin(Connection(bootstrap)) as admin:
         t0 = time.perf_counter()

@@ -79,7 +79,7 @@ def main() -> None:
         opts = {f"kafka.{k}": v for k, v in conn.client_config().items()}
         opts["kafka.isolation.level"] = "read_committed"
         opts["assign"] = "{}"
-        bcfg = BackupTaskConfig(source=parse_options(opts), run_dir=run_dir)
+        bcfg = BackupTaskConfig(read=parse_options(opts).reading(), run_dir=run_dir)
         specs = [json.dumps([[topic, p, 0, ends[TopicPartition(topic, p)].high]
                              for p in range(i, args.partitions, args.tasks)])
                  for i in range(args.tasks)]

@@ -185,9 +185,9 @@ def main() -> None:
 
             listing_s = median_time(lambda: list_groups(admin), args.repeat)
             listed = len(list_groups(admin))
-            from offsetkeeper.ops.groups_view import typed_groups
+            from offsetkeeper.ops.groups import list_typed_groups
 
-            typed_listing_s = median_time(lambda: typed_groups(admin), args.repeat)
+            typed_listing_s = median_time(lambda: list_typed_groups(admin), args.repeat)
             describe_all_s = None
             if not args.skip_describe_all:
                 log("yardstick: sorting by lag the old way (every group described), once")

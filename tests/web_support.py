@@ -21,6 +21,16 @@ def csrf_of(html: str) -> str:
     return m.group(1)
 
 
+FINGERPRINT_RE = re.compile(r'name="fingerprint" value="([0-9a-f]+)"')
+
+
+def confirm_data(plan_html: str, csrf: str) -> dict[str, str]:
+    """The confirmation form of a plan page: the CSRF token and the plan's fingerprint."""
+    m = FINGERPRINT_RE.search(plan_html)
+    assert m, "plan page has no fingerprint field"
+    return {"csrf": csrf, "fingerprint": m.group(1)}
+
+
 def fill_history(url: str, group: str, topic: str, *, partitions: int = 2, cycles: int = 40,
                  interval_ms: int = 60_000, now_ms: int | None = None) -> None:
     """Write `cycles` samples per partition through the store's write API: lag grows, then

@@ -17,19 +17,18 @@ def main(bootstrap: str, topic: str, partitions: int, workdir: str) -> None:
     from offsetkeeper.config import Connection
     from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.models import TopicPartition
+    from offsetkeeper.records.read import ReadOptions
     from offsetkeeper.restore.produce import restore_task
     from offsetkeeper.restore.resume import WriterConfig
-    from offsetkeeper.spark.kafka.options import parse_options
 
     conn = Connection(bootstrap)
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     with KafkaAdmin(conn) as admin:
         ends = admin.watermarks(tps)
-    opts = {f"kafka.{k}": v for k, v in conn.client_config().items()}
-    opts["assign"] = "{}"
+    read = ReadOptions(kafka={**conn.client_config(), "isolation.level": "read_committed"})
     run_dir = f"{workdir}/backup/data/run=1"
     spec = json.dumps([[topic, p, 0, ends[TopicPartition(topic, p)].high] for p in range(partitions)])
-    reports = list(backup_task(BackupTaskConfig(source=parse_options(opts), run_dir=run_dir), iter([spec])))
+    reports = list(backup_task(BackupTaskConfig(read=read, run_dir=run_dir), iter([spec])))
 
     target = f"{topic}-restored"
     with KafkaAdmin(conn) as admin:

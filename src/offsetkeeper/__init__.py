@@ -29,6 +29,7 @@ _EXPORTS = {
     "DeleteRequest": "offsetkeeper.ops",
     "ExecuteOptions": "offsetkeeper.ops",
     "Outcome": "offsetkeeper.ops",
+    "PlanFiles": "offsetkeeper.ops",
     "ResetRequest": "offsetkeeper.ops",
     "RollbackRequest": "offsetkeeper.ops",
     "TargetKind": "offsetkeeper.ops",
@@ -46,6 +47,7 @@ _EXPORTS = {
     "rollback": "offsetkeeper.ops",
     "show_offsets": "offsetkeeper.ops",
     "ProgressEvent": "offsetkeeper.progress",
+    "ResetScope": "offsetkeeper.reset.plan",
     "TopicSpec": "offsetkeeper.reset.plan",
 }
 
@@ -81,8 +83,10 @@ __all__ = [
     "MemberInfo",
     "OffsetkeeperError",
     "Outcome",
+    "PlanFiles",
     "ProgressEvent",
     "ResetRequest",
+    "ResetScope",
     "RollbackRequest",
     "StoreError",
     "TargetKind",

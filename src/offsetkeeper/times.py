@@ -19,12 +19,23 @@ Durations (`parse_duration_ms`): one grammar for every option that takes one (`-
   before a fraction; years and months are refused: they have no fixed length).
 Sub-millisecond remainders round up. No sign: a duration is a length. Bad input is one
 `UsageError` (exit 2) naming the option, the value and the forms expected.
+
+Points in time (`parse_time`): the one parser of every option that takes a time
+(`--to-datetime`, `offsets show --at`, restore's `--from-time`/`--to-time`, `commits show
+--since`): the documented forms only (`TIME_FORMS`), ISO-8601 (UTC when no zone) or 13-digit
+epoch milliseconds. Python's fromisoformat also reads any separator (2023-11-14x22:13:20), week
+dates (2023-W46-2) and basic forms (20231114T2213): a typo would be applied as a time instead of
+refused. Sub-millisecond digits round UP (a record stamped `.250` is not "at or after" `.2504`).
+Times before 1970-01-01T00:00:00Z are refused: Kafka reads a negative timestamp as
+"latest"/"earliest", never as a time. `parse_when` (the history commands) adds `now` and a
+duration meaning "ago"; `duration_start_ms` (`--by-duration`) is now minus a duration.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -137,6 +148,96 @@ def human_duration_ms(ms: float | None) -> str | None:
     value = ms / size
     text = f"{value:.0f}" if unit == "ms" or value >= 100 else f"{value:.1f}".removesuffix(".0")
     return f"{sign}{text}{unit}"
+
+
+# -- points in time ---------------------------------------------------------------------------
+
+TIME_FORMS = ("ISO-8601 YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.fraction]] with an optional zone Z, "
+              "+HH:MM or +HHMM (UTC when none), e.g. 2026-11-20T09:40:00.250+02:00, or 13-digit epoch "
+              "milliseconds such as 1795167600000")
+# The documented forms, nothing more (see the module's docstring).
+_ISO_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}"
+    r"(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?", re.ASCII)
+# Epoch milliseconds: 13 digits (2001-09-09 to 2286-11-20); a shorter number is more likely a
+# date typed without dashes (20231114) than a time in 1970.
+_EPOCH_MS = re.compile(r"\d{13}", re.ASCII)
+_NEGATIVE_INT = re.compile(r"-[0-9]+")
+
+
+def datetime_ms(dt: datetime, *, what: str, text: object) -> int:
+    """Epoch milliseconds of a datetime (UTC when naive), rounded up; before 1970 refused."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    try:
+        delta = dt - _EPOCH
+    except OverflowError:
+        delta = None
+    if delta is None or delta < timedelta(0):
+        raise UsageError(f"{what} {_quoted(text)} is before 1970-01-01T00:00:00Z; Kafka timestamps "
+                         "start there (a negative timestamp means latest/earliest to a broker)")
+    whole, rest = divmod(delta, timedelta(milliseconds=1))
+    return whole + (1 if rest else 0)
+
+
+def parse_time(text: str | int | datetime, *, what: str = "--to-datetime") -> int:
+    """A point in time -> epoch milliseconds.
+
+    Accepts ISO-8601 (`2026-11-20T09:40:00`, UTC when no zone; `Z`, `+02:00`, fractions) and
+    epoch milliseconds (13 ASCII digits). Refuses times before 1970 and after 9999.
+    """
+    if isinstance(text, datetime):  # YAML parses unquoted timestamps itself
+        return datetime_ms(text, what=what, text=text.isoformat())
+    if isinstance(text, int) and not isinstance(text, bool):
+        text = str(text)
+    s = str(text).strip()
+    if _NEGATIVE_INT.fullmatch(s):
+        raise UsageError(f"{what} {_quoted(text)} is before 1970-01-01T00:00:00Z; Kafka "
+                         "timestamps start there")
+    if _EPOCH_MS.fullmatch(s):
+        ms = int(s)
+    else:
+        try:
+            if not _ISO_TIME.fullmatch(s):
+                raise ValueError(s)
+            dt = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith("Z") else s)
+        except ValueError:
+            raise UsageError(f"{what} {_quoted(text)} is not a time (expected {TIME_FORMS})") from None
+        ms = datetime_ms(dt, what=what, text=text)
+    if ms > MAX_TIME_MS:
+        raise UsageError(f"{what} {_quoted(text)} is after 9999-12-31T23:59:59.999Z")
+    return ms
+
+
+def now_ms() -> int:
+    """Now in epoch milliseconds."""
+    return int(time.time() * 1000)
+
+
+def duration_start_ms(text: str, *, now: datetime | None = None, what: str = "--by-duration") -> int:
+    """Epoch milliseconds of now minus the duration; refused when that is before 1970."""
+    back = parse_duration_ms(text, what=what, allow_zero=True)
+    now = now or datetime.now(UTC)
+    ms = (now - _EPOCH) // timedelta(milliseconds=1) - back
+    if ms < 0:
+        raise UsageError(f"{what} {_quoted(text)} reaches back before 1970-01-01T00:00:00Z")
+    return ms
+
+
+def parse_when(text: str, *, what: str = "time", now: int | None = None) -> int:
+    """A time of the history commands -> epoch ms: `parse_time`'s forms, `now`, or a duration
+    back from now (`6h`, `PT30M`)."""
+    now = now_ms() if now is None else now
+    t = (text or "").strip()
+    if t.lower() == "now":
+        return now
+    if (t[:1].isdigit() and is_duration(t)) or t[:1] in ("P", "p"):
+        return now - parse_duration_ms(t, what=what)
+    try:
+        return parse_time(t, what=what)
+    except UsageError:
+        raise UsageError(f"{what} '{text}' is not a time (expected an ISO-8601 datetime such as "
+                         "2026-11-20T09:40:00Z, 'now', or a duration ago such as 6h)") from None
 
 
 def ms_of_iso(text: object) -> int | None:

@@ -247,10 +247,11 @@ def test_read_committed_fetch_right_after_an_aborted_transaction_returns_the_nex
     """Invariant: a read_committed fetch that starts right after an aborted transaction of the
     same producer (at its abort marker, or at the first record of the next committed
     transaction) returns the next committed records — from Kafka and from offsetkeeper's range
-    reader (`spark.kafka.read.read_batches`, behind the Kafka data source and `backup run`).
+    reader (`records.read.read_batches`, behind the Kafka data source and `backup run`).
     The stand-in returned nothing there."""
-    from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
-    from offsetkeeper.spark.kafka.read import RangeStats, read_batches
+    from offsetkeeper.records.ranges import OffsetRange
+    from offsetkeeper.records.read import RangeStats, read_batches
+    from offsetkeeper.spark.kafka.options import parse_options
 
     topic = unique("txread")
     create_topic(bootstrap, topic, 1)

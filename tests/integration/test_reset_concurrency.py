@@ -9,7 +9,7 @@ import pytest
 from kafkatools import commit, committed, create_topic, produce_n
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.ops import ExecuteOptions, ResetRequest, TargetKind, TargetSpec, reset_offsets
-from offsetkeeper.reset.plan import TopicSpec
+from offsetkeeper.reset.plan import ResetScope, TopicSpec
 
 pytestmark = pytest.mark.integration
 
@@ -37,8 +37,8 @@ class _Interleaved(KafkaAdmin):
 
 
 def _req(g: str, t: str, offset: int, store) -> ResetRequest:
-    return ResetRequest(target=TargetSpec(TargetKind.TO_OFFSET, str(offset)), groups=(g,),
-                        topics=(TopicSpec(t),), execute=True,
+    return ResetRequest(target=TargetSpec(TargetKind.TO_OFFSET, str(offset)),
+                        scope=ResetScope(groups=(g,), topics=(TopicSpec(t),)), execute=True,
                         options=ExecuteOptions(snapshot_store=str(store)))
 
 

@@ -15,7 +15,7 @@ from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.ops.reset import ExecuteOptions, ResetRequest, reset_offsets
 from offsetkeeper.ops.targets import TargetKind, TargetSpec
-from offsetkeeper.reset.plan import TopicSpec
+from offsetkeeper.reset.plan import ResetScope, TopicSpec
 from offsetkeeper.snapshots.store import SnapshotStore
 from tests.kafkatools import commit, committed, create_topic, produce_n
 
@@ -61,8 +61,9 @@ def test_a_bulk_reset_reads_each_group_no_more_than_its_checks_need(bootstrap, u
             return _CountingClient(KafkaAdmin.admin.fget(self), counts)
 
     store = tmp_path / "snaps"
-    req = ResetRequest(target=TargetSpec(TargetKind.TO_OFFSET, "5"), groups=tuple(groups),
-                       topics=(TopicSpec(topic),), execute=True,
+    req = ResetRequest(target=TargetSpec(TargetKind.TO_OFFSET, "5"),
+                       scope=ResetScope(groups=tuple(groups), topics=(TopicSpec(topic),)),
+                       execute=True,
                        options=ExecuteOptions(snapshot_store=str(store)))
     with Counting(Connection(bootstrap)) as admin:
         outcome = reset_offsets(admin, req)

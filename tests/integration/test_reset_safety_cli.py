@@ -12,7 +12,7 @@ from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.ops import ExecuteOptions, ResetRequest, TargetKind, TargetSpec, execute_plan
 from offsetkeeper.ops import delete as ops_delete
 from offsetkeeper.ops.reset import DeleteRequest, plan_reset_request
-from offsetkeeper.reset.plan import TopicSpec
+from offsetkeeper.reset.plan import ResetScope, TopicSpec
 
 pytestmark = pytest.mark.integration
 
@@ -41,8 +41,9 @@ def test_offsets_moved_by_another_writer_after_planning_refuse_the_group(admin, 
     """Invariant: two concurrent resets of one group cannot both succeed — right before
     committing, the executor compares the live offsets with the plan's CURRENT and refuses the
     group (exit 1) when another writer moved them; the other writer's offsets stay."""
-    req = ResetRequest(target=TargetSpec(TargetKind.TO_EARLIEST), groups=(group,),
-                       topics=(TopicSpec(topic),), options=ExecuteOptions(snapshot=False))
+    req = ResetRequest(target=TargetSpec(TargetKind.TO_EARLIEST),
+                       scope=ResetScope(groups=(group,), topics=(TopicSpec(topic),)),
+                       options=ExecuteOptions(snapshot=False))
     plan, _ = plan_reset_request(admin, req)
     commit(bootstrap, group, {(topic, 0): 7})          # the "other" run wins the race
     report = execute_plan(admin, plan, req.options)
@@ -178,8 +179,8 @@ def test_offset_delete_on_a_broker_without_the_api_fails_with_one_line(admin, bo
 def test_bulk_run_has_an_overall_deadline(admin, bootstrap, topic, group):
     """Invariant: a run against an unreachable cluster ends after its deadline with a reason per
     group instead of retrying for many minutes."""
-    req = ResetRequest(target=TargetSpec(TargetKind.TO_EARLIEST), groups=(group,),
-                       topics=(TopicSpec(topic),),
+    req = ResetRequest(target=TargetSpec(TargetKind.TO_EARLIEST),
+                       scope=ResetScope(groups=(group,), topics=(TopicSpec(topic),)),
                        options=ExecuteOptions(snapshot=False, retries=50, deadline_s=2))
     plan, _ = plan_reset_request(admin, req)
     with KafkaAdmin(Connection("127.0.0.1:1"), timeout=0.5) as dead:

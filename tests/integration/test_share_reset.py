@@ -147,10 +147,11 @@ def test_refused_while_members_and_when_members_join_after_planning(capsys, boot
     from offsetkeeper.ops.reset import execute_plan
     from offsetkeeper.ops.share_reset import reset_share_group
     from offsetkeeper.ops.targets import TargetKind, TargetSpec
+    from offsetkeeper.reset.plan import ResetScope
 
     g = make_group(admin, unique("sq"), {(topic, p): 5 for p in range(3)})
     outcome = reset_share_group(admin, ResetRequest(TargetSpec(TargetKind.TO_EARLIEST),
-                                                    groups=(g,)))
+                                                    ResetScope(groups=(g,))))
     assert outcome.plan.changes and not outcome.plan.refused
     # one poll (acknowledged: start offsets may move forward, never back to 0), then it idles
     # as a member
@@ -183,9 +184,11 @@ def test_refused_when_another_writer_moved_a_start_offset(bootstrap, topic, admi
     from offsetkeeper.ops.reset import execute_plan
     from offsetkeeper.ops.share_reset import reset_share_group
     from offsetkeeper.ops.targets import TargetKind, TargetSpec
+    from offsetkeeper.reset.plan import ResetScope
 
     g = make_group(admin, unique("sq"), {(topic, 0): 2, (topic, 1): 2})
-    outcome = reset_share_group(admin, ResetRequest(TargetSpec(TargetKind.TO_LATEST), groups=(g,)))
+    outcome = reset_share_group(admin, ResetRequest(TargetSpec(TargetKind.TO_LATEST),
+                                                    ResetScope(groups=(g,))))
     make_group(admin, g, {(topic, 1): 5})  # kafka-share-groups.sh or another operator
     (res,) = execute_plan(admin, outcome.plan, ExecuteOptions(snapshot=False)).results
     assert res.status == "refused" and "changed since planning" in res.error, res

@@ -14,7 +14,7 @@ from offsetkeeper.config import ClusterModel, ConfigFile
 from offsetkeeper.web.app import UiSettings, create_app
 from offsetkeeper.web.service import Clusters
 from tests.kafkatools import LiveConsumer, commit, committed, create_topic, produce_n
-from tests.web_support import csrf_of, fill_history, make_app, make_backup
+from tests.web_support import confirm_data, csrf_of, fill_history, make_app, make_backup
 
 warnings.filterwarnings("ignore", message=".*httpx.*", category=DeprecationWarning)
 from starlette.testclient import TestClient  # noqa: E402
@@ -144,11 +144,14 @@ def test_reset_preview_execute_rollback(web, group, topic, bootstrap):
     assert committed(bootstrap, group, topic, 2) == {0: 5, 1: 5}
     pid = PLAN_RE.search(html).group(1)
     tok = csrf(c)
-    r = c.post(f"/c/default/plans/{pid}/execute", data={"csrf": tok})
+    wrong = c.post(f"/c/default/plans/{pid}/execute", data={"csrf": tok, "fingerprint": "0" * 16})
+    assert wrong.status_code == 400 and "is not the plan" in wrong.text  # the plan stays
+    assert committed(bootstrap, group, topic, 2) == {0: 5, 1: 5}
+    r = c.post(f"/c/default/plans/{pid}/execute", data=confirm_data(html, tok))
     assert r.status_code == 200 and "SUCCESS" in r.text
     assert committed(bootstrap, group, topic, 2) == {0: 8, 1: 8}
     snap = SNAP_RE.search(r.text).group(1)
-    again = c.post(f"/c/default/plans/{pid}/execute", data={"csrf": tok})
+    again = c.post(f"/c/default/plans/{pid}/execute", data=confirm_data(html, tok))
     assert again.status_code == 400 and "already executed" in again.text
     d = c.get(f"/c/default/snapshots/{snap}", params={"format": "json"}).json()
     assert {(x["before"], x["after"]) for x in d["diff"]} == {(5, 8)}
@@ -156,7 +159,7 @@ def test_reset_preview_execute_rollback(web, group, topic, bootstrap):
     assert r.status_code == 200 and "Rollback plan" in r.text
     assert committed(bootstrap, group, topic, 2) == {0: 8, 1: 8}
     rpid = PLAN_RE.search(r.text).group(1)
-    r = c.post(f"/c/default/plans/{rpid}/execute", data={"csrf": tok},
+    r = c.post(f"/c/default/plans/{rpid}/execute", data=confirm_data(r.text, tok),
                headers={"accept": "application/json"})
     assert r.status_code == 200 and r.json()["report"]["status"] == "SUCCESS"
     assert committed(bootstrap, group, topic, 2) == {0: 5, 1: 5}
@@ -176,7 +179,7 @@ def test_targets(web, group, topic, bootstrap, kind, value, expect):
     if kind == "to-offset":
         assert "clamped to log end" in html
     r = c.post(f"/c/default/plans/{PLAN_RE.search(html).group(1)}/execute",
-               data={"csrf": csrf(c)})
+               data=confirm_data(html, csrf(c)))
     assert r.status_code == 200
     assert committed(bootstrap, group, topic, 2) == expect
 
@@ -187,13 +190,15 @@ def test_from_group_and_from_file(web, group, topic, bootstrap, unique):
     commit(bootstrap, src, {(topic, 0): 2, (topic, 1): 9})
     code, html = preview(c, group, topic, "from-group", src)
     assert code == 200
-    c.post(f"/c/default/plans/{PLAN_RE.search(html).group(1)}/execute", data={"csrf": csrf(c)})
+    c.post(f"/c/default/plans/{PLAN_RE.search(html).group(1)}/execute",
+           data=confirm_data(html, csrf(c)))
     assert committed(bootstrap, group, topic, 2) == {0: 2, 1: 9}
     r = c.post("/c/default/reset/preview",
                data={"csrf": csrf(c), "groups": group, "topics": topic, "kind": "from-file"},
                files={"value_from-file": ("o.csv", f"{topic},0,4\n{topic},1,6\n".encode())})
     assert r.status_code == 200
-    c.post(f"/c/default/plans/{PLAN_RE.search(r.text).group(1)}/execute", data={"csrf": csrf(c)})
+    c.post(f"/c/default/plans/{PLAN_RE.search(r.text).group(1)}/execute",
+           data=confirm_data(r.text, csrf(c)))
     assert committed(bootstrap, group, topic, 2) == {0: 4, 1: 6}
 
 
@@ -214,7 +219,7 @@ def test_active_group_refused(web, group, topic, bootstrap):
     pid = PLAN_RE.search(html).group(1)
     consumer = LiveConsumer(bootstrap, group, [topic])
     try:
-        r = c.post(f"/c/default/plans/{pid}/execute", data={"csrf": csrf(c)})
+        r = c.post(f"/c/default/plans/{pid}/execute", data=confirm_data(html, csrf(c)))
         assert r.status_code == 200 and "refused" in r.text
         _code, html = preview(c, group, topic, "to-earliest")
         assert "REFUSED" in html and "active member" in html
@@ -230,7 +235,7 @@ def test_moved_offsets_refused_at_execute(web, group, topic, bootstrap):
     _code, html = preview(c, group, topic, "to-earliest")
     commit(bootstrap, group, {(topic, 0): 7, (topic, 1): 7})
     r = c.post(f"/c/default/plans/{PLAN_RE.search(html).group(1)}/execute",
-               data={"csrf": csrf(c)}, headers={"accept": "application/json"})
+               data=confirm_data(html, csrf(c)), headers={"accept": "application/json"})
     assert r.json()["report"]["status"] != "SUCCESS"
     assert "changed since planning" in r.text
     assert committed(bootstrap, group, topic, 2) == {0: 7, 1: 7}
@@ -370,7 +375,8 @@ def test_to_history_target(web, group, topic, bootstrap):
     code, html = preview(c, group, topic, "to-history", when.strftime("%Y-%m-%dT%H:%M:%S"))
     assert code == 200, html
     assert "history sample of" in html
-    c.post(f"/c/default/plans/{PLAN_RE.search(html).group(1)}/execute", data={"csrf": csrf(c)})
+    c.post(f"/c/default/plans/{PLAN_RE.search(html).group(1)}/execute",
+           data=confirm_data(html, csrf(c)))
     assert committed(bootstrap, group, topic, 2) == {0: 4, 1: 4}
 
 

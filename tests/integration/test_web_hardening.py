@@ -16,7 +16,7 @@ import pytest
 from offsetkeeper.web.checkpoints import CheckpointEntry
 from tests.kafkatools import commit, create_topic, produce_n
 from tests.streaming_support import jvm_checkpoint
-from tests.web_support import csrf_of, fill_history, make_app
+from tests.web_support import confirm_data, csrf_of, fill_history, make_app
 
 warnings.filterwarnings("ignore", message=".*httpx.*", category=DeprecationWarning)
 from starlette.testclient import TestClient  # noqa: E402
@@ -262,7 +262,7 @@ def test_wizard_preselects_nothing_and_shows_the_uploaded_name(bootstrap, topic,
     assert "my offsets.csv (uploaded)" in r.text
     assert "offsetkeeper-ui-" not in r.text and "/tmp" not in r.text
     pid = re.search(r"/plans/([A-Za-z0-9_-]+)/execute", r.text).group(1)
-    rep = c.post(f"/c/default/plans/{pid}/execute", data={"csrf": tok})
+    rep = c.post(f"/c/default/plans/{pid}/execute", data=confirm_data(r.text, tok))
     assert rep.status_code == 200 and "offsetkeeper-ui-" not in rep.text
     snaps = c.get("/c/default/snapshots", params={"format": "json"}).json()["snapshots"]
     mine = [s for s in snaps if "my offsets.csv" in s["description"]]

@@ -28,14 +28,12 @@ from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.backup.validate import check_manifest
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import StoreError, UsageError
+from offsetkeeper.records.ranges import OffsetRange, detect_gap, split_ranges
 from offsetkeeper.spark.kafka import (
     EARLIEST,
     LATEST,
-    OffsetRange,
-    detect_gap,
     parse_options,
     resolve_ranges,
-    split_ranges,
 )
 from offsetkeeper.spark.kafka import select_topics as source_topics
 

@@ -13,8 +13,8 @@ import pytest
 from offsetkeeper.backup import checksum as ck
 from offsetkeeper.backup import task as task_mod
 from offsetkeeper.backup.task import BackupTaskConfig, backup_task, file_schema
-from offsetkeeper.spark.kafka.options import parse_options
-from offsetkeeper.spark.kafka.schema import arrow_schema as _arrow_schema
+from offsetkeeper.records.read import ReadOptions
+from offsetkeeper.records.read import arrow_schema as _arrow_schema
 
 
 def _batch(offsets):
@@ -26,8 +26,8 @@ def _batch(offsets):
 
 
 def _cfg(tmp_path):
-    opts = parse_options({"kafka.bootstrap.servers": "unused:9092", "assign": "{}"})
-    return BackupTaskConfig(source=opts, run_dir=str(tmp_path / "run=1"))
+    return BackupTaskConfig(read=ReadOptions(kafka={"bootstrap.servers": "unused:9092"}),
+                            run_dir=str(tmp_path / "run=1"))
 
 
 def _fake_reader(batches, fail=False):
@@ -100,7 +100,7 @@ def test_a_task_with_several_ranges_writes_each_one_and_reports_in_order(tmp_pat
 
 def test_balanced_specs_give_each_slot_a_similar_share():
     from offsetkeeper.backup.run import _balanced_specs
-    from offsetkeeper.spark.kafka.options import OffsetRange
+    from offsetkeeper.records.ranges import OffsetRange
 
     ranges = [OffsetRange("t", p, 0, n) for p, n in enumerate([100, 90, 10, 10, 5, 80])]
     tasks = [json.loads(s) for s in _balanced_specs(ranges, 2)]

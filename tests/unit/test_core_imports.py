@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 #: (SQLite) and the exporter; `dev-broker` and the JVM seam.
 CORE_MODULES = [
     "offsetkeeper", "offsetkeeper.cli.main",
-    "offsetkeeper.ops", "offsetkeeper.ops.groups", "offsetkeeper.ops.groups_view",
+    "offsetkeeper.ops", "offsetkeeper.ops.groups",
     "offsetkeeper.ops.reset", "offsetkeeper.ops.targets", "offsetkeeper.ops.snapshots",
     "offsetkeeper.ops.share_reset", "offsetkeeper.ops.streams_reset", "offsetkeeper.ops.live",
-    "offsetkeeper.ops.history", "offsetkeeper.ops.devbroker", "offsetkeeper.ops.streaming",
+    "offsetkeeper.ops.history", "offsetkeeper.devbroker", "offsetkeeper.ops.plans", "offsetkeeper.ops.streaming",
     "offsetkeeper.reset.plan", "offsetkeeper.reset.apply", "offsetkeeper.reset.facts",
     "offsetkeeper.reset.targets", "offsetkeeper.reset.render",
     "offsetkeeper.snapshots.capture", "offsetkeeper.snapshots.rollback",

@@ -17,14 +17,13 @@ from offsetkeeper.models import TopicPartition
 from offsetkeeper.reset.parse import (
     csv_line,
     decode_utf8,
-    duration_start_ms,
     parse_int,
     parse_offsets_csv,
-    parse_time,
     parse_topic_spec,
 )
 from offsetkeeper.reset.plan import GroupPlan, PartitionPlan, ResetPlan
 from offsetkeeper.reset.render import comment_text, plan_csv, plan_script
+from offsetkeeper.times import duration_start_ms, parse_time
 
 HOSTILE = [
     "act\ntouch {mark}-newline #",

@@ -17,7 +17,7 @@ from offsetkeeper.ops.reset import (
 from offsetkeeper.ops.snapshots import create_snapshot
 from offsetkeeper.ops.targets import TargetKind, TargetSpec
 from offsetkeeper.reset.apply import ReportStatus
-from offsetkeeper.reset.plan import TopicSpec
+from offsetkeeper.reset.plan import ResetScope, TopicSpec
 from offsetkeeper.snapshots.store import SnapshotStore
 from tests.fake_admin import FakeAdmin
 
@@ -34,7 +34,8 @@ def cluster() -> FakeAdmin:
 
 def request(tmp_path, kind: TargetKind, value: str | None = None, **kw) -> ResetRequest:
     opts = ExecuteOptions(snapshot_store=str(tmp_path / "snapshots"), retries=0)
-    return ResetRequest(target=TargetSpec(kind, value), groups=("g",), topics=(TopicSpec(TOPIC),),
+    return ResetRequest(target=TargetSpec(kind, value),
+                        scope=ResetScope(groups=("g",), topics=(TopicSpec(TOPIC),)),
                         options=opts, **kw)
 
 

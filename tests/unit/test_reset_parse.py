@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from offsetkeeper.errors import UsageError
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.reset.parse import (
-    parse_datetime,
     parse_offset,
     parse_offsets_csv,
     parse_topic_spec,
@@ -17,6 +16,7 @@ from offsetkeeper.reset.parse import (
 from offsetkeeper.reset.plan import GroupPlan, PartitionPlan, Refusal, RefusalReason, ResetPlan
 from offsetkeeper.reset.render import plan_csv, plan_script
 from offsetkeeper.times import parse_duration_ms
+from offsetkeeper.times import parse_time as parse_datetime  # the one point-in-time parser
 
 topic_names = st.from_regex(r"[A-Za-z0-9._-]{1,20}", fullmatch=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import Row
 
-from offsetkeeper.spark.kafka.sink import rows_as_batches
+from offsetkeeper.records.write import rows_as_batches
 
 
 def test_rows_become_batches_with_binary_values_and_header_structs():

@@ -1,4 +1,4 @@
-"""Messages → Arrow record batch (`spark.kafka.read._Batch.to_arrow`), built from buffers."""
+"""Messages → Arrow record batch (`records.read._Batch.to_arrow`), built from buffers."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsetkeeper.spark.kafka.read import _Batch
-from offsetkeeper.spark.kafka.schema import arrow_schema
+from offsetkeeper.records.read import _Batch, arrow_schema
 
 
 class _Msg:
@@ -63,3 +62,15 @@ def test_to_arrow_equals_pyarrows_own_conversion(rows):
         "leader_epoch": [r[4] for r in rows]}, schema=schema)
     assert got.equals(want)
     assert b.offsets == [10 + i for i in range(len(rows))] and b.ts == ts_col
+
+
+def test_the_records_arrow_schema_is_what_spark_makes_of_the_source_schema():
+    """Invariant: the range reader's Arrow schema (built with pyarrow alone, so records/ needs no
+    Spark) equals pyspark's Arrow form of the data source's record schema, with and without
+    headers: the source yields batches Spark accepts, and backup files keep their schema."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from offsetkeeper.spark.kafka.schema import record_schema
+
+    for headers in (True, False):
+        assert arrow_schema(headers) == to_arrow_schema(record_schema(headers)), headers

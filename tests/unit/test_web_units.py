@@ -14,7 +14,7 @@ from offsetkeeper.history.model import Cycle, Sample
 from offsetkeeper.history.store import open_store
 from offsetkeeper.web import security as sec
 from offsetkeeper.web.data import HistoryView
-from offsetkeeper.web.service import GroupRow, PlanBook, PlanEntry, filter_sort
+from offsetkeeper.web.service import GroupRow, filter_sort
 from offsetkeeper.web.svg import downsample, sparkline, time_chart
 from offsetkeeper.web.timefield import datetime_local_to_iso
 
@@ -114,16 +114,6 @@ def test_filter_sort():
     assert [r.group for r in filter_sort(rows, state="stable")] == ["A-pay"]
     assert [r.group for r in filter_sort(rows, sort="status", desc=True)] == ["A-pay", "c", "b"]
     assert [r.group for r in filter_sort(rows, sort="nonsense")] == ["A-pay", "b", "c"]
-
-
-def test_plan_book_executes_once_and_per_cluster():
-    book = PlanBook()
-    pid = book.put(PlanEntry("prod", object(), (), "reset", ""))
-    with pytest.raises(UsageError):
-        book.take(pid, "dr")
-    assert book.take(pid, "prod").cluster == "prod"
-    with pytest.raises(UsageError, match="already executed"):
-        book.take(pid, "prod")
 
 
 def test_history_view_status_series_and_cache(tmp_path):

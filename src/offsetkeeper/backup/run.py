@@ -44,8 +44,8 @@ from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_progress
-from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
-from offsetkeeper.spark.kafka.planning import split_ranges
+from offsetkeeper.records.ranges import OffsetRange, split_ranges
+from offsetkeeper.records.read import ReadOptions
 from offsetkeeper.spark.task_failure import guarded, raise_failures
 from offsetkeeper.spark.tasks import run_tasks, task_slots
 
@@ -163,17 +163,16 @@ def _balanced_specs(ranges: list[OffsetRange], slots: int) -> list[str]:
 
 
 def _task_config(config: BackupConfig, run_dir: str, report_path: str) -> BackupTaskConfig:
-    opts = {f"kafka.{k}": v for k, v in config.connection.client_config().items()}
-    opts["kafka.isolation.level"] = "read_committed"
+    kafka = dict(config.connection.client_config())
+    kafka["isolation.level"] = "read_committed"
     # librdkafka prefetches up to 64 MB per consumer by default; a task reads several ranges
-    opts.setdefault("kafka.queued.max.messages.kbytes", "16384")
-    opts["assign"] = "{}"
-    return BackupTaskConfig(source=parse_options(opts), run_dir=run_dir, report_path=report_path)
+    kafka.setdefault("queued.max.messages.kbytes", "16384")
+    return BackupTaskConfig(read=ReadOptions(kafka=kafka), run_dir=run_dir, report_path=report_path)
 
 
 def _read_progress(backup_id: str, plan: RunPlan, report_path: str) -> ProgressEvent:
     """How far the read is, from the task reports: partitions fully read, records read."""
-    from offsetkeeper.spark.kafka.reports import read_reports
+    from offsetkeeper.records.reports import read_reports
 
     sizes = {(p.topic, p.partition): p.size for p in plan.to_read}
     covered: dict[tuple[str, int], int] = {}

@@ -1,8 +1,8 @@
 """The executor side of a backup run: read offset ranges from Kafka and write them as Parquet.
 
 Runs inside Spark as plain RDD tasks (``sc.parallelize(ranges, n).mapPartitions(...)``): each
-task reads its ranges with confluent-kafka (the reading logic of the ``offsetkeeper-kafka`` data
-source, `read_batches`) and writes each range's records, in offset order, to one zstd Parquet
+task reads its ranges with confluent-kafka (the range reader `records.read.read_batches`, which
+the ``offsetkeeper-kafka`` data source reads with too) and writes each range's records, in offset order, to one zstd Parquet
 file ``RUN_DIR/topic=T/partition=P/part-START-END.zstd.parquet`` with pyarrow. The file holds
 the record schema without the directory columns ``topic`` and ``partition`` (what Spark's
 ``partitionBy`` writer produced). While writing, the task computes the range's record checksum
@@ -24,9 +24,9 @@ from typing import Any
 from urllib.parse import quote
 
 from offsetkeeper.backup import checksum as ck
-from offsetkeeper.spark.kafka.options import OffsetRange, SourceOptions
-from offsetkeeper.spark.kafka.read import RangeStats, read_batches
-from offsetkeeper.spark.kafka.reports import write_report
+from offsetkeeper.records.ranges import OffsetRange
+from offsetkeeper.records.read import RangeStats, ReadOptions, arrow_schema, read_batches
+from offsetkeeper.records.reports import write_report
 from offsetkeeper.storage import replace, temp_name
 
 # Bytes (uncompressed) per Parquet row group: several Arrow batches are gathered into one.
@@ -40,7 +40,7 @@ RANGES_IN_PARALLEL = 4
 
 @dataclass(frozen=True)
 class BackupTaskConfig:
-    source: SourceOptions  # kafka client properties, batch size, poll timeout
+    read: ReadOptions  # kafka client properties, batch size, poll timeout
     run_dir: str  # DEST/ID/data/run=N (path or URL)
     report_path: str | None = None  # task reports for the progress display
     ranges_in_parallel: int | None = None  # None: RANGES_IN_PARALLEL
@@ -50,9 +50,7 @@ def file_schema():
     """The Arrow schema of a backup data file: the record schema less topic and partition."""
     import pyarrow as pa
 
-    from offsetkeeper.spark.kafka.schema import arrow_schema as _arrow_schema
-
-    full = _arrow_schema()
+    full = arrow_schema()
     return pa.schema([f for f in full if f.name not in ("topic", "partition")])
 
 
@@ -90,7 +88,7 @@ def _write_range(cfg: BackupTaskConfig, r: OffsetRange, schema, fs) -> dict[str,
         pending, pending_bytes = [], 0
 
     try:
-        for b in read_batches(cfg.source, r, stats):
+        for b in read_batches(cfg.read, r, stats):
             fb = pa.RecordBatch.from_arrays(b.columns[2:], schema=schema)
             checksum += ck.batch_checksum(fb)
             pending.append(fb)
@@ -150,13 +148,13 @@ def warm_up() -> int:
     import pyarrow.parquet as pq
 
     from offsetkeeper.arrowbuf import binaries, ints
-    from offsetkeeper.spark.kafka.read import _headers
+    from offsetkeeper.records.read import headers_column
 
     schema = file_schema()
     batch = pa.RecordBatch.from_arrays(
         [ints([0], pa.int64()), ints([0], pa.int64()), ints([0], pa.int32()),
          binaries([b"k"], pa.binary()), binaries([b"v"], pa.binary()),
-         _headers(schema, [[("h", b"v")]]), ints([0], pa.int32())], schema=schema)
+         headers_column(schema, [[("h", b"v")]]), ints([0], pa.int32())], schema=schema)
     checksum = ck.batch_checksum(batch)
     pq.write_table(pa.Table.from_batches([batch], schema=schema), io.BytesIO(), compression="zstd")
     return checksum

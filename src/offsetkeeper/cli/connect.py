@@ -237,7 +237,7 @@ def reset(
     from offsetkeeper.ops import ExecuteOptions, ResetRequest
     from offsetkeeper.ops.targets import TargetKind, target_from_flags
     from offsetkeeper.reset.parse import parse_topic_spec
-    from offsetkeeper.reset.plan import TopicSpec
+    from offsetkeeper.reset.plan import ResetScope, TopicSpec
 
     flags = {TargetKind.TO_EARLIEST: to_earliest, TargetKind.TO_LATEST: to_latest,
              TargetKind.TO_CURRENT: to_current, TargetKind.TO_OFFSET: to_offset,
@@ -248,7 +248,8 @@ def reset(
     if any(v not in (None, False) for v in flags.values()):
         group_request = ResetRequest(
             target=target_from_flags(flags),
-            topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()), options=options)
+            scope=ResetScope(topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ())),
+            options=options)
     client = _client(connect_url, connect_user, connect_password, connect_ca, connect_insecure)
     admin = _admin(bootstrap, command_config, cluster, config)
     try:

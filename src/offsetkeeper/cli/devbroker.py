@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
+from offsetkeeper import devbroker
 from offsetkeeper.cli.common import OutputOpt
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
-from offsetkeeper.ops import devbroker
+from offsetkeeper.devbroker import connect as side
 
 app = typer.Typer(help="Run a local Apache Kafka cluster (KRaft) for development and demos.",
                   no_args_is_help=True)
@@ -154,7 +155,7 @@ MirrorDirOpt = Annotated[
 
 
 def _show_side(st, fmt: OutputFormat, cols: list[str]) -> None:
-    row = devbroker.connect_as_dict(st)
+    row = side.as_dict(st)
     if fmt is OutputFormat.json:
         render_json(row)
     else:
@@ -177,7 +178,7 @@ def connect_start(
 
     Example: offsetkeeper dev-broker connect start -b 127.0.0.1:9092
     """
-    _show_side(devbroker.start_worker(bootstrap_server, data_dir, port=port), output,
+    _show_side(side.start_worker(bootstrap_server, data_dir, port=port), output,
                _WORKER_COLS)
 
 
@@ -187,7 +188,7 @@ def connect_stop(data_dir: WorkerDirOpt = None, output: OutputOpt = OutputFormat
 
     Example: offsetkeeper dev-broker connect stop
     """
-    _show_side(devbroker.stop_worker(data_dir), output, _WORKER_COLS)
+    _show_side(side.stop_worker(data_dir), output, _WORKER_COLS)
 
 
 @connect_app.command("status")
@@ -196,7 +197,7 @@ def connect_status(data_dir: WorkerDirOpt = None, output: OutputOpt = OutputForm
 
     Example: offsetkeeper dev-broker connect status -o json
     """
-    st = devbroker.worker_status(data_dir)
+    st = side.worker_status(data_dir)
     _show_side(st, output, _WORKER_COLS)
     if not st.running:
         raise typer.Exit(1)
@@ -215,7 +216,7 @@ def mm2_start(
 
     Example: offsetkeeper dev-broker mm2 start --source-bootstrap 127.0.0.1:9092 --target-bootstrap 127.0.0.1:9093
     """
-    _show_side(devbroker.start_mm2(source, target, data_dir, topics=topics, groups=groups),
+    _show_side(side.start_mm2(source, target, data_dir, topics=topics, groups=groups),
                output, _MM2_COLS)
 
 
@@ -225,4 +226,4 @@ def mm2_stop(data_dir: MirrorDirOpt = None, output: OutputOpt = OutputFormat.tab
 
     Example: offsetkeeper dev-broker mm2 stop
     """
-    _show_side(devbroker.stop_mm2(data_dir), output, _MM2_COLS)
+    _show_side(side.stop_mm2(data_dir), output, _MM2_COLS)

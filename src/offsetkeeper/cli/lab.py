@@ -17,7 +17,8 @@ from offsetkeeper.cli.common import (
 )
 from offsetkeeper.cli.output import OutputFormat, render_rows, say
 from offsetkeeper.cli.progress import progress_bar
-from offsetkeeper.ops.lab import LAB_POLICIES, LabConfig, run_delivery_lab
+from offsetkeeper.consumer.lab import LabConfig, run_delivery_lab
+from offsetkeeper.consumer.lab_child import LAB_POLICIES
 
 
 class GroupProtocol(StrEnum):

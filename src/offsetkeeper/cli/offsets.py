@@ -31,6 +31,7 @@ from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.ops import (
     DeleteRequest,
     ExecuteOptions,
+    PlanFiles,
     ResetRequest,
     TargetKind,
     reset_offsets,
@@ -39,8 +40,9 @@ from offsetkeeper.ops import (
 from offsetkeeper.ops import delete as ops_delete
 from offsetkeeper.ops.groups import rows_as_dicts, show_offsets
 from offsetkeeper.ops.targets import mm2_alias
-from offsetkeeper.reset.parse import parse_time, parse_topic_spec
-from offsetkeeper.reset.plan import TopicSpec
+from offsetkeeper.reset.parse import parse_topic_spec
+from offsetkeeper.reset.plan import ResetScope, TopicSpec
+from offsetkeeper.times import parse_time
 
 app = typer.Typer(help="Show log offsets; reset or delete committed offsets (dry run by default).",
                   no_args_is_help=True)
@@ -183,15 +185,16 @@ def reset(
     conn = connection(bootstrap, command_config, cluster, config)
     remember_hint_option("--store", snapshot_store)
     req = ResetRequest(
-        target=target, groups=tuple(group_ids(group)), all_groups=all_groups,
-        group_patterns=tuple(group_pattern or ()),
-        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()), all_topics=all_topics,
+        target=target,
+        scope=ResetScope(groups=tuple(group_ids(group)), all_groups=all_groups,
+                         group_patterns=tuple(group_pattern or ()),
+                         topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
+                         all_topics=all_topics, live=live, clear_metadata=clear_metadata),
         execute=execute, create_groups=create_groups,
-        allow_cluster_mismatch=allow_cluster_mismatch, export_csv=export, script=script,
-        script_bootstrap=conn.bootstrap_servers,
-        script_command_config=str(command_config) if command_config else None,
-        live=live, live_timeout_s=live_timeout, live_signing_key=signing_key,
-        clear_metadata=clear_metadata,
+        allow_cluster_mismatch=allow_cluster_mismatch,
+        files=PlanFiles(export_csv=export, script=script, script_bootstrap=conn.bootstrap_servers,
+                        script_command_config=str(command_config) if command_config else None),
+        live_timeout_s=live_timeout, live_signing_key=signing_key,
         options=ExecuteOptions(max_concurrent=max_concurrent, retries=retries, deadline_s=deadline,
                                snapshot=not no_snapshot, snapshot_store=snapshot_store,
                                config_path=config, allow_unknown_state=allow_unknown_state))

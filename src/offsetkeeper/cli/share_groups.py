@@ -140,11 +140,11 @@ def reset_offsets(
     """
     from offsetkeeper.cli.progress import progress_bar
     from offsetkeeper.cli.reset_render import render_outcome
-    from offsetkeeper.ops import ExecuteOptions, ResetRequest
+    from offsetkeeper.ops import ExecuteOptions, PlanFiles, ResetRequest
     from offsetkeeper.ops.share_reset import reset_share_group
     from offsetkeeper.ops.targets import TargetKind, target_from_flags
     from offsetkeeper.reset.parse import parse_topic_spec
-    from offsetkeeper.reset.plan import TopicSpec
+    from offsetkeeper.reset.plan import ResetScope, TopicSpec
 
     target = target_from_flags({
         TargetKind.TO_EARLIEST: to_earliest, TargetKind.TO_LATEST: to_latest,
@@ -154,11 +154,14 @@ def reset_offsets(
         TargetKind.FROM_FILE: None if from_file is None else str(from_file)})
     with connect(bootstrap, command_config, cluster, config) as admin, \
             progress_bar(output) as progress:
-        req = ResetRequest(target=target, groups=(group,),
-                           topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
-                           execute=execute, export_csv=export, script=script,
-                           script_bootstrap=admin.conn.bootstrap_servers,
-                           script_command_config=str(command_config) if command_config else None,
+        req = ResetRequest(target=target,
+                           scope=ResetScope(groups=(group,), topics=tuple(
+                               TopicSpec(*parse_topic_spec(t)) for t in topic or ())),
+                           execute=execute,
+                           files=PlanFiles(export_csv=export, script=script,
+                                           script_bootstrap=admin.conn.bootstrap_servers,
+                                           script_command_config=str(command_config)
+                                           if command_config else None),
                            options=ExecuteOptions(snapshot=not no_snapshot, config_path=config))
         outcome = reset_share_group(admin, req, progress=progress)
     render_outcome(outcome, output)

@@ -158,7 +158,7 @@ def reset_offsets(
     from offsetkeeper.ops.streams_reset import reset_streams_group
     from offsetkeeper.ops.targets import TargetKind, target_from_flags
     from offsetkeeper.reset.parse import parse_topic_spec
-    from offsetkeeper.reset.plan import TopicSpec
+    from offsetkeeper.reset.plan import ResetScope, TopicSpec
 
     target = target_from_flags({
         TargetKind.TO_EARLIEST: to_earliest, TargetKind.TO_LATEST: to_latest,
@@ -167,10 +167,11 @@ def reset_offsets(
         TargetKind.TO_DATETIME: to_datetime, TargetKind.BY_DURATION: by_duration})
     if not group:
         raise UsageError("--group must not be empty")
-    req = ResetRequest(target=target, groups=(group,),
-                       topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
-                       execute=execute, clear_metadata=clear_metadata,
-                       options=ExecuteOptions(snapshot=not no_snapshot,
+    req = ResetRequest(target=target,
+                       scope=ResetScope(groups=(group,), topics=tuple(
+                           TopicSpec(*parse_topic_spec(t)) for t in topic or ()),
+                           clear_metadata=clear_metadata),
+                       execute=execute, options=ExecuteOptions(snapshot=not no_snapshot,
                                                                config_path=config))
     with connect(bootstrap, command_config, cluster, config) as admin, \
             progress_bar(output) as progress:

@@ -16,8 +16,7 @@ from offsetkeeper.history.status import (
     rewind_marks,
 )
 from offsetkeeper.history.store.base import HistoryStore
-from offsetkeeper.history.timeparse import now_ms
-from offsetkeeper.times import human_duration_ms, iso_ms
+from offsetkeeper.times import human_duration_ms, iso_ms, now_ms
 
 SHOW_COLUMNS = ["time", "topic", "partition", "committed", "log_end", "lag", "lag_raw",
                 "time_lag_s", "time_lag_interp_s", "rate", "open_txn_since"]

@@ -12,10 +12,9 @@ from collections.abc import Sequence
 
 from offsetkeeper.errors import UsageError
 from offsetkeeper.history.store import open_store
-from offsetkeeper.history.timeparse import parse_when
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.reset.targets import FromOffsets
-from offsetkeeper.times import iso_ms
+from offsetkeeper.times import iso_ms, parse_when
 
 
 def history_target(when: str, *, store_url: str | None = None, groups: Sequence[str] = (),

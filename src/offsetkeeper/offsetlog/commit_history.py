@@ -197,18 +197,6 @@ def generation_rows(out: str, group: str) -> list[dict]:
     return result
 
 
-def parse_time(text: str, *, flag: str) -> int:
-    """An ISO-8601 time (UTC when no zone) for `flag`, in epoch milliseconds."""
-    from offsetkeeper.errors import UsageError
-    from offsetkeeper.reset.parse import parse_datetime
-
-    try:
-        return parse_datetime(text)
-    except UsageError:
-        raise UsageError(f"{flag} '{text}' is not an ISO-8601 datetime (expected e.g. "
-                         "2026-11-20T09:40:00Z; UTC when no zone is given)") from None
-
-
 def show_group(out: str, group: str, *, since_ms: int | None = None, until_ms: int | None = None) -> list[dict]:
     """`commits show`: the group's commits in the window; a group with no commits at all is an
     UnknownGroupError, an empty window an OffsetkeeperError (a run that selects nothing)."""

@@ -39,6 +39,6 @@ def from_commit_history(history: str | None, time_ms: int, groups: list[str] | t
 
 def commit_time_target(history: str | None, time_text: str, groups) -> FromOffsets:
     """`--to-commit-time T --commit-history DIR` for the given groups."""
-    from offsetkeeper.offsetlog.commit_history import parse_time
+    from offsetkeeper.times import parse_time
 
-    return from_commit_history(history, parse_time(time_text, flag="--to-commit-time"), list(groups))
+    return from_commit_history(history, parse_time(time_text, what="--to-commit-time"), list(groups))

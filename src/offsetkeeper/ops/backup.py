@@ -105,6 +105,15 @@ def follow_state(destination: str | None, backup_id: str) -> str | None:
     return state if state in ("following", "stopped", "failed") else None
 
 
+def mapping_reference(destination: str, backup_id: str, restore_id: str | None = None) -> str:
+    """`DEST/BACKUP_ID[:RESTORE_ID]`, the reference `--from-mapping` takes, for a backup in a
+    destination the caller chose; the id is checked first (no path of the user's making)."""
+    from offsetkeeper.backup.manifest import validate_backup_id
+
+    validate_backup_id(backup_id)
+    return f"{destination.rstrip('/')}/{backup_id}" + (f":{restore_id}" if restore_id else "")
+
+
 def describe_backup(destination: str | None, backup_id: str):
     """The manifest of one backup (validated on load)."""
     from offsetkeeper.backup.manifest import load_manifest

@@ -81,9 +81,9 @@ def history_of(history: str | None, connection: Connection | None, *, group: str
 
 
 def _time(text: str | None, flag: str) -> int | None:
-    from offsetkeeper.offsetlog.commit_history import parse_time
+    from offsetkeeper.times import parse_time
 
-    return parse_time(text, flag=flag) if text else None
+    return parse_time(text, what=flag) if text else None
 
 
 def group_commits(history: str, group: str, *, since: str | None = None,

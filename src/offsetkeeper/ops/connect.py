@@ -383,10 +383,10 @@ def _reset_sinks_through_groups(client: ConnectClient, admin, names: list[str],
         group = sink_group(client, name)
         plans.append(ConnectorPlan(name, facts.type, facts.state, Action.ALTER,
                                    notes=(f"reset through its consumer group {group}",)))
-        greq = replace(req.group_request, groups=(group,), all_groups=False, group_patterns=(),
-                       execute=False, options=req.options)
-        if not greq.topics:
-            greq = replace(greq, all_topics=True)
+        gscope = req.group_request.scope
+        gscope = replace(gscope, groups=(group,), all_groups=False, group_patterns=(),
+                         all_topics=gscope.all_topics or not gscope.topics)
+        greq = replace(req.group_request, scope=gscope, execute=False, options=req.options)
         if not req.execute:
             outcomes[name] = reset_offsets(admin, greq)
             if facts.state == "RUNNING":

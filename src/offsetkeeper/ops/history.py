@@ -96,7 +96,7 @@ class SamplerSettings:
         from offsetkeeper.history.sample_cycle import SampleScope
         from offsetkeeper.history.sampler import SamplerConfig
         from offsetkeeper.history.store import RetentionPolicy
-        from offsetkeeper.history.timeparse import parse_duration_ms
+        from offsetkeeper.times import parse_duration_ms
 
         groups = tuple(dict.fromkeys(g.strip() for g in self.groups if g.strip()))
         if groups and self.all_groups:
@@ -301,7 +301,7 @@ class TimeRange:
     until: str | None = None
 
     def ms(self) -> tuple[int | None, int | None]:
-        from offsetkeeper.history.timeparse import parse_when
+        from offsetkeeper.times import parse_when
 
         lo = parse_when(self.since, what="--since") if self.since else None
         hi = parse_when(self.until, what="--until") if self.until else None
@@ -315,6 +315,38 @@ def _open(store: str | None):
     from offsetkeeper.history.store import open_store
 
     return open_store(store, create=False)
+
+
+def history_store_url(value: str | None, *, configured: str | None = None) -> str:
+    """The history store: the flag, $OFFSETKEEPER_HISTORY_STORE, `configured` (the config
+    file's `ui.history_store`), the default SQLite file; the rule `history record` follows,
+    so the dashboard reads what it writes."""
+    from offsetkeeper.history.store import resolve_store_url
+
+    return resolve_store_url(value, configured=configured)
+
+
+def open_history_store(url: str):
+    """The history store the dashboard reads for as long as it runs (connected and migrated
+    now, so a bad URL fails at start)."""
+    from offsetkeeper.history.store import open_store
+
+    return open_store(url)
+
+
+def judge_group(samples: Sequence, *, window: int, group: str) -> GroupStatus:
+    """A group's status (with reasons, per partition) from its recent samples: the samples of
+    the last `window` cycles are judged; all of them give the rewind marks (a committed offset
+    that moved back is not read as progress)."""
+    from offsetkeeper.history.status import evaluate_status, rewind_marks
+
+    cycle_ts = sorted({s.ts for s in samples})
+    window_from = cycle_ts[-window] if len(cycle_ts) >= window else cycle_ts[0]
+    points: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for s in samples:
+        points.setdefault((s.topic, s.partition), []).append((s.ts, s.committed))
+    return evaluate_status([s for s in samples if s.ts >= window_from], window=window,
+                           group=group, rewinds=rewind_marks(points))
 
 
 def history_rows(group: str, *, store: str | None = None, topic: str | None = None,
@@ -344,7 +376,7 @@ def history_positions(connector: str | None = None, *, store: str | None = None,
 def history_at(group: str, when: str, *, store: str | None = None) -> AtResult:
     """The group's latest sample at or before `when` (ISO-8601 or a duration ago)."""
     from offsetkeeper.history import read
-    from offsetkeeper.history.timeparse import parse_when
+    from offsetkeeper.times import parse_when
 
     ts = parse_when(when, what="--time")
     with _open(store) as st:

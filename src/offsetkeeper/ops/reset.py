@@ -4,6 +4,12 @@ Each takes a typed request, plans with the pure planner, writes the plan files i
 (before changing anything, so a bad path changes nothing), and — with `execute` — runs the ONE
 executor, which snapshots the groups first. The command line and the web dashboard call these;
 neither builds plans or executes them any other way.
+
+One sequence for both front ends: `prepare_reset` / `prepare_rollback` make a `PlannedChange`
+(the plan, its notes, the snapshot description and the executor options), `execute_planned`
+runs it. The command line does both in one call (`reset_offsets`, `rollback`); the dashboard
+shows the planned change, keeps it in the plan book (`ops.plans`) and runs it when the user
+confirms with the plan's fingerprint.
 """
 
 from __future__ import annotations
@@ -37,32 +43,35 @@ class ExecuteOptions:
 
 
 @dataclass(frozen=True)
-class ResetRequest:
-    """`offsets reset`: which groups and partitions, to what, and whether to apply it."""
+class PlanFiles:
+    """The plan files a reset writes before it changes anything (`--export`, `--script`)."""
 
-    target: TargetSpec
-    groups: tuple[str, ...] = ()
-    all_groups: bool = False
-    group_patterns: tuple[str, ...] = ()
-    topics: tuple[TopicSpec, ...] = ()
-    all_topics: bool = False
-    execute: bool = False
-    create_groups: bool = False
-    allow_cluster_mismatch: bool = False
-    # A live reset: published to the group's RUNNING members (offsetkeeper.consumer), which
-    # apply it at their next poll; waits up to live_timeout_s for every partition.
-    live: bool = False
-    live_timeout_s: float = 60.0
-    # The operator's Ed25519 private key (PEM) that signs a live reset; the group's consumers
-    # apply only requests signed by a key they trust (consumer.live_auth).
-    live_signing_key: Path | None = None
-    # commit without commit metadata (kafka-consumer-groups.sh) instead of keeping each one's
-    clear_metadata: bool = False
     export_csv: Path | None = None
     script: Path | None = None
     # For the script: how kafka-consumer-groups.sh should connect.
     script_bootstrap: str = ""
     script_command_config: str | None = None
+
+
+@dataclass(frozen=True)
+class ResetRequest:
+    """`offsets reset`: which groups and partitions (`scope`, what the planner takes as it is),
+    to what, and whether to apply it. One object passed down: its parts go to the target
+    providers, the planner and the executor as they are, not copied field by field."""
+
+    target: TargetSpec
+    # Groups, patterns, topics; `scope.live`: a live reset, published to the group's RUNNING
+    # members (offsetkeeper.consumer), which apply it at their next poll.
+    scope: ResetScope = field(default_factory=ResetScope)
+    execute: bool = False
+    create_groups: bool = False
+    allow_cluster_mismatch: bool = False
+    # A live reset waits up to live_timeout_s for every partition; it is signed with the
+    # operator's Ed25519 private key (PEM): the group's consumers apply only requests signed by
+    # a key they trust (consumer.live_auth).
+    live_timeout_s: float = 60.0
+    live_signing_key: Path | None = None
+    files: PlanFiles = field(default_factory=PlanFiles)
     options: ExecuteOptions = field(default_factory=ExecuteOptions)
 
 
@@ -85,6 +94,31 @@ class RollbackRequest:
     execute: bool = False
     allow_cluster_mismatch: bool = False
     options: ExecuteOptions = field(default_factory=ExecuteOptions)
+
+
+@dataclass(frozen=True)
+class PlannedChange:
+    """A plan made and shown, not executed yet: what `execute_planned` runs."""
+
+    plan: ResetPlan
+    options: ExecuteOptions
+    description: str                # of the snapshot taken first ("before reset ...")
+    kind: str = "reset"             # "reset" or "rollback"
+    notes: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()     # plan files written (--export, --script)
+    # Executing would be refused as bad input (a misspelled group): a dry run shows the plan
+    # and then says it.
+    error: Any = None
+
+    @property
+    def fingerprint(self) -> str:
+        """What the user saw: a digest of the plan (groups, partitions, offsets, target) that a
+        confirmation must repeat, so a different plan is never executed in its name."""
+        import hashlib
+        import json
+
+        text = json.dumps(self.plan.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -167,13 +201,14 @@ def _write_files(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
     from offsetkeeper.reset.render import plan_csv, plan_script
 
     written = []
-    if req.export_csv is not None:
-        written.append(write_user_file(req.export_csv, plan_csv(plan), what="--export")
+    files = req.files
+    if files.export_csv is not None:
+        written.append(write_user_file(files.export_csv, plan_csv(plan), what="--export")
                        + " (use with --from-file)")
-    if req.script is not None:
-        text = plan_script(plan, bootstrap_servers=req.script_bootstrap,
-                           command_config=req.script_command_config)
-        written.append(write_user_file(req.script, text, what="--script", mode=0o755)
+    if files.script is not None:
+        text = plan_script(plan, bootstrap_servers=files.script_bootstrap,
+                           command_config=files.script_command_config)
+        written.append(write_user_file(files.script, text, what="--script", mode=0o755)
                        + " (review it, then run it)")
     return tuple(written)
 
@@ -186,13 +221,9 @@ def plan_reset_request(admin, req: ResetRequest, *, progress: ProgressFn = no_pr
                         snapshot_store=snapshot_store_url(req.options.snapshot_store,
                                                           req.options.config_path),
                         allow_cluster_mismatch=req.allow_cluster_mismatch,
-                        groups=req.groups, all_groups=req.all_groups, progress=progress)
+                        scope=req.scope, progress=progress)
     resolved = resolve_target(req.target, ctx)
-    scope = ResetScope(groups=req.groups, all_groups=req.all_groups,
-                       group_patterns=req.group_patterns, topics=req.topics,
-                       all_topics=req.all_topics, live=req.live,
-                       clear_metadata=req.clear_metadata)
-    plan = build_plan(admin, scope, resolved.target, label=resolved.label,
+    plan = build_plan(admin, req.scope, resolved.target, label=resolved.label,
                       create_groups=req.create_groups,
                       allow_unknown_state=req.options.allow_unknown_state, progress=progress)
     return plan, resolved.notes + _missing_named_groups(plan, req)
@@ -282,25 +313,21 @@ def _without_commits_notes(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...
     has no committed offsets, while other named groups had some."""
     from offsetkeeper.reset.parse import show
 
-    if not req.groups or req.all_groups or req.group_patterns or not req.all_topics:
+    scope = req.scope
+    if not scope.groups or scope.all_groups or scope.group_patterns or not scope.all_topics:
         return ()
     return tuple(f"group {show(g.group)} has no committed offsets: --all-topics selects none of "
                  "its partitions, so it is left as it is (as kafka-consumer-groups.sh does)"
                  for g in plan.groups if not g.partitions and not g.refused
-                 and g.group in req.groups)
+                 and g.group in scope.groups)
 
 
-def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
-    """Plan a reset, write the requested plan files, and with `req.execute` apply it."""
-    signer = None
-    if req.live and req.execute:
-        from offsetkeeper.consumer.live_auth import load_signer
-
-        if req.live_signing_key is None:
-            raise UsageError("--live --execute needs --signing-key FILE (or "
-                             "$OFFSETKEEPER_LIVE_SIGNING_KEY): the operator key the group's "
-                             "consumers trust; make one with `offsetkeeper live-key generate`")
-        signer = load_signer(req.live_signing_key)  # bad key: exit 2 before anything changes
+def prepare_reset(admin, req: ResetRequest, *, progress: ProgressFn = no_progress,
+                  ) -> PlannedChange:
+    """Resolve the target, plan the reset (nothing is changed) and write the requested plan
+    files. A plan that would create groups nobody asked for is refused here when
+    `req.execute` (exit 2, nothing written); a dry run carries the refusal in `error`.
+    `progress` hears the lines of a plan file read and the groups planned."""
     plan, notes = plan_reset_request(admin, req, progress=progress)
     error = None
     try:
@@ -310,7 +337,34 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
             raise
         error = exc  # the dry run shows the plan, then says it (exit 2)
     notes = notes + _earlier_run_note(admin, plan, req) + _without_commits_notes(plan, req)
-    files = _write_files(plan, req)
+    return PlannedChange(plan, req.options, f"before reset {plan.target}", "reset", notes,
+                         _write_files(plan, req), error)
+
+
+def execute_planned(admin, planned: PlannedChange, *,
+                    progress: ProgressFn = no_progress) -> ApplyReport:
+    """Run a planned change through the one executor (made now, or previewed earlier and
+    confirmed). A reset that would create groups nobody asked for is refused (exit 2)."""
+    if planned.kind == "reset":
+        check_creatable(planned.plan, admin)
+    return execute_plan(admin, planned.plan, planned.options, description=planned.description,
+                        progress=progress)
+
+
+def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+    """Plan a reset, write the requested plan files, and with `req.execute` apply it:
+    `prepare_reset` then `execute_planned`, the sequence the dashboard runs in two steps."""
+    signer = None
+    if req.scope.live and req.execute:
+        from offsetkeeper.consumer.live_auth import load_signer
+
+        if req.live_signing_key is None:
+            raise UsageError("--live --execute needs --signing-key FILE (or "
+                             "$OFFSETKEEPER_LIVE_SIGNING_KEY): the operator key the group's "
+                             "consumers trust; make one with `offsetkeeper live-key generate`")
+        signer = load_signer(req.live_signing_key)  # bad key: exit 2 before anything changes
+    planned = prepare_reset(admin, req, progress=progress)
+    plan, notes, files = planned.plan, planned.notes, planned.files
     if signer is not None:
         from offsetkeeper.consumer.live import ControlTopicChannel
 
@@ -321,9 +375,8 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
         report = apply_plan(admin, plan, opts)
         report, dropped = _drop_unused_snapshot(admin, report, req, withdrawn=channel.withdrawn)
         return Outcome(plan, report, notes + dropped, files, live=True)
-    report = execute_plan(admin, plan, req.options, description=f"before reset {plan.target}",
-                          progress=progress) if req.execute else None
-    return Outcome(plan, report, notes, files, error=error)
+    report = execute_planned(admin, planned, progress=progress) if req.execute else None
+    return Outcome(plan, report, notes, files, error=planned.error)
 
 
 def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> Outcome:
@@ -342,8 +395,8 @@ def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> 
     return Outcome(plan, report)
 
 
-def rollback(admin, req: RollbackRequest, *, progress: ProgressFn = no_progress) -> Outcome:
-    """Put the snapshot's groups back to its offsets (a reset from the snapshot)."""
+def prepare_rollback(admin, req: RollbackRequest) -> PlannedChange:
+    """Plan putting the snapshot's groups back to its offsets (nothing is changed)."""
     from offsetkeeper.snapshots.model import ROLLBACK_PREFIX
     from offsetkeeper.snapshots.rollback import plan_rollback
     from offsetkeeper.snapshots.store import SnapshotStore
@@ -353,7 +406,13 @@ def rollback(admin, req: RollbackRequest, *, progress: ProgressFn = no_progress)
     # so running the same rollback twice never undoes the first.
     snap = store.load(req.snapshot_id, cluster=(admin.cluster_id(), admin.conn.bootstrap_servers))
     plan, note = plan_rollback(admin, snap, allow_cluster_mismatch=req.allow_cluster_mismatch)
-    opts = replace(req.options, snapshot_store=store.url)
-    report = execute_plan(admin, plan, opts, description=f"{ROLLBACK_PREFIX}{snap.id}",
-                          progress=progress) if req.execute else None
-    return Outcome(plan, report, (note,) if note else ())
+    return PlannedChange(plan, replace(req.options, snapshot_store=store.url),
+                         f"{ROLLBACK_PREFIX}{snap.id}", "rollback", (note,) if note else ())
+
+
+def rollback(admin, req: RollbackRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+    """Put the snapshot's groups back to its offsets (a reset from the snapshot):
+    `prepare_rollback` then, with `req.execute`, `execute_planned`."""
+    planned = prepare_rollback(admin, req)
+    report = execute_planned(admin, planned, progress=progress) if req.execute else None
+    return Outcome(planned.plan, report, planned.notes)

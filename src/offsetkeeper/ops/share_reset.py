@@ -59,17 +59,18 @@ def reset_share_group(admin, req: ResetRequest, *, progress: ProgressFn = no_pro
     """
     if req.target.kind not in SHARE_TARGETS:
         raise UsageError(f"{req.target.kind.flag} is not a share group reset target")
-    if len(req.groups) != 1 or req.all_groups or req.group_patterns:
+    scope = req.scope
+    if len(scope.groups) != 1 or scope.all_groups or scope.group_patterns:
         raise UsageError("a share group reset takes exactly one --group")
-    if req.live or req.create_groups:
+    if scope.live or req.create_groups:
         raise UsageError("--live and --create-groups do not apply to share groups")
     view = share_view(admin)
-    current = _one_group(view, req.groups[0])
-    if not req.topics and req.target.kind is not TargetKind.FROM_FILE:
+    current = _one_group(view, scope.groups[0])
+    if not scope.topics and req.target.kind is not TargetKind.FROM_FILE:
         if not current:
-            raise UsageError(f"share group {req.groups[0]} has no start offsets yet; name the "
-                             "topics with --topic", group=req.groups[0])
-        req = replace(req, all_topics=True)
+            raise UsageError(f"share group {scope.groups[0]} has no start offsets yet; name the "
+                             "topics with --topic", group=scope.groups[0])
+        req = replace(req, scope=replace(scope, all_topics=True))
     return reset_offsets(view, req, progress=progress)
 
 

@@ -37,15 +37,16 @@ def reset_streams_group(admin, group: str, req: ResetRequest, *, all_input_topic
                                f"(state {state_key(detail.state)}); stop the application and "
                                "run again",
                                group=group)
+    scope = req.scope
     if all_input_topics:
-        if req.topics:
+        if scope.topics:
             raise UsageError("give --topic or --all-input-topics, not both")
         if not detail.input_topics:
             raise UsageError(f"streams group {group} has no input topics in its topology")
-        req = replace(req, topics=tuple(TopicSpec(t) for t in detail.input_topics))
-    elif not req.topics and not req.all_topics:
+        scope = replace(scope, topics=tuple(TopicSpec(t) for t in detail.input_topics))
+    elif not scope.topics and not scope.all_topics:
         raise UsageError("name the topics with --topic, or use --all-input-topics")
-    outcome = reset_offsets(admin, replace(req, groups=(group,), all_groups=False, live=False),
-                            progress=progress)
+    scope = replace(scope, groups=(group,), all_groups=False, live=False)
+    outcome = reset_offsets(admin, replace(req, scope=scope), progress=progress)
     # the offsets are committed offsets (GroupType.CONSUMER) of a streams group: say which
     return replace(outcome, plan=replace(outcome.plan, group_kind="streams"))

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from offsetkeeper.errors import UsageError
 from offsetkeeper.progress import ProgressFn, no_progress
-from offsetkeeper.reset.parse import duration_start_ms, parse_int, parse_offset, parse_time
+from offsetkeeper.reset.parse import parse_int, parse_offset
+from offsetkeeper.reset.plan import ResetScope
 from offsetkeeper.reset.targets import (
     FromOffsets,
     ResetTarget,
@@ -27,6 +28,7 @@ from offsetkeeper.reset.targets import (
     ToLatest,
     ToOffset,
 )
+from offsetkeeper.times import duration_start_ms, parse_time
 
 
 class TargetKind(StrEnum):
@@ -80,8 +82,7 @@ class TargetContext:
     snapshot_store: str
     allow_cluster_mismatch: bool = False
     # The reset's scope, for providers that read per group (--to-history).
-    groups: tuple[str, ...] = ()
-    all_groups: bool = False
+    scope: ResetScope = field(default_factory=ResetScope)
     # Progress of long inputs (a --from-file plan of many lines).
     progress: ProgressFn = no_progress
 
@@ -205,7 +206,7 @@ def _to_history(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     from offsetkeeper.history.target import history_target
 
     target = history_target(spec.value or "", store_url=spec.options.get("history_store"),
-                            groups=ctx.groups, all_groups=ctx.all_groups)
+                            groups=ctx.scope.groups, all_groups=ctx.scope.all_groups)
     return ResolvedTarget(target, spec.label)
 
 
@@ -214,7 +215,7 @@ def _to_commit_time(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     by `commits scan` (option `commit_history`)."""
     from offsetkeeper.offsetlog.target import commit_time_target
 
-    target = commit_time_target(spec.options.get("commit_history"), spec.value or "", ctx.groups)
+    target = commit_time_target(spec.options.get("commit_history"), spec.value or "", ctx.scope.groups)
     return ResolvedTarget(target, spec.label)
 
 
@@ -222,7 +223,7 @@ def _from_zookeeper(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     """ZooKeeper-era offsets of the groups (refused while their old consumers are alive)."""
     from offsetkeeper.zk.offsets import from_zookeeper
 
-    return ResolvedTarget(from_zookeeper(spec.value or "", ctx.groups), spec.label)
+    return ResolvedTarget(from_zookeeper(spec.value or "", ctx.scope.groups), spec.label)
 
 
 def _from_mm2(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
@@ -230,8 +231,8 @@ def _from_mm2(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     target) cluster; the value is the source cluster's alias."""
     from offsetkeeper.mm2.target import mm2_target
 
-    target, notes = mm2_target(ctx.admin, spec.value or "", ctx.groups,
-                               all_groups=ctx.all_groups)
+    target, notes = mm2_target(ctx.admin, spec.value or "", ctx.scope.groups,
+                               all_groups=ctx.scope.all_groups)
     return ResolvedTarget(target, f"--from-mm2 --source-alias {spec.value}", notes)
 
 

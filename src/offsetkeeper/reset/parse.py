@@ -1,19 +1,12 @@
-"""Parsing of user input: topic specs, times, durations, integers, offset CSV files.
+"""Parsing of user input: topic specs, integers, offsets, offset CSV files.
 
 Every function raises UsageError with a one-line message naming the option (or file and line)
-and the bad value. This is the one place times are parsed (`parse_time`): `--to-datetime`,
-`offsets show --at` and restore's `--from-time`/`--to-time` all accept the
-same things and resolve them the same way. Durations (`--by-duration`) follow the one grammar
-of `offsetkeeper.times.parse_duration_ms`.
+and the bad value. Times and durations are parsed in the foundations, by
+`offsetkeeper.times.parse_time` and `parse_duration_ms` (the one grammar of each).
 
 Decisions written down here because the issue left them open:
 - Integers are ASCII digits only: `1_000`, `١٠` (Arabic-Indic) and ` 5` are refused, although
   Python's `int()` accepts them — a Kafka operator types `1000`, and anything else is a typo.
-- Times are ISO-8601 (UTC when no zone) or epoch milliseconds. Sub-millisecond digits are
-  rounded UP to the next millisecond: a record stamped `.250` is not "at or after" `.2504`,
-  so `--to-datetime ...09:40:00.2504Z` and `--from-time` both start at `.251`.
-- Times before 1970-01-01T00:00:00Z are refused: Kafka reads a negative timestamp as
-  "latest"/"earliest", never as a time.
 - The CSV of `--export`/`--from-file` is RFC 4180: a field holding `,`, `"`, a line break,
   leading/trailing whitespace, a leading `#` or a BOM is written quoted and read back exactly.
   Unquoted lines starting with `#` and blank lines are skipped (comments, as before).
@@ -23,29 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 
 from offsetkeeper.errors import UsageError
 from offsetkeeper.models import OFFSET_LIMIT, TopicPartition, short_number
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.targets import FromOffsets
-from offsetkeeper.times import MAX_TIME_MS, parse_duration_ms
 
 _ASCII_INT = re.compile(r"[0-9]+")
 _SIGNED_ASCII_INT = re.compile(r"[-+]?[0-9]+")
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-TIME_FORMS = ("ISO-8601 YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.fraction]] with an optional zone Z, "
-              "+HH:MM or +HHMM (UTC when none), e.g. 2026-11-20T09:40:00.250+02:00, or 13-digit epoch "
-              "milliseconds such as 1795167600000")
-# The documented forms, nothing more: Python's fromisoformat also reads any separator
-# (2023-11-14x22:13:20), week dates (2023-W46-2) and basic forms (20231114T2213), so a typo
-# would be applied as a time instead of refused.
-_ISO_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}"
-    r"(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?", re.ASCII)
-# Epoch milliseconds: 13 digits (2001-09-09 to 2286-11-20); a shorter number is more likely a
-# date typed without dashes (20231114) than a time in 1970.
-_EPOCH_MS = re.compile(r"\d{13}", re.ASCII)
 
 
 def show(text: object) -> str:
@@ -89,65 +67,6 @@ def parse_topic_spec(text: str, *, what: str = "--topic") -> tuple[str, tuple[in
         raise UsageError(f"{what} {show(text)}: expected non-negative partition numbers "
                          "(ASCII digits) after ':', as in TOPIC:0,1,2")
     return topic, tuple(sorted({int(p) for p in items}))
-
-
-def datetime_ms(dt: datetime, *, what: str, text: object) -> int:
-    """Epoch milliseconds of a datetime (UTC when naive), rounded up; before 1970 refused."""
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    try:
-        delta = dt - EPOCH
-    except OverflowError:
-        delta = None
-    if delta is None or delta < timedelta(0):
-        raise UsageError(f"{what} {show(text)} is before 1970-01-01T00:00:00Z; Kafka timestamps "
-                         "start there (a negative timestamp means latest/earliest to a broker)")
-    whole, rest = divmod(delta, timedelta(milliseconds=1))
-    return whole + (1 if rest else 0)
-
-
-def parse_time(text: str | int | datetime, *, what: str = "--to-datetime") -> int:
-    """A point in time -> epoch milliseconds.
-
-    Accepts ISO-8601 (`2026-11-20T09:40:00`, UTC when no zone; `Z`, `+02:00`, fractions) and
-    epoch milliseconds (ASCII digits). Refuses times before 1970 and after 9999.
-    """
-    if isinstance(text, datetime):  # YAML parses unquoted timestamps itself
-        return datetime_ms(text, what=what, text=text.isoformat())
-    if isinstance(text, int) and not isinstance(text, bool):
-        text = str(text)
-    s = str(text).strip()
-    if _SIGNED_ASCII_INT.fullmatch(s) and s.startswith("-"):
-        raise UsageError(f"{what} {show(text)} is before 1970-01-01T00:00:00Z; Kafka "
-                         "timestamps start there")
-    if _EPOCH_MS.fullmatch(s):
-        ms = int(s)
-    else:
-        try:
-            if not _ISO_TIME.fullmatch(s):
-                raise ValueError(s)
-            dt = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith("Z") else s)
-        except ValueError:
-            raise UsageError(f"{what} {show(text)} is not a time (expected {TIME_FORMS})") from None
-        ms = datetime_ms(dt, what=what, text=text)
-    if ms > MAX_TIME_MS:
-        raise UsageError(f"{what} {show(text)} is after 9999-12-31T23:59:59.999Z")
-    return ms
-
-
-def parse_datetime(text: str, *, what: str = "--to-datetime") -> int:
-    """ISO-8601 datetime (or epoch ms) -> epoch milliseconds; see `parse_time`."""
-    return parse_time(text, what=what)
-
-
-def duration_start_ms(text: str, *, now: datetime | None = None, what: str = "--by-duration") -> int:
-    """Epoch milliseconds of now minus the duration; refused when that is before 1970."""
-    back = parse_duration_ms(text, what=what, allow_zero=True)
-    now = now or datetime.now(UTC)
-    ms = (now - EPOCH) // timedelta(milliseconds=1) - back
-    if ms < 0:
-        raise UsageError(f"{what} {show(text)} reaches back before 1970-01-01T00:00:00Z")
-    return ms
 
 
 def parse_offset(text: str, *, what: str = "--to-offset") -> int:

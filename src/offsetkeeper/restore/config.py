@@ -76,11 +76,10 @@ class RestoreOptions:
 # -- parsing of flag values ------------------------------------------------------------------
 
 def parse_time_ms(text: str | int | datetime | None, *, flag: str) -> int | None:
-    """Epoch milliseconds, or ISO-8601 (UTC when no zone): the one time parser of
-    `offsetkeeper.reset.parse.parse_time`, shared with --to-datetime and --at."""
+    """`offsetkeeper.times.parse_time` (shared with --to-datetime and --at); None when unset."""
     if text is None or text == "":
         return None
-    from offsetkeeper.reset.parse import parse_time
+    from offsetkeeper.times import parse_time
 
     return parse_time(text, what=flag)
 

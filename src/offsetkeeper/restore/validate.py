@@ -129,11 +129,10 @@ def target_checksum_task(client: dict, specs) -> list[dict[str, Any]]:
     [start, end) and return their count and checksum (restore headers stripped). Run under
     spark.task_failure.guarded: a failure comes back as a typed TaskFailure."""
     from offsetkeeper.backup import checksum as ck
-    from offsetkeeper.spark.kafka.options import OffsetRange, parse_options
-    from offsetkeeper.spark.kafka.read import RangeStats, read_batches
+    from offsetkeeper.records.ranges import OffsetRange
+    from offsetkeeper.records.read import RangeStats, ReadOptions, read_batches
 
-    opts = parse_options({**{f"kafka.{k}": v for k, v in client.items()}, "assign": "{}",
-                          "kafka.isolation.level": "read_uncommitted"})
+    opts = ReadOptions(kafka={**client, "isolation.level": "read_uncommitted"})
     out = []
     for raw in specs:
         t, p, start, end = json.loads(raw)

@@ -35,7 +35,6 @@ from offsetkeeper.web.itemerr import guarded
 from offsetkeeper.web.service import (
     Clusters,
     ListingCache,
-    PlanBook,
 )
 from offsetkeeper.web.svg import human_duration, sparkline
 
@@ -90,6 +89,8 @@ class Dashboard:
     def __init__(self, settings: UiSettings, clusters: Clusters,
                  history: HistoryView | None) -> None:
         self.settings, self.clusters, self.history = settings, clusters, history
+        from offsetkeeper.ops.plans import PlanBook
+
         self.plans = PlanBook()
         self.listings = ListingCache()
         self.sessions = sec.Sessions()

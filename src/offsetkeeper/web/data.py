@@ -97,10 +97,10 @@ class HistoryView:
     batched = True
 
     def __init__(self, url: str, *, window: int = 10) -> None:
-        from offsetkeeper.history.store import open_store
+        from offsetkeeper.ops.history import open_history_store
 
         self.window = window
-        self._store = open_store(url)
+        self._store = open_history_store(url)
         self.display_url = self._store.display_url
         self._lock = threading.Lock()
         # group -> (its last sample time, its GroupHistory): recomputed only when the store has
@@ -171,18 +171,14 @@ class HistoryView:
         return h if h is not None else GroupHistory(error=f"its history is unreadable: {err}")
 
     def _history(self, group: str, samples: list, *, partitions: bool = False) -> GroupHistory:
-        from offsetkeeper.history.status import evaluate_status, rewind_marks
+        from offsetkeeper.ops.history import judge_group
 
         if not samples:
             return GroupHistory()
         cycle_ts = sorted({s.ts for s in samples})
         window_from = cycle_ts[-self.window] if len(cycle_ts) >= self.window else cycle_ts[0]
         # the samples read for the sparkline are the look-back of the rewind rule (lag status)
-        points: dict[tuple[str, int], list[tuple[int, int]]] = {}
-        for s in samples:
-            points.setdefault((s.topic, s.partition), []).append((s.ts, s.committed))
-        st = evaluate_status([s for s in samples if s.ts >= window_from], window=self.window,
-                             group=group, rewinds=rewind_marks(points))
+        st = judge_group(samples, window=self.window, group=group)
         lag, tlag = _totals(samples)
         verdicts = tuple(PartitionVerdict(p.topic, p.partition, str(p.status), p.reason,
                                           p.time_lag_s, p.lag)

@@ -83,7 +83,7 @@ async def logout(dash: Dashboard, request: Request) -> Response:
 
 def groups_query(params) -> GroupsQuery:
     """The groups page's query string: q, state, type, status, sort, dir, page, per."""
-    from offsetkeeper.ops.groups_view import GROUP_TYPES
+    from offsetkeeper.ops.groups import GROUP_TYPES
 
     sort = params.get("sort", "group")
     if sort not in SORT_KEYS:
@@ -111,11 +111,11 @@ def _int_param(params, name: str, default: int, lo: int, hi: int) -> int:
 def groups_data(dash: Dashboard, cluster: str, params) -> dict:
     """The groups page's data (also used by the benchmark)."""
     gq = groups_query(params)
-    from offsetkeeper.ops.groups_view import typed_groups
+    from offsetkeeper.ops.groups import list_typed_groups
 
     admin = dash.admin(cluster)
     p = groups_page(admin, dash.history, gq,
-                    listing=lambda: dash.listings.get(cluster, lambda: typed_groups(admin)))
+                    listing=lambda: dash.listings.get(cluster, lambda: list_typed_groups(admin)))
     return {"rows": p.rows, "total": p.total, "matched": p.matched, "page": p.page,
             "pages": p.pages, "per": gq.per_page, "history_error": p.history_error,
             "states": p.states, "types": p.types, "q": gq.q, "state": gq.state,
@@ -159,7 +159,7 @@ def _group_param(request: Request) -> str:
 
 def _group_kind(request: Request) -> str:
     """The `type` the groups page's link names (share or streams), or "" to find out."""
-    from offsetkeeper.ops.groups_view import GROUP_TYPES
+    from offsetkeeper.ops.groups import GROUP_TYPES
 
     kind = request.query_params.get("type", "")
     if kind and kind not in GROUP_TYPES:
@@ -169,7 +169,7 @@ def _group_kind(request: Request) -> str:
 
 def _detect_kind(admin, name: str) -> str:
     """share or streams when the cluster says so, else "" (the consumer group page)."""
-    from offsetkeeper.ops.groups_view import TYPED, group_info
+    from offsetkeeper.ops.groups import TYPED, group_info
 
     info = group_info(admin, name)
     t = getattr(info, "group_type", "")
@@ -180,7 +180,7 @@ def _detect_kind(admin, name: str) -> str:
 async def group(dash: Dashboard, request: Request) -> Response:
     """A group's page, by its type: a share or streams group gets its own (`typed_group`);
     classic and consumer groups this one."""
-    from offsetkeeper.ops.groups_view import TYPED, helper_missing
+    from offsetkeeper.ops.groups import TYPED, helper_missing
 
     cluster = request.path_params["cluster"]
     name = _group_param(request)
@@ -287,12 +287,12 @@ async def backups(dash: Dashboard, request: Request) -> Response:
 
 @handler
 async def backup(dash: Dashboard, request: Request) -> Response:
-    from offsetkeeper.backup.manifest import validate_backup_id
+    from offsetkeeper.ops.backup import mapping_reference
 
     idx = request.path_params["dest"]
     bid = request.path_params["bid"]
-    validate_backup_id(bid)
     dest = bk.destination(list(dash.settings.backup_destinations), idx)
+    mapping_reference(dest, bid)  # the id is checked before anything is read
     detail = await in_thread(bk.backup_detail, dest, bid)
     mapping = None
     rid = request.query_params.get("restore")

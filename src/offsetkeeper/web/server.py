@@ -8,7 +8,7 @@ from pathlib import Path
 
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
-from offsetkeeper.history.store import resolve_store_url
+from offsetkeeper.ops.history import history_store_url
 from offsetkeeper.web import security as sec
 
 TOKEN_ENV = "OFFSETKEEPER_UI_TOKEN"
@@ -49,7 +49,7 @@ def build(opts: ServeOptions):
     # The same store `history record` writes by default (flag, $OFFSETKEEPER_HISTORY_STORE,
     # ui.history_store, ~/.local/share/offsetkeeper/history.db): before, `ui` without a flag had
     # no history and `--history-store` with another path silently opened a new, empty store.
-    history_url = resolve_store_url(opts.history_store, configured=cfg.ui.history_store)
+    history_url = history_store_url(opts.history_store, configured=cfg.ui.history_store)
     allowed = ("127.0.0.1", "localhost", "[::1]", "::1") if sec.is_loopback(host) else ("*",)
     clusters = Clusters(cfg, bootstrap=opts.bootstrap)
     checkpoints = entries(cfg.ui.checkpoints, tuple(opts.checkpoints), clusters.names)

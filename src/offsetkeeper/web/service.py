@@ -1,15 +1,12 @@
 """What the dashboard's pages read and do, in terms of the operations layer (`offsetkeeper.ops`).
 
 Reads: `overview` (groups page) and `group_view` (group page) from ops.list_groups,
-ops.describe_states and ops.describe_offsets plus the history view. Changes: plans made by
-ops.plan_reset_request / ops.rollback are kept here between the preview and the confirmation
-(`PlanBook`), and a confirmed plan runs through ops.execute_plan — the one executor, which
-re-checks active members and moved offsets at execute time and snapshots first.
+ops.describe_states and ops.describe_offsets plus the history view. Changes go through the plan
+book of the operations layer (`ops.plans`, see web/wizard.py).
 """
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 from collections import defaultdict
@@ -18,14 +15,12 @@ from dataclasses import dataclass, field
 from offsetkeeper.config import ConfigFile, Connection
 from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.connect import resolve_connection
-from offsetkeeper.ops.groups_view import GroupRow as TypedRow
-from offsetkeeper.ops.groups_view import describe_consumer_groups
+from offsetkeeper.ops.groups import GroupRow as TypedRow
+from offsetkeeper.ops.groups import describe_consumer_groups
 from offsetkeeper.times import iso_ms
 from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
-PLAN_TTL_S = 15 * 60
 DESCRIBE_CHUNK = 500
-MAX_PLANS = 200
 
 
 class Clusters:
@@ -100,11 +95,11 @@ def overview(admin, history: HistoryView | None, ids: list[str] | None = None,
     """Groups `ids` (default: every group librdkafka lists) with state, members, lag now, and
     (from the history) status, time lag and a sparkline; the second value is a history error
     to show. `listed` (the typed listing's rows) gives each group its type and protocol: share
-    and streams groups are read through the Java client (`ops.groups_view.group_summaries`, in
+    and streams groups are read through the Java client (`ops.groups.group_summaries`, in
     a thread while librdkafka describes the others)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from offsetkeeper.ops.groups_view import TYPED, group_summaries
+    from offsetkeeper.ops.groups import TYPED, group_summaries
 
     if ids is None:
         from offsetkeeper.ops import list_groups
@@ -260,9 +255,9 @@ def groups_page(admin, history: HistoryView | None, gq: GroupsQuery, *,
     - without one, every kept group is described when they are at most LIVE_SORT_MAX (exact
       and live, `order` "live"); beyond that only the page's groups, by name, are sorted
       (`order` "page", said on the page): describing 10,000 groups took 68 s."""
-    from offsetkeeper.ops.groups_view import typed_groups
+    from offsetkeeper.ops.groups import list_typed_groups
 
-    listing, note = listing() if listing is not None else typed_groups(admin)
+    listing, note = listing() if listing is not None else list_typed_groups(admin)
     listed = {g.group_id: g for g in listing}
     ql = gq.q.lower()
     kept = [g for g in listing if (not ql or ql in g.group_id.lower())
@@ -442,57 +437,3 @@ def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
     return GroupView(group, info.state, info.coordinator, info.assignor, members, parts,
                      sum(max(0, p["lag"] or 0) for p in parts), h, err, _transaction(parts),
                      read_at)
-
-
-@dataclass
-class PlanEntry:
-    """A previewed plan waiting for the user's confirmation."""
-
-    cluster: str
-    plan: object
-    notes: tuple[str, ...]
-    kind: str                       # "reset" or "rollback"
-    description: str
-    created: float = field(default_factory=time.monotonic)
-
-
-class PlanBook:
-    """Previewed plans by an unguessable id; a plan is executed at most once, within 15 min.
-
-    The executor re-reads group states and offsets, so a plan confirmed later than it was
-    previewed cannot act on stale facts: a group that gained members or whose offsets moved is
-    refused, exactly as with the command line.
-    """
-
-    def __init__(self) -> None:
-        self._plans: dict[str, PlanEntry] = {}
-        self._lock = threading.Lock()
-
-    def put(self, entry: PlanEntry) -> str:
-        pid = secrets.token_urlsafe(16)
-        with self._lock:
-            self._expire()
-            if len(self._plans) >= MAX_PLANS:
-                oldest = min(self._plans, key=lambda k: self._plans[k].created)
-                del self._plans[oldest]
-            self._plans[pid] = entry
-        return pid
-
-    def take(self, pid: str, cluster: str) -> PlanEntry:
-        with self._lock:
-            self._expire()
-            entry = self._plans.get(pid)
-            if entry is None or entry.cluster != cluster:
-                raise UsageError("this plan is unknown, expired or already executed: preview it "
-                                 "again")
-            del self._plans[pid]
-            return entry
-
-    def peek(self, pid: str) -> PlanEntry | None:
-        with self._lock:
-            return self._plans.get(pid)
-
-    def _expire(self) -> None:
-        now = time.monotonic()
-        for k in [k for k, e in self._plans.items() if now - e.created > PLAN_TTL_S]:
-            del self._plans[k]

@@ -1,7 +1,7 @@
 """The group page of a share group (KIP-932) and of a streams group (KIP-1071): what
 `share-groups describe` and `streams-groups describe` show, as the templates' data.
 
-Both come from Kafka's Java admin client (`ops.groups_view`). Without the JVM helper the
+Both come from Kafka's Java admin client (`ops.groups`). Without the JVM helper the
 describe raises `JvmHelperUnavailable`, whose one sentence the page shows (HTTP 200 with the
 group's name and that sentence, never a 500).
 """
@@ -39,7 +39,7 @@ def _tasks(kind) -> str:
 def share_view(admin, group: str) -> TypedGroupView:
     """State, members and their assignments, and per partition the start offset, log start
     and end, and lag (KIP-1226: computed by the broker)."""
-    from offsetkeeper.ops.groups_view import share_group
+    from offsetkeeper.ops.groups import share_group
 
     try:
         v = share_group(admin, group)
@@ -64,7 +64,7 @@ def share_view(admin, group: str) -> TypedGroupView:
 def streams_view(admin, group: str) -> TypedGroupView:
     """Members with their processes and tasks, the topology (subtopologies, input topics), and
     per input partition the committed offset, log end and lag."""
-    from offsetkeeper.ops.groups_view import streams_group
+    from offsetkeeper.ops.groups import streams_group
 
     try:
         v = streams_group(admin, group)

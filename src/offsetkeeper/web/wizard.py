@@ -1,5 +1,7 @@
-"""The reset wizard and every change the dashboard makes: scope and target -> the plan from
-ops.plan_reset_request (or ops.rollback's plan) -> confirmation -> ops.execute_plan."""
+"""The reset wizard and every change the dashboard makes, in the steps of the operations
+layer's plan book (`ops.plans`): scope and target -> `ops.reset.prepare_reset` (or
+`prepare_rollback`), the command line's own planning -> the plan shown with its fingerprint ->
+confirmation with that fingerprint -> `ops.reset.execute_planned`, the one executor."""
 
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from offsetkeeper.web.core import (
     log,
     safe_call,
 )
-from offsetkeeper.web.service import PlanEntry
 
 # The targets the wizard offers and accepts: those docs/dashboard.md lists, each with a field
 # of its own on the form. An allow-list, not every TargetKind: a target that makes the server
@@ -111,17 +112,17 @@ def _mapping_ref(dash: Dashboard, form) -> str:
                           str(form.get("mapping_dest") or ""))
     bid = str(form.get("mapping_backup") or "").strip()
     rid = str(form.get("mapping_restore") or "").strip()
-    from offsetkeeper.backup.manifest import validate_backup_id
+    from offsetkeeper.ops.backup import mapping_reference
 
-    validate_backup_id(bid)
-    return f"{dest.rstrip('/')}/{bid}" + (f":{rid}" if rid else "")
+    return mapping_reference(dest, bid, rid or None)
 
 
 @handler
 async def reset_preview(dash: Dashboard, request: Request) -> Response:
-    from offsetkeeper.ops import ResetRequest, plan_reset_request
+    from offsetkeeper.ops import ResetRequest
+    from offsetkeeper.ops.reset import prepare_reset
     from offsetkeeper.reset.parse import parse_topic_spec
-    from offsetkeeper.reset.plan import TopicSpec
+    from offsetkeeper.reset.plan import ResetScope, TopicSpec
 
     cluster = request.path_params["cluster"]
     form = await dash.form(request, upload=True)
@@ -131,14 +132,14 @@ async def reset_preview(dash: Dashboard, request: Request) -> Response:
     with tempfile.TemporaryDirectory(prefix="offsetkeeper-ui-") as tmp:
         spec = await _target_spec(dash, form, tmp)
         req = ResetRequest(
-            target=spec, groups=tuple(dict.fromkeys(groups_)),
-            all_groups=form.get("all_groups") == "on", topics=tuple(topics),
-            all_topics=form.get("all_topics") == "on" and not topics,
+            target=spec,
+            scope=ResetScope(groups=tuple(dict.fromkeys(groups_)),
+                             all_groups=form.get("all_groups") == "on", topics=tuple(topics),
+                             all_topics=form.get("all_topics") == "on" and not topics),
             create_groups=form.get("create_groups") == "on",
             options=dash.exec_options(allow_unknown_state=form.get("allow_unknown_state") == "on"))
-        plan, notes = await in_thread(plan_reset_request, admin, req)
-    entry = PlanEntry(cluster, plan, tuple(notes), "reset", f"before reset {plan.target}")
-    return _show_plan(dash, request, cluster, dash.plans.put(entry), entry, req.options)
+        change = await in_thread(prepare_reset, admin, req)
+    return _show_plan(dash, request, cluster, *dash.plans.put(cluster, change))
 
 
 def _plan_rows(plan) -> list[dict]:
@@ -159,36 +160,34 @@ def _plan_rows(plan) -> list[dict]:
     return rows
 
 
-def _show_plan(dash: Dashboard, request: Request, cluster: str, pid: str, entry: PlanEntry,
-               options) -> Response:
+def _show_plan(dash: Dashboard, request: Request, cluster: str, pid: str, entry) -> Response:
     plan = entry.plan
+    fingerprint = entry.change.fingerprint
     rows = _plan_rows(plan)
     # Executable: something changes in a group that is not refused (refused groups keep their
     # partitions in the plan, for the table).
     executable = any(p.changes for g in plan.groups if not g.refused for p in g.partitions)
-    data = {"plan_id": pid if executable else None, "kind": entry.kind,
+    data = {"plan_id": pid if executable else None,
+            "fingerprint": fingerprint if executable else None, "kind": entry.kind,
             "notes": list(entry.notes), "changes": executable, "has_errors": plan.has_errors,
             "uncreatable": plan.uncreatable, "plan": plan.to_dict()}
     return dash.page(request, "plan.html", {
         "cluster": cluster, "pid": pid, "entry": entry, "plan": plan, "rows": rows,
-        "executable": executable,
+        "executable": executable, "fingerprint": fingerprint,
         "refused": plan.refused, "notes": entry.notes}, data=data)
 
 
 @handler
 async def plan_execute(dash: Dashboard, request: Request) -> Response:
-    from offsetkeeper.ops import execute_plan
-    from offsetkeeper.reset.facts import check_creatable
+    from offsetkeeper.ops.reset import execute_planned
 
     cluster = request.path_params["cluster"]
-    await dash.form(request)
+    form = await dash.form(request)
     admin = dash.admin(cluster)
-    entry = dash.plans.take(request.path_params["pid"], cluster)
-    if entry.kind == "reset":
-        check_creatable(entry.plan)
-    opts = dash.exec_options()
+    entry = dash.plans.take(request.path_params["pid"], cluster,
+                            str(form.get("fingerprint") or ""))
     t0 = time.monotonic()
-    report = await in_thread(execute_plan, admin, entry.plan, opts, description=entry.description)
+    report = await in_thread(execute_planned, admin, entry.change)
     log.info("executed %s plan on cluster %s: %s in %.1fs", entry.kind, cluster,
              report.status, time.monotonic() - t0)
     data = {"report": report.to_dict(), "plan": entry.plan.to_dict()}
@@ -199,16 +198,14 @@ async def plan_execute(dash: Dashboard, request: Request) -> Response:
 
 @handler
 async def rollback_preview(dash: Dashboard, request: Request) -> Response:
-    from offsetkeeper.ops import RollbackRequest, rollback
+    from offsetkeeper.ops import RollbackRequest
+    from offsetkeeper.ops.reset import prepare_rollback
 
     cluster = request.path_params["cluster"]
     sid = request.path_params["sid"]
     await dash.form(request)
     admin = dash.admin(cluster)
-    opts = dash.exec_options()
-    outcome = await in_thread(rollback, admin, RollbackRequest(snapshot_id=sid, execute=False,
-                                                             options=opts))
-    entry = PlanEntry(cluster, outcome.plan, tuple(outcome.notes), "rollback",
-                      f"before rollback to {sid}")
-    return _show_plan(dash, request, cluster, dash.plans.put(entry), entry, opts)
+    change = await in_thread(prepare_rollback, admin,
+                             RollbackRequest(snapshot_id=sid, options=dash.exec_options()))
+    return _show_plan(dash, request, cluster, *dash.plans.put(cluster, change))
 

@@ -18,22 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.records.read import ReadOptions
 
 EARLIEST, LATEST = -2, -1
-
-
-@dataclass(frozen=True)
-class OffsetRange:
-    """Offsets ``[start, end)`` of one partition (positions, not counts)."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-
-    @property
-    def size(self) -> int:
-        return max(0, self.end - self.start)
 
 
 @dataclass(frozen=True)
@@ -63,6 +50,13 @@ class SourceOptions:
     # consecutive failed commits to the group after which the query fails (0: never)
     commit_to_group_max_failures: int = 3
     include_headers: bool = True
+
+    def reading(self) -> ReadOptions:
+        """How the executors read a range (the record reader's part of these options)."""
+        return ReadOptions(kafka=self.kafka, batch_size=self.batch_size,
+                           poll_timeout_ms=self.poll_timeout_ms,
+                           fail_on_data_loss=self.fail_on_data_loss,
+                           include_headers=self.include_headers)
 
     @property
     def read_committed(self) -> bool:

@@ -1,5 +1,5 @@
 """The record schema of the ``offsetkeeper-kafka`` source (Spark's Kafka source columns; the
-timestamp in epoch milliseconds) and its Arrow form."""
+timestamp in epoch milliseconds). Its Arrow form is `offsetkeeper.records.read.arrow_schema`."""
 
 from __future__ import annotations
 
@@ -35,9 +35,3 @@ def record_schema(include_headers: bool = True) -> StructType:
         return RECORD_SCHEMA
     return StructType([f for f in RECORD_SCHEMA.fields if f.name != "headers"])
 
-
-def arrow_schema(include_headers: bool = True):
-    """The Arrow schema of the record batches the readers yield (binary, not large_binary)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(record_schema(include_headers))

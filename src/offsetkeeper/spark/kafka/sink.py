@@ -37,22 +37,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from offsetkeeper.errors import KafkaOperationError, UsageError
+from offsetkeeper.errors import UsageError
+from offsetkeeper.records.write import WriteOptions, produce_batches, rows_as_batches
 
 _COLUMNS = {"topic", "key", "value", "headers", "partition"}
 
 
-@dataclass(frozen=True)
-class SinkOptions:
-    """The sink options, parsed once on the driver."""
-
-    kafka: dict[str, str]
-    topic: str | None
-    columns: tuple[str, ...]
-    flush_timeout_s: float = 120.0
-
-
-def parse_sink_options(options: Mapping[str, str], schema: StructType) -> SinkOptions:
+def parse_sink_options(options: Mapping[str, str], schema: StructType) -> WriteOptions:
     """Validate the options and the DataFrame's columns (UsageError naming the bad one)."""
     opts = {str(k).lower(): str(v) for k, v in options.items()}
     kafka = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
@@ -84,7 +75,7 @@ def parse_sink_options(options: Mapping[str, str], schema: StructType) -> SinkOp
     except ValueError:
         raise UsageError(f"option flushTimeoutMs: expected milliseconds, got {timeout!r}") from None
     cols = tuple(f.name for f in schema.fields if f.name.lower() in _COLUMNS)
-    return SinkOptions(kafka=kafka, topic=topic, columns=cols, flush_timeout_s=flush_s)
+    return WriteOptions(kafka=kafka, topic=topic, columns=cols, flush_timeout_s=flush_s)
 
 
 @dataclass
@@ -94,101 +85,10 @@ class SinkCommitMessage(WriterCommitMessage):
     records: int
 
 
-def _bytes(v):
-    return v.encode("utf-8") if isinstance(v, str) else v
-
-
-def _plain(v):
-    """A Row's value as pyarrow takes it (binary comes as bytearray, structs as Rows)."""
-    if isinstance(v, bytearray):
-        return bytes(v)
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    if hasattr(v, "asDict"):
-        return {k: _plain(x) for k, x in v.asDict().items()}
-    return v
-
-
-def rows_as_batches(rows: Iterator, columns: tuple[str, ...], size: int = 1000) -> Iterator:
-    """Spark Rows (what pyspark 4.0 hands a stream writer) as Arrow batches of `size` rows."""
-    import pyarrow as pa
-
-    chunk: list = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == size:
-            yield pa.RecordBatch.from_pydict({c: [_plain(r[c]) for r in chunk] for c in columns})
-            chunk = []
-    if chunk:
-        yield pa.RecordBatch.from_pydict({c: [_plain(r[c]) for r in chunk] for c in columns})
-
-
-def produce_batches(opts: SinkOptions, batches: Iterator) -> int:
-    """Produce every row of the Arrow `batches`; return the count delivered.
-
-    Raises KafkaOperationError when any record is not acknowledged (the task then fails).
-    """
-    from confluent_kafka import KafkaException, Producer
-
-    from offsetkeeper.kafka.errors import delivery_message
-
-    conf = {"linger.ms": "5", **opts.kafka, "enable.idempotence": "true", "acks": "all"}
-    producer = Producer(conf)
-    errors: list[str] = []
-    delivered = 0
-
-    def on_delivery(err, msg) -> None:
-        nonlocal delivered
-        if err is not None:
-            errors.append(delivery_message(err, topic=msg.topic(), partition=msg.partition()))
-        else:
-            delivered += 1
-
-    sent = 0
-    for batch in batches:
-        cols = {name.lower(): batch.column(name).to_pylist() for name in opts.columns
-                if name in batch.schema.names}
-        n = batch.num_rows
-        for i in range(n):
-            topic = (cols["topic"][i] if "topic" in cols else None) or opts.topic
-            if topic is None:
-                raise UsageError("a row has a null topic and no topic option is given")
-            kw = {}
-            if "partition" in cols and cols["partition"][i] is not None:
-                kw["partition"] = cols["partition"][i]
-            if "headers" in cols and cols["headers"][i]:
-                kw["headers"] = [(h["key"], h["value"]) for h in cols["headers"][i]]
-            key = _bytes(cols["key"][i]) if "key" in cols else None
-            value = _bytes(cols["value"][i])
-            while True:
-                try:
-                    producer.produce(topic, value=value, key=key, on_delivery=on_delivery, **kw)
-                    break
-                except BufferError:
-                    producer.poll(0.1)
-                except KafkaException as exc:  # refused at once (too large, unknown partition)
-                    raise KafkaOperationError(delivery_message(
-                        exc, topic=topic, partition=kw.get("partition"))) from exc
-            sent += 1
-            if errors:
-                break
-        producer.poll(0)
-        if errors:
-            break
-    remaining = producer.flush(opts.flush_timeout_s)
-    if errors or remaining:
-        detail = errors[0] if errors else (
-            f"{remaining} record(s) unacknowledged after {opts.flush_timeout_s:.0f} s; check that "
-            "the brokers are reachable, or raise flushTimeoutMs")
-        raise KafkaOperationError(f"delivery failed ({len(errors) + remaining} of {sent} "
-                                  f"records): {detail}")
-    return delivered
-
-
 class KafkaBatchWriter(DataSourceArrowWriter):
     """``df.write``: each task produces its rows and waits for every acknowledgement."""
 
-    def __init__(self, opts: SinkOptions) -> None:
+    def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:
@@ -198,7 +98,7 @@ class KafkaBatchWriter(DataSourceArrowWriter):
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """``df.writeStream``: like the batch writer, per micro-batch (at-least-once)."""
 
-    def __init__(self, opts: SinkOptions) -> None:
+    def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:

@@ -8,10 +8,11 @@ from collections.abc import Iterator, Sequence
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from offsetkeeper.spark.kafka.options import OffsetRange, SourceOptions, parse_options
+from offsetkeeper.records.ranges import OffsetRange
+from offsetkeeper.records.read import read_range
+from offsetkeeper.spark.kafka.options import SourceOptions, parse_options
 from offsetkeeper.spark.kafka.partition import KafkaInputPartition
 from offsetkeeper.spark.kafka.planning import plan
-from offsetkeeper.spark.kafka.read import read_range
 from offsetkeeper.spark.kafka.schema import SOURCE_NAME, record_schema
 
 
@@ -64,5 +65,6 @@ class KafkaReader(DataSourceReader):
                 for i, r in enumerate(ranges)]
 
     def read(self, partition: KafkaInputPartition) -> Iterator:
-        yield from read_range(self.opts, OffsetRange(partition.topic, partition.partition,
-                                                     partition.start, partition.end))
+        yield from read_range(self.opts.reading(),
+                              OffsetRange(partition.topic, partition.partition, partition.start,
+                                          partition.end), self.opts.report_path)

@@ -43,16 +43,16 @@ except ImportError:  # pyspark 4.0: latestOffset() takes no arguments, no read l
 
     ADMISSION_CONTROL = False
 
+from offsetkeeper.records.ranges import OffsetRange, split_ranges
+from offsetkeeper.records.read import read_range
 from offsetkeeper.spark.kafka.options import (
     EARLIEST,
     LATEST,
-    OffsetRange,
     SourceOptions,
     connection,
 )
 from offsetkeeper.spark.kafka.partition import KafkaInputPartition
-from offsetkeeper.spark.kafka.planning import read_cluster, split_ranges
-from offsetkeeper.spark.kafka.read import read_range
+from offsetkeeper.spark.kafka.planning import read_cluster
 
 log = logging.getLogger("offsetkeeper.spark.kafka.stream")
 
@@ -213,8 +213,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executors -------------------------------------------------------------------------
     def read(self, partition: KafkaInputPartition) -> Iterator:
-        yield from read_range(self.opts, OffsetRange(partition.topic, partition.partition,
-                                                     partition.start, partition.end))
+        yield from read_range(self.opts.reading(),
+                              OffsetRange(partition.topic, partition.partition, partition.start,
+                                          partition.end), self.opts.report_path)
 
     # -- the consumer group ----------------------------------------------------------------
     def _commit_group(self, offsets: dict[Key, int]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from offsetkeeper.spark.kafka.options import OffsetRange
+from offsetkeeper.records.ranges import OffsetRange
 
 
 def report_name(r: OffsetRange) -> str:

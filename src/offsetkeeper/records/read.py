@@ -1,5 +1,9 @@
 """Reading one offset range of one partition into Arrow record batches (runs in executors).
 
+The plain range reader below the domain: the ``offsetkeeper-kafka`` data source, backup tasks
+and restore validation read through it. The batches have Spark's Kafka source columns
+(`arrow_schema`), built with pyarrow alone, so this module needs no Spark.
+
 Offsets lost to retention while reading (the log start moved past the range start) are reported
 as gaps, not errors, unless ``failOnDataLoss`` is true.
 """
@@ -14,15 +18,49 @@ from dataclasses import dataclass, field
 
 from offsetkeeper.arrowbuf import binaries, ints, repeated_string
 from offsetkeeper.kafka.errors import AUTHORIZATION, PARTITION_EOF, denied, translate
-from offsetkeeper.spark.kafka.options import OffsetRange, SourceOptions
-from offsetkeeper.spark.kafka.planning import detect_gap
-from offsetkeeper.spark.kafka.reports import write_report
-from offsetkeeper.spark.kafka.schema import arrow_schema
+from offsetkeeper.records.ranges import OffsetRange, detect_gap
+from offsetkeeper.records.reports import write_report
 
-log = logging.getLogger("offsetkeeper.spark.kafka")
+log = logging.getLogger("offsetkeeper.records")
 
 # timestamp_type as Spark's Kafka source reports it: 0 CreateTime, 1 LogAppendTime; -1 none.
 _TS_TYPE = {0: -1, 1: 0, 2: 1}
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a range is read: librdkafka properties (bootstrap servers, security, isolation
+    level), records per Arrow batch, how long a read may make no progress, and whether offsets
+    lost to retention fail the read. The data source's `SourceOptions` has the same fields."""
+
+    kafka: dict[str, str]
+    batch_size: int = 5000
+    poll_timeout_ms: int = 120_000
+    fail_on_data_loss: bool = False
+    include_headers: bool = True
+
+
+def arrow_schema(include_headers: bool = True):
+    """The Arrow schema of the record batches the reader yields: Spark's Kafka source columns,
+    the timestamp in epoch milliseconds (binary, not large_binary; what pyspark's
+    ``to_arrow_schema`` makes of the data source's record schema)."""
+    import pyarrow as pa
+
+    header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+    fields = [
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.int64()),
+        pa.field("timestamp_type", pa.int32()),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("headers", pa.list_(pa.field("element", header))),
+        pa.field("leader_epoch", pa.int32()),
+    ]
+    if not include_headers:
+        fields = [f for f in fields if f.name != "headers"]
+    return pa.schema(fields)
 
 
 class _Batch:
@@ -65,12 +103,14 @@ class _Batch:
             binaries([m.value() for m in msgs], pa.binary()),
         ]
         if "headers" in schema.names:
-            cols.append(_headers(schema, [m.headers() for m in msgs]))
+            cols.append(headers_column(schema, [m.headers() for m in msgs]))
         cols.append(ints([m.leader_epoch() for m in msgs], pa.int32()))
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
-def _headers(schema, hs: list):
+def headers_column(schema, hs: list):
+    """The ``headers`` column of `schema` for the messages' headers `hs` (lists of
+    ``(key, value)`` pairs or None), built from buffers."""
     import numpy as np
     import pyarrow as pa
 
@@ -108,10 +148,10 @@ class RangeStats:
     gaps: list[tuple[int, int]] = field(default_factory=list)
 
 
-def read_batches(opts: SourceOptions, r: OffsetRange, stats: RangeStats) -> Iterator:
-    """Yield Arrow record batches (`RECORD_SCHEMA`) with the records of `r`, in offset order.
+def read_batches(opts: ReadOptions, r: OffsetRange, stats: RangeStats) -> Iterator:
+    """Yield Arrow record batches (`arrow_schema`) with the records of `r`, in offset order.
 
-    The shared reading logic of the data source and of the backup tasks. `stats` is filled in
+    The shared reading logic of the data source, the backup tasks and restore validation. `stats` is filled in
     as batches are yielded; its gaps are final once the generator is exhausted.
     """
     from confluent_kafka import Consumer, KafkaError
@@ -213,12 +253,13 @@ def read_batches(opts: SourceOptions, r: OffsetRange, stats: RangeStats) -> Iter
         log.warning(msg)
 
 
-def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator:
-    """Yield Arrow record batches with the records of `r`, then write the task report."""
+def read_range(opts: ReadOptions, r: OffsetRange, report_path: str | None = None) -> Iterator:
+    """Yield Arrow record batches with the records of `r`, then write the task report into
+    `report_path` (when given)."""
     stats = RangeStats()
     yield from read_batches(opts, r, stats)
-    if opts.report_path:
-        write_report(opts.report_path, r, count=stats.records, first=stats.first_offset,
+    if report_path:
+        write_report(report_path, r, count=stats.records, first=stats.first_offset,
                      last=stats.last_offset, gaps=stats.gaps, first_ts=stats.first_timestamp,
                      last_ts=stats.last_timestamp)
 
