@@ -7,6 +7,10 @@ consumer-group target (earliest, latest, datetime, shift-by, ...) is reset throu
 consumer-group executor (reset/apply.py) on its group, with the connector stopped around it:
 the group is Connect's, but its offsets are ordinary committed offsets, and that executor
 already plans every target, snapshots, re-checks and reads back.
+
+Size: one command group's operations (list/show reads with their concurrent worker calls, and the
+reset/import/rollback flows of both connector kinds) kept together, as ops/reset.py is for groups;
+the reads are the part to move out when it grows.
 """
 
 from __future__ import annotations
