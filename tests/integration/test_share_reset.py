@@ -70,7 +70,9 @@ def topic(bootstrap, tmp_path_factory):
     import uuid
 
     name = f"sq-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, name, 3)
+    # kept forever: with the broker's 7-day retention, records stamped from T0 (a fixed date)
+    # were deleted a week later and every start offset clamped to the log end
+    create_topic(bootstrap, name, 3, {"retention.ms": "-1"})
     produce(bootstrap, name, ((p, b"k", f"v{i}".encode(), None, T0 + i * MINUTE)
                               for p in range(3) for i in range(N)))
     return name
