@@ -77,7 +77,7 @@ def _librdkafka_listing(admin: KafkaAdmin) -> tuple[list, set[str]]:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="group-ids") as pool:
-        admin.admin  # noqa: B018 -- connect (and probe) once, before two threads use the client
+        admin.connect()  # connect (and probe) once, before two threads use the client
         every = pool.submit(admin.all_group_ids)
         basic = admin.list_groups()
         others = every.result() - {g.group_id for g in basic}
