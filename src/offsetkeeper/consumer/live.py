@@ -60,6 +60,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from offsetkeeper.errors import KafkaOperationError, UnknownTopicError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.models import TopicPartition
 
 log = logging.getLogger("offsetkeeper.consumer.live")
@@ -615,7 +616,7 @@ class ControlTopicChannel:
         return self.withdrawn
 
 
-def live_reset(admin, plan, *, signer, timeout_s: float = 60.0, snapshot: bool = True,
+def live_reset(admin: AdminPort, plan, *, signer, timeout_s: float = 60.0, snapshot: bool = True,
                snapshot_store: str | None = None, topic: str = CONTROL_TOPIC, progress=None):
     """Apply `plan` through the group's running members (the executor's live strategy) and
     return its ApplyReport. `signer`: `live_auth.load_signer(path)`. The groups are

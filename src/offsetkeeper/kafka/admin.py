@@ -33,7 +33,7 @@ from offsetkeeper.config import Connection
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
 from offsetkeeper.kafka.errors import connection_failure, error_name, translate
 from offsetkeeper.kafka.jvm import JavaAdmin
-from offsetkeeper.kafka.port import AdminPort, unwrap_each
+from offsetkeeper.kafka.ports import AdminPort, unwrap_each
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -397,7 +397,7 @@ class LibrdkafkaAdmin:
         """Committed offsets of many groups, every request in flight at once (the admin API takes
         one group per request); a group that fails maps to its translated error instead of
         hiding the others' answers. The one reader of committed offsets (`committed_offsets`
-        is its one-group form; `kafka.port.unwrap_each` raises the first failure).
+        is its one-group form; `kafka.ports.unwrap_each` raises the first failure).
 
         Each group's coordinator is asked first (DescribeGroups; pass `described` when the
         caller just did): librdkafka's admin client crashes the process when an OffsetFetch is
@@ -441,9 +441,9 @@ class LibrdkafkaAdmin:
             [ConsumerGroupTopicPartitions(group_id, tps)], request_timeout=self.timeout
         )[group_id]
 
-    def alter_result(self, group_id: str, fut: cf.Future) -> dict[TopicPartition, str | None]:
+    def alter_result(self, group_id: str, pending: cf.Future) -> dict[TopicPartition, str | None]:
         """Per-partition error name (None on success) of an alter started with alter_offsets_async."""
-        res = self._wait(fut, action="commit offsets", group=group_id)
+        res = self._wait(pending, action="commit offsets", group=group_id)
         return {_tp(tp): (tp.error.name() if tp.error else None) for tp in res.topic_partitions}
 
     def delete_offsets(self, group_id: str, tps: Iterable[TopicPartition]) -> dict[TopicPartition, str | None]:
@@ -823,6 +823,8 @@ class KafkaAdmin:
     Admin client through the helper (`kafka.jvm.JavaAdmin`: share groups, streams groups, the
     KIP-848/KIP-1099 details of consumer groups, which confluent-kafka lacks). The Java client
     corrects the group states librdkafka cannot name inside `describe_groups_each`."""
+
+    group_type = "consumer"  # its committed offsets are consumer groups' (see for_group_type)
 
     def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.conn = conn

@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort, ClusterPort, CommittedOffsetsPort
 from offsetkeeper.mm2.records import latest_checkpoints
 from offsetkeeper.mm2.target import source_topic
 from offsetkeeper.models import TopicPartition
@@ -49,7 +50,7 @@ class MM2Report:
     skipped_records: int = 0
 
 
-def mm2_status(target_admin, source_alias: str, *, source_admin=None,
+def mm2_status(target_admin: AdminPort, source_alias: str, *, source_admin: CommittedOffsetsPort | None = None,
                groups: tuple[str, ...] = ()) -> MM2Report:
     """Every checkpointed group (or `groups`) with MM2's translation, the checkpoint's age,
     the target's committed offset and log end, and (with `source_admin`) the group's source
@@ -86,7 +87,7 @@ def mm2_status(target_admin, source_alias: str, *, source_admin=None,
     return MM2Report(tuple(rows), source_alias, skipped)
 
 
-def _committed(admin, groups: set[str]) -> dict[str, dict[TopicPartition, int]]:
+def _committed(admin: CommittedOffsetsPort, groups: set[str]) -> dict[str, dict[TopicPartition, int]]:
     out: dict[str, dict[TopicPartition, int]] = {}
     if not groups:
         return out
@@ -97,7 +98,7 @@ def _committed(admin, groups: set[str]) -> dict[str, dict[TopicPartition, int]]:
     return out
 
 
-def remote_cluster_translation(target_admin, source_alias: str, groups: tuple[str, ...], *,
+def remote_cluster_translation(target_admin: ClusterPort, source_alias: str, groups: tuple[str, ...], *,
                                timeout_s: float = 15.0) -> dict[str, dict[TopicPartition, int]]:
     """MirrorMaker 2's own translation (`RemoteClusterUtils.translateOffsets`, Java, through
     the admin helper) of each group's offsets onto the target cluster."""

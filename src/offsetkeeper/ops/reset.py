@@ -14,6 +14,7 @@ from typing import Any
 
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort, ClusterPort
 from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, ReportStatus, apply_plan
@@ -130,7 +131,7 @@ def apply_options(opts: ExecuteOptions, *, description: str = "",
                         allow_unknown_state=opts.allow_unknown_state, progress=progress)
 
 
-def execute_plan(admin, plan: ResetPlan, opts: ExecuteOptions, *, description: str = "",
+def execute_plan(admin: AdminPort, plan: ResetPlan, opts: ExecuteOptions, *, description: str = "",
                  progress: ProgressFn = no_progress) -> ApplyReport:
     """Execute a plan made earlier (e.g. previewed in the dashboard, then confirmed).
 
@@ -176,7 +177,7 @@ def _write_files(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
     return tuple(written)
 
 
-def plan_reset_request(admin, req: ResetRequest, *, progress: ProgressFn = no_progress,
+def plan_reset_request(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn = no_progress,
                        ) -> tuple[ResetPlan, tuple[str, ...]]:
     """Resolve the target and plan the reset (nothing is changed); returns the plan and notes.
     `progress` hears the lines of a plan file read and the groups planned."""
@@ -212,7 +213,7 @@ def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]
             "(check the names in the file)",)
 
 
-def _drop_unused_snapshot(admin, report: ApplyReport, req: ResetRequest, *, withdrawn: bool):
+def _drop_unused_snapshot(admin: AdminPort, report: ApplyReport, req: ResetRequest, *, withdrawn: bool):
     """A live reset that no member applied leaves its groups as the snapshot recorded them: the
     snapshot would only clutter the store (and look like an undo point). Removed only when the
     requests were withdrawn for good (`withdrawn`: no member can apply them any more, a replay
@@ -236,7 +237,7 @@ def _drop_unused_snapshot(admin, report: ApplyReport, req: ResetRequest, *, with
         f"({report.snapshot_id}) was removed",)
 
 
-def _earlier_run_note(admin, plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
+def _earlier_run_note(admin: ClusterPort, plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
     """A rerun of an interrupted bulk reset finds some groups already at the target; the
     snapshot it takes now holds the half-changed state. Point to the earlier run's snapshot,
     which holds the offsets from before it (the ones an undo wants)."""
@@ -287,7 +288,7 @@ def _without_commits_notes(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...
                  and g.group in req.groups)
 
 
-def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+def reset_offsets(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Plan a reset, write the requested plan files, and with `req.execute` apply it."""
     signer = None
     if req.live and req.execute:
@@ -323,7 +324,7 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
     return Outcome(plan, report, notes, files, error=error)
 
 
-def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+def delete(admin: AdminPort, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Delete committed offsets of partitions, or whole groups, through the one executor."""
     if not req.groups:
         raise UsageError("no group given: name the groups to delete from")
@@ -339,7 +340,7 @@ def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> 
     return Outcome(plan, report)
 
 
-def rollback(admin, req: RollbackRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+def rollback(admin: AdminPort, req: RollbackRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Put the snapshot's groups back to its offsets (a reset from the snapshot)."""
     from offsetkeeper.snapshots.model import ROLLBACK_PREFIX
     from offsetkeeper.snapshots.rollback import plan_rollback
@@ -348,7 +349,7 @@ def rollback(admin, req: RollbackRequest, *, progress: ProgressFn = no_progress)
     store = SnapshotStore(snapshot_store_url(req.options.snapshot_store, req.options.config_path))
     # `latest` means the newest snapshot of this cluster that is not itself a pre-rollback one,
     # so running the same rollback twice never undoes the first.
-    snap = store.load(req.snapshot_id, cluster=(admin.cluster_id(), admin.conn.bootstrap_servers))
+    snap = store.load(req.snapshot_id, cluster=(admin.cluster_id(), admin.bootstrap_servers))
     plan, note = plan_rollback(admin, snap, allow_cluster_mismatch=req.allow_cluster_mismatch)
     opts = replace(req.options, snapshot_store=store.url)
     report = execute_plan(admin, plan, opts, description=f"{ROLLBACK_PREFIX}{snap.id}",

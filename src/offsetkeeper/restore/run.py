@@ -32,6 +32,7 @@ from offsetkeeper.backup.manifest import Manifest
 from offsetkeeper.backup.read import Selection, check_segments, partition_segments, selection_stats
 from offsetkeeper.errors import OffsetkeeperError, RestoreWriteError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.kafka.ports import AdminPort, LogOffsetsPort, TopicsPort
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_progress
 from offsetkeeper.restore.backup_view import BackupView, load_backup_view
@@ -157,7 +158,7 @@ def check_client_config(o: RestoreOptions) -> None:
             c.close()
 
 
-def _refuse_non_empty(admin: KafkaAdmin, routes: list[Route], existing: dict[str, list[int]],
+def _refuse_non_empty(admin: LogOffsetsPort, routes: list[Route], existing: dict[str, list[int]],
                       restore_id: str) -> None:
     """A new restore must not append a second copy after records already on the target."""
     tps = [r.target for r in routes if r.target.topic in existing]
@@ -173,7 +174,7 @@ def _refuse_non_empty(admin: KafkaAdmin, routes: list[Route], existing: dict[str
                          "or pass --allow-non-empty-target to append on purpose")
 
 
-def _prepare_state(o: RestoreOptions, restore_id: str, routes: list[Route], admin: KafkaAdmin,
+def _prepare_state(o: RestoreOptions, restore_id: str, routes: list[Route], admin: AdminPort,
                    prior: RestoreState | None) -> tuple[RestoreState, bool]:
     if prior is not None:
         _check_same(prior, o, routes, restore_id)
@@ -207,7 +208,7 @@ def _diff(a: dict, b: dict) -> str:
     return ", ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in keys[:2])
 
 
-def _create_topics(admin: KafkaAdmin, creates: list[TopicToCreate], rf: int) -> list[dict[str, Any]]:
+def _create_topics(admin: TopicsPort, creates: list[TopicToCreate], rf: int) -> list[dict[str, Any]]:
     out = []
     for t in creates:
         admin.create_topic(t.name, t.partitions, replication_factor=rf, configs=t.configs)

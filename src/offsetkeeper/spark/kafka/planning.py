@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.spark.kafka.options import (
     EARLIEST,
     LATEST,
@@ -134,7 +135,7 @@ class ClusterView:
     notes: dict[Key, str] = field(default_factory=dict)
 
 
-def read_cluster(opts: SourceOptions, *, with_overrides: bool = True, admin=None) -> ClusterView:
+def read_cluster(opts: SourceOptions, *, with_overrides: bool = True, admin: AdminPort | None=None) -> ClusterView:
     """Read topics, partitions, watermarks and the start overrides that `opts` asks for
     (with `admin` when given, e.g. the streaming reader's long-lived one).
 
@@ -149,7 +150,7 @@ def read_cluster(opts: SourceOptions, *, with_overrides: bool = True, admin=None
     return _read_cluster(opts, admin, with_overrides)
 
 
-def _read_cluster(opts: SourceOptions, admin, with_overrides: bool) -> ClusterView:
+def _read_cluster(opts: SourceOptions, admin: AdminPort, with_overrides: bool) -> ClusterView:
     from offsetkeeper.models import TopicPartition
 
     wanted = None if (opts.subscribe_pattern is not None) else (
