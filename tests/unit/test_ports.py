@@ -105,3 +105,46 @@ def test_every_admin_parameter_in_ops_and_the_domain_is_typed_by_a_role():
                 if not names or not names <= ROLE_NAMES:
                     bad.append(f"{f.relative_to(ROOT)}:{arg.lineno} {fn}({arg.arg}: {ann or '?'})")
     assert bad == []
+
+
+# Where a confluent-kafka client may still be built outside kafka/clients.py, and why.
+OWN_CLIENTS = {
+    "kafka/connect.py": "builds a throw-away Producer to have librdkafka check properties offline",
+    "spark/kafka/read.py": "the range reader; moves to the records layer (issue 30), then here",
+}
+CLIENT_CLASSES = {"Consumer", "Producer", "AdminClient"}
+
+
+def test_clients_are_built_in_one_module():
+    """Invariant: consumers, producers and admin clients are built by kafka/clients.py only
+    (its properties merge and its translation of a refused property), apart from OWN_CLIENTS."""
+    found = []
+    for f in sorted(ROOT.rglob("*.py")):
+        rel = f.relative_to(ROOT).as_posix()
+        if rel == "kafka/clients.py":
+            continue
+        tree = ast.parse(f.read_text(), filename=str(f))
+        names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                 and (n.module or "").startswith("confluent_kafka") for a in n.names
+                 if a.name in CLIENT_CLASSES}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names:
+                found.append(rel)
+    assert sorted(set(found)) == sorted(OWN_CLIENTS)
+
+
+def test_a_refused_property_is_one_config_error_without_the_secret():
+    """Invariant: a client librdkafka refuses to build is a one-line ConfigError naming the
+    property, never showing a secret value, for every kind of client."""
+    from offsetkeeper.errors import ConfigError
+    from offsetkeeper.kafka import clients
+
+    conn = Connection("127.0.0.1:1", {"sasl.password": "hunter2-secret", "no.such.prop": "x"})
+    for build in (clients.consumer, clients.producer, clients.admin_client):
+        with pytest.raises(ConfigError) as exc:
+            build(conn, {"group.id": "g"} if build is clients.consumer else None)
+        text = str(exc.value)
+        assert "no.such.prop" in text and "hunter2-secret" not in text and "\n" not in text
+    merged = clients.client_config(conn, {"acks": "all"}, defaults={"acks": "1", "linger.ms": 5})
+    assert merged["acks"] == "all" and merged["linger.ms"] == 5
+    assert merged["bootstrap.servers"] == "127.0.0.1:1"

@@ -44,12 +44,13 @@ def read_source_offsets(client_config: dict, topic: str, connector: str, *,
 def read_all_source_offsets(client_config: dict, topic: str, connectors: set[str], *,
                             timeout_s: float = 60.0) -> dict[str, tuple[OffsetEntry, ...]]:
     """The current positions of `connectors` in `topic`, in one read of the topic."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-    conf = {**client_config, "group.id": "offsetkeeper-connect-readback",
-            "enable.auto.commit": False, "enable.partition.eof": False,
-            "isolation.level": "read_committed"}
-    consumer = Consumer(conf)
+    from offsetkeeper.kafka import clients
+
+    consumer = clients.consumer(client_config, {
+        "group.id": "offsetkeeper-connect-readback", "enable.auto.commit": False,
+        "enable.partition.eof": False, "isolation.level": "read_committed"})
     latest: dict[tuple[str, str], OffsetEntry] = {}
     try:
         md = consumer.list_topics(topic, timeout=10)
@@ -82,7 +83,8 @@ def read_all_source_offsets(client_config: dict, topic: str, connectors: set[str
                 if tp.offset >= ends[tp.partition]:
                     done.add(tp.partition)
     except KafkaException as exc:
-        raise OffsetkeeperError(f"reading offsets topic {topic!r} failed: {exc}") from None
+        raise clients.translate(exc, action=f"read the offsets topic {topic!r}",
+                                topic=topic) from exc
     finally:
         consumer.close()
     out: dict[str, list[OffsetEntry]] = {}

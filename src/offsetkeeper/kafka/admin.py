@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
 
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
+from offsetkeeper.kafka import clients
 from offsetkeeper.kafka.errors import connection_failure, error_name, translate
 from offsetkeeper.kafka.jvm import JavaAdmin
 from offsetkeeper.kafka.ports import AdminPort, unwrap_each
@@ -125,7 +126,7 @@ class LibrdkafkaAdmin:
             # A failed SASL login or TLS handshake never fails a request (it times out); it is
             # reported to the error callback, which the probe turns into one line at once.
             conf.setdefault("error_cb", self._on_error)
-            self._admin = AdminClient(conf)
+            self._admin = clients.admin_client(conf)
             if not self._probed:
                 self._probed = True
                 self._probe(self._admin)
@@ -465,8 +466,6 @@ class LibrdkafkaAdmin:
         if self._api_versions is None:
             import logging
 
-            from confluent_kafka import Producer
-
             from offsetkeeper.kafka.apiversions import parse_api_versions
 
             lines: list[str] = []
@@ -480,7 +479,7 @@ class LibrdkafkaAdmin:
             log.setLevel(logging.DEBUG)
             log.addHandler(_Collect())
             conf = {**self.conn.client_config(), "debug": "feature", "logger": log}
-            p = Producer(conf)
+            p = clients.producer(conf)
             try:
                 p.list_topics(timeout=self.timeout)
                 p.poll(0.2)

@@ -135,10 +135,13 @@ def read_topic(client_config: dict, topic: str,
                decode: Callable[[bytes | None, bytes | None, int | None], T | None], *,
                timeout_s: float = 60.0, max_records: int = 5_000_000) -> TopicRead:
     """Every record of `topic` from its log start to its current log end, decoded."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-    consumer = Consumer({**client_config, "group.id": "offsetkeeper-mm2-reader",
-                         "enable.auto.commit": False, "enable.partition.eof": False})
+    from offsetkeeper.kafka import clients
+
+    consumer = clients.consumer(client_config, {"group.id": "offsetkeeper-mm2-reader",
+                                                "enable.auto.commit": False,
+                                                "enable.partition.eof": False})
     out: list = []
     skipped = 0
     try:
@@ -175,7 +178,7 @@ def read_topic(client_config: dict, topic: str,
                 if tp.offset >= ends[tp.partition]:
                     done.add(tp.partition)
     except KafkaException as exc:
-        raise OffsetkeeperError(f"reading {topic!r} failed: {exc}") from None
+        raise clients.translate(exc, action=f"read {topic!r}", topic=topic) from exc
     finally:
         consumer.close()
     return TopicRead(tuple(out), skipped)

@@ -142,20 +142,13 @@ def _dry_run_rows(o: RestoreOptions, view: BackupView, routes: list[Route],
 def check_client_config(o: RestoreOptions) -> None:
     """Build the producer and consumer the tasks will build, here, so a bad property is a
     one-line ConfigError before any topic or state exists (secret values are never echoed)."""
-    from confluent_kafka import Consumer, KafkaException, Producer
-
-    from offsetkeeper.kafka.errors import client_config_error
+    from offsetkeeper.kafka import clients
 
     client = o.target.client_config()
-    for kind, make, conf in (("producer", Producer, producer_config({**client, **dict(o.producer_properties)})),
-                             ("consumer", Consumer, consumer_config(client))):
-        try:
-            c = make({**conf, "log_level": "0"})
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise client_config_error(
-                exc, conf, where=f"the restore's {kind} properties are not valid") from None
-        if kind == "consumer":
-            c.close()
+    clients.producer(producer_config({**client, **dict(o.producer_properties)}),
+                     {"log_level": "0"}, where="the restore's producer properties are not valid")
+    clients.consumer(consumer_config(client), {"log_level": "0"},
+                     where="the restore's consumer properties are not valid").close()
 
 
 def _refuse_non_empty(admin: LogOffsetsPort, routes: list[Route], existing: dict[str, list[int]],
