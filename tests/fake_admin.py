@@ -329,6 +329,12 @@ class FakeAdmin:
                              ) -> dict[str, GroupInfo | OffsetkeeperError]:
         def describe(g: str) -> GroupInfo:
             grp = self.groups.get(g)
+            share = self.share_groups.get(g)
+            if grp is None and share is not None:
+                # as the facade answers once its Java client corrected librdkafka's "dead"
+                return GroupInfo(g, share.state.lower(), group_type=GroupType.SHARE.value,
+                                 members=tuple(MemberInfo(m.member_id, m.client_id, m.host)
+                                               for m in share.members))
             if grp is None:
                 return GroupInfo(g, "dead")
             return GroupInfo(g, grp.state, members=grp.members)
