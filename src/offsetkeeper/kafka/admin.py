@@ -34,7 +34,7 @@ from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownT
 from offsetkeeper.kafka import clients
 from offsetkeeper.kafka.errors import connection_failure, error_name, translate
 from offsetkeeper.kafka.jvm import JavaAdmin
-from offsetkeeper.kafka.ports import AdminPort, unwrap_each
+from offsetkeeper.kafka.ports import OFFSET_DELETE_API, AdminPort, unwrap_each
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -45,7 +45,6 @@ from offsetkeeper.models import (
 )
 
 DEFAULT_TIMEOUT = 15.0
-OFFSET_DELETE_API = 47
 PROBE_TIMEOUT = 10.0
 # Errors of a group coordinator that is loading or moving: asking again shortly succeeds.
 COORDINATOR_LOADING = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",

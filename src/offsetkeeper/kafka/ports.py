@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 Committed = dict[TopicPartition, CommittedOffset]
 T = TypeVar("T")
 
+# Kafka API keys callers name to `ClusterPort.require_api`
+OFFSET_DELETE_API = 47
+
 
 @runtime_checkable
 class ClusterPort(Protocol):

@@ -14,7 +14,7 @@ from typing import Any
 
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
-from offsetkeeper.kafka.ports import AdminPort, ClusterPort
+from offsetkeeper.kafka.ports import OFFSET_DELETE_API, AdminPort, ClusterPort
 from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, ReportStatus, apply_plan
@@ -330,8 +330,6 @@ def delete(admin: AdminPort, req: DeleteRequest, *, progress: ProgressFn = no_pr
         raise UsageError("no group given: name the groups to delete from")
     scope = ResetScope(groups=req.groups, topics=req.topics)
     if req.execute and not req.whole_groups:
-        from offsetkeeper.kafka.admin import OFFSET_DELETE_API
-
         admin.require_api(OFFSET_DELETE_API, "OffsetDelete (KIP-496, Kafka 2.4+)")
     plan = build_delete_plan(admin, scope, whole_groups=req.whole_groups,
                              allow_unknown_state=req.options.allow_unknown_state)
