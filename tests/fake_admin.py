@@ -1,7 +1,10 @@
-"""An in-memory cluster behind the admin port (`offsetkeeper.kafka.port.AdminPort`).
+"""An in-memory cluster playing every role of `offsetkeeper.kafka.ports` (`KafkaPort`; a unit
+test, tests/unit/test_ports.py, checks it against the protocols method by method).
 
-It models what the executor and the planner read and change: topics with per-partition log
-start/end, consumer groups with a state, members and committed offsets. Faults are injected per
+It models what the executor, the planner, snapshots and the history sampler read and change:
+topics with per-partition log start/end (and a last stable offset), consumer groups with a
+state, members and committed offsets, and share groups with members, start offsets and the
+broker's lag (the view `for_group_type("share")` is the product's own `ShareGroupsView`). Faults are injected per
 call (and optionally per group): a retriable error, a fatal one, a timeout, or an error name per
 partition of a commit. Hooks run "another client" at a chosen call, e.g. a consumer joining or a
 tool committing between the executor's read and its write.
@@ -11,8 +14,8 @@ tool committing between the executor's read and its write.
     admin.fail("alter_result", RETRIABLE, group="g", times=2)
     admin.after("committed_offsets_each", lambda a: a.commit("g", {("orders", 0): 55}), times=1)
 
-Not modelled: coordinators, the JVM-only group types, record contents (`log_offsets` has no
-open transactions), and anything the port does not name.
+Not modelled: coordinators, streams groups (their calls answer "no such group"), record
+contents (`count_readable`/`first_records` answer nothing: "could not tell"), topic configs.
 """
 
 from __future__ import annotations
@@ -24,12 +27,21 @@ from typing import Any
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import OffsetkeeperError, UnknownTopicError
 from offsetkeeper.kafka.errors import translate_code
-from offsetkeeper.kafka.port import unwrap_each
+from offsetkeeper.kafka.group_types import (
+    AnyGroupListing,
+    ConsumerGroupDetail,
+    ShareGroupDetail,
+    ShareMember,
+    SharePartitionOffset,
+    StreamsGroupDetail,
+)
+from offsetkeeper.kafka.ports import AdminPort, unwrap_each
 from offsetkeeper.kafka.stable import LogOffsets
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
     GroupListing,
+    GroupType,
     MemberInfo,
     TopicPartition,
     Watermarks,
@@ -59,6 +71,19 @@ class FakeGroup:
 
 
 @dataclass
+class FakeShareGroup:
+    """A share group: members, and per partition its start offset and the broker's lag."""
+
+    members: tuple[ShareMember, ...] = ()
+    start: dict[TopicPartition, int] = field(default_factory=dict)
+    lag: dict[TopicPartition, int] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+
+@dataclass
 class _Fault:
     call: str
     code: str
@@ -76,16 +101,22 @@ class _Hook:
 
 
 class FakeAdmin:
-    """An AdminPort over an in-memory cluster; `calls` records every port call in order."""
+    """Every port role over an in-memory cluster; `calls` records every port call in order."""
+
+    group_type = "consumer"
 
     def __init__(self, topics: Mapping[str, list[tuple[int, int]]] | None = None,
                  *, timeout: float = 1.0) -> None:
         self.conn = Connection("fake:9092")
         self.timeout = timeout
         self.logs: dict[TopicPartition, Watermarks] = {}
+        self.lso: dict[TopicPartition, int] = {}   # below the log end: an open transaction
         for topic, parts in (topics or {}).items():
             self.add_topic(topic, parts)
         self.groups: dict[str, FakeGroup] = {}
+        self.share_groups: dict[str, FakeShareGroup] = {}
+        self.last_list_errors: list[str] = []
+        self.api_keys: set[int] | None = None  # None: every API; else the brokers' API keys
         self.calls: list[tuple[str, tuple[str, ...]]] = []
         self.reconnects = 0
         self._faults: list[_Fault] = []
@@ -118,6 +149,21 @@ class FakeAdmin:
         g = self.groups.setdefault(group, FakeGroup())
         for key, o in offsets.items():
             g.committed[_tp(key)] = CommittedOffset(o)
+
+    def add_share_group(self, group: str, *, members: int = 0,
+                        start: Mapping[Any, int] | None = None,
+                        lag: Mapping[Any, int] | None = None) -> FakeShareGroup:
+        """A share group with `members` members and start offsets (and the broker's lag)."""
+        g = FakeShareGroup(
+            members=tuple(ShareMember(f"s{i}", f"share-client-{i}", "10.0.0.2", None, 1, ())
+                          for i in range(members)),
+            start={_tp(k): o for k, o in (start or {}).items()},
+            lag={_tp(k): n for k, n in (lag or {}).items()})
+        self.share_groups[group] = g
+        return g
+
+    def share_start(self, group: str) -> dict[TopicPartition, int]:
+        return dict(sorted(self.share_groups[group].start.items()))
 
     def committed(self, group: str) -> dict[TopicPartition, int]:
         g = self.groups.get(group)
@@ -177,7 +223,20 @@ class FakeAdmin:
     def count(self, call: str) -> int:
         return sum(1 for c, _ in self.calls if c == call)
 
-    # -- the port: cluster -----------------------------------------------------------------------
+    # -- ClusterPort -----------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.conn.bootstrap_servers
+
+    def connect(self) -> None:
+        self.calls.append(("connect", ()))
+
+    def require_api(self, key: int, name: str) -> None:
+        self._enter("require_api")
+        if self.api_keys is not None and key not in self.api_keys:
+            raise translate_code("UNSUPPORTED_VERSION", action=f"use {name}",
+                                 detail="broker fake:9092 lacks it")
+
     def ping(self) -> None:
         self._enter("ping")
         self._hook("ping", (), before=False)
@@ -218,18 +277,64 @@ class FakeAdmin:
     def log_offsets(self, tps: Iterable[TopicPartition], *,
                     ordered: bool = True) -> dict[TopicPartition, LogOffsets]:
         self._enter("log_offsets")
-        return {tp: LogOffsets(self.logs[tp].low, self.logs[tp].high, self.logs[tp].high)
+        return {tp: LogOffsets(self.logs[tp].low, self.logs[tp].high,
+                               self.lso.get(tp, self.logs[tp].high))
                 for tp in sorted(set(tps))}
 
-    # -- the port: groups ------------------------------------------------------------------------
+    def end_offsets(self, tps: Iterable[TopicPartition], *,
+                    read_committed: bool = True) -> dict[TopicPartition, int]:
+        self._enter("end_offsets")
+        return {tp: (self.lso.get(tp, self.logs[tp].high) if read_committed
+                     else self.logs[tp].high) for tp in sorted(set(tps))}
+
+    def count_readable(self, ranges: Mapping[TopicPartition, tuple[int, int]], *,
+                       timeout_s: float = 3.0) -> dict[TopicPartition, tuple[int, int | None]]:
+        """No record contents: no partition answers (callers then say they could not tell)."""
+        self._enter("count_readable")
+        return {}
+
+    def first_records(self, offsets: Mapping[TopicPartition, int], *, read_committed: bool = True,
+                      timeout_s: float = 3.0) -> dict[TopicPartition, tuple[int, int | None]]:
+        self._enter("first_records")
+        return {}
+
+    # -- TopicsPort --------------------------------------------------------------------------------
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        self._enter("topic_configs")
+        return {t: {} for t in dict.fromkeys(topics)}
+
+    def topic_ids(self) -> dict[str, str]:
+        self._enter("topic_ids")
+        return {f"id-{t}": t for t in sorted({tp.topic for tp in self.logs})}
+
+    def create_topic(self, name: str, partitions: int, *, replication_factor: int = -1,
+                     configs: Mapping[str, str] | None = None) -> None:
+        self._enter("create_topic")
+        self.add_topic(name, [(0, 0)] * partitions)
+
+    def topics_without_read(self, topics: Iterable[str]) -> set[str]:
+        self._enter("topics_without_read")
+        return set()
+
+    # -- GroupsPort --------------------------------------------------------------------------------
     def list_groups(self) -> list[GroupListing]:
         self._enter("list_groups")
         return [GroupListing(g, self.groups[g].state) for g in sorted(self.groups)]
+
+    def all_group_ids(self) -> set[str]:
+        self._enter("all_group_ids")
+        return set(self.groups) | set(self.share_groups)
 
     def describe_groups_each(self, group_ids: Iterable[str]
                              ) -> dict[str, GroupInfo | OffsetkeeperError]:
         def describe(g: str) -> GroupInfo:
             grp = self.groups.get(g)
+            share = self.share_groups.get(g)
+            if grp is None and share is not None:
+                # as the facade answers once its Java client corrected librdkafka's "dead"
+                return GroupInfo(g, share.state.lower(), group_type=GroupType.SHARE.value,
+                                 members=tuple(MemberInfo(m.member_id, m.client_id, m.host)
+                                               for m in share.members))
             if grp is None:
                 return GroupInfo(g, "dead")
             return GroupInfo(g, grp.state, members=grp.members)
@@ -257,7 +362,7 @@ class FakeAdmin:
             return {} if grp is None else dict(sorted(grp.committed.items()))
         return self._each("committed_offsets_each", list(dict.fromkeys(group_ids)), read)
 
-    # -- the port: changes -----------------------------------------------------------------------
+    # -- CommittedOffsetsPort: changes -----------------------------------------------------------
     def _change(self, group: str, tps: Iterable[TopicPartition],
                 apply: Callable[[FakeGroup, TopicPartition], None]) -> dict[TopicPartition, str | None]:
         grp = self.groups.setdefault(group, FakeGroup())  # a commit creates the group
@@ -314,6 +419,91 @@ class FakeAdmin:
             self.groups.pop(g, None)
             return None
         return self._each("delete_groups", list(dict.fromkeys(group_ids)), delete)
+
+    def for_group_type(self, group_type: str) -> AdminPort:
+        """Like the facade: the product's share view over this fake for share groups."""
+        if group_type == GroupType.SHARE:
+            from offsetkeeper.kafka.share_offsets import ShareGroupsView
+
+            return ShareGroupsView(self)
+        return self
+
+    def close(self) -> None:
+        self.calls.append(("close", ()))
+
+    # -- TypedGroupsPort: share groups (streams groups are not modelled) ---------------------------
+    def list_all_groups(self) -> list[AnyGroupListing]:
+        self._enter("list_all_groups")
+        out = [AnyGroupListing(g, "Classic", "consumer", self.groups[g].state.capitalize())
+               for g in self.groups]
+        out += [AnyGroupListing(g, "Share", "share", s.state) for g, s in self.share_groups.items()]
+        return sorted(out, key=lambda x: x.group_id)
+
+    def _share(self, g: str) -> FakeShareGroup | OffsetkeeperError:
+        grp = self.share_groups.get(g)
+        return grp if grp is not None else error("GROUP_ID_NOT_FOUND", group=g)
+
+    def describe_share_groups(self, group_ids: Iterable[str]
+                              ) -> dict[str, ShareGroupDetail | OffsetkeeperError]:
+        def describe(g: str) -> ShareGroupDetail | OffsetkeeperError:
+            grp = self._share(g)
+            if isinstance(grp, OffsetkeeperError):
+                return grp
+            return ShareGroupDetail(g, grp.state, "fake:9092 (1)", 1, 1, grp.members)
+        return self._each("describe_share_groups", list(dict.fromkeys(group_ids)), describe)
+
+    def share_group_offsets(self, group_ids: Iterable[str]
+                            ) -> dict[str, list[SharePartitionOffset] | OffsetkeeperError]:
+        def read(g: str) -> list[SharePartitionOffset] | OffsetkeeperError:
+            grp = self._share(g)
+            if isinstance(grp, OffsetkeeperError):
+                return grp
+            return [SharePartitionOffset(tp.topic, tp.partition, o, 0, grp.lag.get(tp))
+                    for tp, o in sorted(grp.start.items())]
+        return self._each("share_group_offsets", list(dict.fromkeys(group_ids)), read)
+
+    def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]
+                                  ) -> dict[TopicPartition, OffsetkeeperError | None]:
+        self._enter("alter_share_group_offsets", group_id)
+        grp = self._share(group_id)
+        if isinstance(grp, OffsetkeeperError):
+            return {tp: grp for tp in offsets}
+        if grp.members:  # the broker refuses while the group has members
+            return {tp: error("NON_EMPTY_GROUP", group=group_id) for tp in offsets}
+        for tp, o in offsets.items():
+            grp.start[tp] = int(o)
+        return {tp: None for tp in sorted(offsets)}
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]
+                                   ) -> dict[str, OffsetkeeperError | None]:
+        self._enter("delete_share_group_offsets", group_id)
+        grp = self._share(group_id)
+        names = sorted(set(topics))
+        if isinstance(grp, OffsetkeeperError):
+            return {t: grp for t in names}
+        grp.start = {tp: o for tp, o in grp.start.items() if tp.topic not in names}
+        return {t: None for t in names}
+
+    def describe_consumer_groups_verbose(self, group_ids: Iterable[str]
+                                         ) -> dict[str, ConsumerGroupDetail | OffsetkeeperError]:
+        def describe(g: str) -> ConsumerGroupDetail | OffsetkeeperError:
+            grp = self.groups.get(g)
+            if grp is None:
+                return error("GROUP_ID_NOT_FOUND", group=g)
+            return ConsumerGroupDetail(g, "Classic", grp.state.capitalize(), "fake:9092 (1)", "",
+                                       None, None)
+        return self._each("describe_consumer_groups_verbose", list(dict.fromkeys(group_ids)),
+                          describe)
+
+    def describe_streams_groups(self, group_ids: Iterable[str]
+                                ) -> dict[str, StreamsGroupDetail | OffsetkeeperError]:
+        return self._each("describe_streams_groups", list(dict.fromkeys(group_ids)),
+                          lambda g: error("GROUP_ID_NOT_FOUND", group=g))
+
+    def streams_group_offsets(self, group_ids: Iterable[str]
+                              ) -> dict[str, dict[TopicPartition, int] | OffsetkeeperError]:
+        return self._each("streams_group_offsets", list(dict.fromkeys(group_ids)),
+                          lambda g: error("GROUP_ID_NOT_FOUND", group=g))
 
 
 class FakeClock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from offsetkeeper.kafka import stable
-from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.kafka.ports import AdminPort, GroupsPort, LogOffsetsPort
 from offsetkeeper.models import GroupInfo, GroupListing, TopicPartition
 
 
@@ -58,7 +58,7 @@ def open_transaction_note(lso: int, log_end: int, since_ms: int | None) -> str:
             "waiting there is not the consumer's fault")
 
 
-def list_groups(admin: KafkaAdmin, states: set[str] | None = None) -> list[GroupListing]:
+def list_groups(admin: GroupsPort, states: set[str] | None = None) -> list[GroupListing]:
     """Groups, optionally only those in the given states (lower-case, e.g. {'stable','empty'})."""
     groups = admin.list_groups()
     if states:
@@ -66,7 +66,7 @@ def list_groups(admin: KafkaAdmin, states: set[str] | None = None) -> list[Group
     return groups
 
 
-def resolve_group_ids(admin: KafkaAdmin, groups: list[str], all_groups: bool) -> list[str]:
+def resolve_group_ids(admin: GroupsPort, groups: list[str], all_groups: bool) -> list[str]:
     from offsetkeeper.errors import UsageError
 
     if all_groups and groups:
@@ -78,7 +78,7 @@ def resolve_group_ids(admin: KafkaAdmin, groups: list[str], all_groups: bool) ->
     return list(dict.fromkeys(groups))
 
 
-def _check_exist(infos: dict[str, GroupInfo], committed: dict[str, dict], admin=None) -> None:
+def _check_exist(infos: dict[str, GroupInfo], committed: dict[str, dict], admin: GroupsPort | None=None) -> None:
     from offsetkeeper.errors import UnknownGroupError, unknown_group
 
     for g, info in infos.items():
@@ -88,7 +88,7 @@ def _check_exist(infos: dict[str, GroupInfo], committed: dict[str, dict], admin=
             raise UnknownGroupError(f"consumer group '{g}' does not exist", group=g)
 
 
-def _describe(admin: KafkaAdmin, group_ids: list[str], denied: dict[str, str] | None,
+def _describe(admin: AdminPort, group_ids: list[str], denied: dict[str, str] | None,
               committed_of=None) -> tuple[list[str], dict, dict]:
     """Describe groups and read the committed offsets of `committed_of(infos)` (default: all).
 
@@ -116,7 +116,7 @@ def _describe(admin: KafkaAdmin, group_ids: list[str], denied: dict[str, str] | 
     return ids, {g: infos[g] for g in ids}, committed
 
 
-def describe_states(admin: KafkaAdmin, group_ids: list[str], *,
+def describe_states(admin: AdminPort, group_ids: list[str], *,
                     denied: dict[str, str] | None = None) -> list[GroupInfo]:
     """State, coordinator, assignor and members of each group (error for unknown groups).
     With `denied`, groups the principal may not describe are recorded there and left out."""
@@ -127,7 +127,7 @@ def describe_states(admin: KafkaAdmin, group_ids: list[str], *,
     return [infos[g] for g in ids]
 
 
-def describe_offsets(admin: KafkaAdmin, group_ids: list[str], *,
+def describe_offsets(admin: AdminPort, group_ids: list[str], *,
                      denied: dict[str, str] | None = None) -> list[OffsetRow]:
     """Per group and partition: committed offset, log start/end, lag, and the owning member.
 
@@ -137,7 +137,7 @@ def describe_offsets(admin: KafkaAdmin, group_ids: list[str], *,
     return describe_groups_offsets(admin, group_ids, denied=denied)[1]
 
 
-def describe_groups_offsets(admin: KafkaAdmin, group_ids: list[str], *,
+def describe_groups_offsets(admin: AdminPort, group_ids: list[str], *,
                             denied: dict[str, str] | None = None,
                             ) -> tuple[list[GroupInfo], list[OffsetRow]]:
     """`describe_states` and `describe_offsets` from one describe of the groups (the
@@ -187,7 +187,7 @@ class TransactionView:
     open_since: dict[TopicPartition, int | None]
 
 
-def transaction_view(admin: KafkaAdmin, positions: dict[tuple[str, TopicPartition], int],
+def transaction_view(admin: LogOffsetsPort, positions: dict[tuple[str, TopicPartition], int],
                      logs: dict, *, timeout_s: float = 3.0) -> TransactionView:
     """Count, with one read_committed consumer, the records left to the LSO on partitions
     whose committed offset is a few offsets short of it (`stable.wants_count`: they may be
@@ -227,7 +227,7 @@ class PartitionOffsets:
     offset_at_time: int | None = None
 
 
-def show_offsets(admin: KafkaAdmin, specs: list[tuple[str, tuple[int, ...] | None]],
+def show_offsets(admin: AdminPort, specs: list[tuple[str, tuple[int, ...] | None]],
                  at_ms: int | None = None) -> list[PartitionOffsets]:
     """Log start/end per partition of the given topics (and the first offset at/after a time)."""
     _, tps = admin.resolve_partitions(specs)

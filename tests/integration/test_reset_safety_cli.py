@@ -168,7 +168,7 @@ def test_offset_delete_on_a_broker_without_the_api_fails_with_one_line(admin, bo
     """Invariant (issue 8.26): OffsetDelete is only sent to brokers that list it in their API
     versions; otherwise one clear error and nothing changes (librdkafka would abort the process)."""
     assert 47 in next(iter(admin.api_versions().values()))  # the real broker supports it
-    admin._api_versions = {"old-broker:9092/1": {0: (0, 9)}}  # what a pre-2.4 broker answers
+    admin.rd._api_versions = {"old-broker:9092/1": {0: (0, 9)}}  # what a pre-2.4 broker answers
     with pytest.raises(Exception) as exc:
         ops_delete(admin, DeleteRequest(groups=(group,), topics=(TopicSpec(topic),), execute=True,
                                         options=ExecuteOptions(snapshot=False)))

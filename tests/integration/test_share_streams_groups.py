@@ -378,10 +378,10 @@ def test_the_facade_serves_every_java_call_from_one_helper_process(bootstrap, sh
     admin = KafkaAdmin(Connection(bootstrap_servers=bootstrap))
     try:
         listed = {x.group_id: x for x in admin.list_all_groups()}
-        pid = admin._jvm_session._proc.pid
+        pid = admin.java._session._proc.pid
         offsets = admin.share_group_offsets([g])[g]
         described = admin.describe_share_groups([g])[g]
-        assert admin._jvm_session._proc.pid == pid
+        assert admin.java._session._proc.pid == pid
     finally:
         admin.close()
     assert listed[g].group_type.lower() == "share" and described.group_id == g

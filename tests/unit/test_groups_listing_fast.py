@@ -31,7 +31,9 @@ class _Stub:
 
     def __init__(self, basic, every, java=None):
         self.basic, self.every, self.java, self.java_calls = basic, every, java, 0
-        self.admin = object()
+
+    def connect(self):
+        pass
 
     def list_groups(self):
         return list(self.basic)

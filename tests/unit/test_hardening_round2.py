@@ -563,7 +563,7 @@ def test_list_groups_with_no_broker_answering_is_an_outage():
             return SimpleNamespace(valid=[], errors=["KafkaError{code=_TRANSPORT}"])
 
     admin = KafkaAdmin(Connection("127.0.0.1:1"))
-    admin._admin = SimpleNamespace(list_consumer_groups=lambda **kw: FakeFuture())
+    admin.rd._admin = SimpleNamespace(list_consumer_groups=lambda **kw: FakeFuture())
     with pytest.raises(KafkaOperationError) as exc:
         admin.list_groups()
     assert exc.value.retriable

@@ -195,7 +195,10 @@ def test_the_facade_gives_streams_share_and_reconciling_groups_their_real_state(
 
     calls = []
 
-    class Fake(jvm.JvmGroupsAdmin):
+    class Fake(jvm.JavaAdmin):
+        def __init__(self):
+            super().__init__(None, timeout=5)
+
         def _jvm(self, op, *, quick=False, **args):
             assert quick
             calls.append((op, tuple(args.get("groups", ()))))
@@ -238,7 +241,8 @@ def test_groups_list_falls_back_to_librdkafka_but_share_and_streams_listings_do_
     from offsetkeeper.models import GroupListing
 
     class Fake:
-        admin = None  # the librdkafka client (connected before the two listings run at once)
+        def connect(self):  # the librdkafka client, connected before the two listings run at once
+            pass
 
         def list_groups(self):
             return [GroupListing("pay", "stable", "classic")]

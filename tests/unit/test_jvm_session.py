@@ -136,11 +136,11 @@ def test_the_facade_keeps_one_session_until_close(peer, monkeypatch):
     one_shots = []
     monkeypatch.setattr(jvm, "call", lambda conf, op, args, **kw: one_shots.append((op, kw)) or [])
     admin = KafkaAdmin(Connection(bootstrap_servers="b:9092"), timeout=3)
-    a = admin._jvm("list-groups")
-    b = admin._jvm("describe-share-groups", groups=["g"])
+    a = admin.java._jvm("list-groups")
+    b = admin.java._jvm("describe-share-groups", groups=["g"])
     assert a["pid"] == b["pid"] and a["args"]["timeout_ms"] == 3000
     # the state correction inside describes keeps a process of its own, 5 s at most
-    assert admin._jvm("list-groups", quick=True) == []
+    assert admin.java._jvm("list-groups", quick=True) == []
     assert one_shots == [("list-groups", {"timeout": 3, "grace": 3})]
     admin.close()
     assert (peer / "exited").read_text() == "closed"

@@ -78,9 +78,7 @@ THIRD_PARTY: dict[str, dict[str, str]] = {
         "records": "the range reader and the batch producer (data source, backup, restore)",
         "consumer": "the consumer library is a Kafka client",
         "restore": "restore produces records into the target and reads them back",
-        "devbroker": "starts development brokers and probes them",
         "streaming.lag": "reads the timestamps of a streaming query's next records",
-        "offsetlog.sample_log": "produces the sample __consumer_offsets log of the demo and tests",
         "demo": "the demo (one package, offsetkeeper/demo) seeds its own clusters",
     },
     "pyspark": {

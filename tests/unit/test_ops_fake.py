@@ -1,25 +1,31 @@
 """The operations (`offsetkeeper.ops`) against the in-memory cluster (tests/fake_admin.py): the
-same request objects the command line and the dashboard build, the real planner, executor and
-snapshot store (in a temporary directory); only the cluster is fake. Table-driven."""
+same request objects the command line and the dashboard build, the real planner, executor,
+share view, sampler and stores (in a temporary directory); only the cluster is fake.
+Table-driven: resets, snapshots, share group resets and deletes, history sampling."""
 
 from __future__ import annotations
 
 import pytest
 
+from offsetkeeper.config import Connection
+from offsetkeeper.errors import KafkaOperationError, UnknownGroupError, UsageError
 from offsetkeeper.models import TopicPartition
+from offsetkeeper.ops.history import RecordRequest, SamplerSettings, history_rows, record_history
 from offsetkeeper.ops.reset import (
+    DeleteRequest,
     ExecuteOptions,
     ResetRequest,
     RollbackRequest,
     reset_offsets,
     rollback,
 )
+from offsetkeeper.ops.share_reset import delete_share_offsets, reset_share_group
 from offsetkeeper.ops.snapshots import create_snapshot
 from offsetkeeper.ops.targets import TargetKind, TargetSpec
 from offsetkeeper.reset.apply import ReportStatus
 from offsetkeeper.reset.plan import ResetScope, TopicSpec
 from offsetkeeper.snapshots.store import SnapshotStore
-from tests.fake_admin import FakeAdmin
+from tests.fake_admin import FATAL, RETRIABLE, FakeAdmin
 
 TOPIC = "orders"
 P0, P1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
@@ -108,3 +114,152 @@ def test_snapshot_create_records_the_cluster_as_it_is(tmp_path):
     assert {g: {tp: c.offset for tp, c in s.offsets.items()} for g, s in loaded.groups.items()} \
         == {"g": {P0: 10, P1: 20}, "other": {P1: 7}}
     assert loaded.cluster_id == "fake-cluster"
+
+
+# -- share groups: the product's share view over the fake, through the one executor ----------
+SG = "sg"
+
+
+def share_cluster(members: int = 0) -> FakeAdmin:
+    """`orders` as above; share group `sg` with start offsets 10 and 20 (3 records unacked)."""
+    admin = FakeAdmin(topics={TOPIC: [(5, 100), (0, 80)]})
+    admin.add_share_group(SG, members=members, start={P0: 10, P1: 20}, lag={P0: 3, P1: 0})
+    return admin
+
+
+def share_request(tmp_path, kind: TargetKind, value: str | None = None, **kw) -> ResetRequest:
+    opts = ExecuteOptions(snapshot_store=str(tmp_path / "snapshots"), retries=0)
+    return ResetRequest(target=TargetSpec(kind, value), scope=ResetScope(groups=(SG,)), options=opts, **kw)
+
+
+@pytest.mark.parametrize("kind, value, expected, back", [
+    (TargetKind.TO_EARLIEST, None, {P0: 5, P1: 0}, True),
+    (TargetKind.TO_LATEST, None, {P0: 100, P1: 80}, False),
+    (TargetKind.TO_OFFSET, "50", {P0: 50, P1: 50}, False),
+    (TargetKind.SHIFT_BY, "-8", {P0: 5, P1: 12}, True),     # partition 0 clamped to its log start
+])
+def test_share_reset_moves_start_offsets_through_the_executor(tmp_path, kind, value, expected,
+                                                             back):
+    """Invariant: a share group's start offsets are planned and changed like committed offsets
+    (dry run first, snapshot, apply, rollback), through the share view; moving a start offset
+    back says that records will be delivered again."""
+    admin = share_cluster()
+    dry = reset_share_group(admin, share_request(tmp_path, kind, value))
+    assert dry.report is None and dry.plan.group_type == "share"
+    assert {p.tp: p.target for g in dry.plan.groups for p in g.partitions} == expected
+    assert admin.share_start(SG) == {P0: 10, P1: 20}
+    notes = " ".join(p.note for g in dry.plan.groups for p in g.partitions)
+    assert ("delivered again" in notes) is back
+
+    done = reset_share_group(admin, share_request(tmp_path, kind, value, execute=True))
+    assert done.report is not None and done.report.status is ReportStatus.SUCCESS
+    assert admin.share_start(SG) == expected
+    snap = SnapshotStore(str(tmp_path / "snapshots")).load(done.report.snapshot_id)
+    assert snap.groups[SG].group_type == "share"
+    assert {tp: c.offset for tp, c in snap.groups[SG].offsets.items()} == {P0: 10, P1: 20}
+
+    undo = rollback(admin, RollbackRequest(done.report.snapshot_id, execute=True,
+                                           options=share_request(tmp_path, kind).options))
+    assert undo.ok and admin.share_start(SG) == {P0: 10, P1: 20}
+
+
+@pytest.mark.parametrize("members, execute", [(1, False), (1, True), (3, True)])
+def test_share_reset_of_a_group_with_members_is_refused(tmp_path, members, execute):
+    """Invariant: start offsets of a share group with members are never changed (exit 1)."""
+    admin = share_cluster(members)
+    out = reset_share_group(admin, share_request(tmp_path, TargetKind.TO_OFFSET, "50",
+                                                 execute=execute))
+    assert out.exit_code == 1 and [g.group for g in out.plan.groups if g.refused] == [SG]
+    assert admin.share_start(SG) == {P0: 10, P1: 20}
+    assert admin.count("alter_share_group_offsets") == 0
+
+
+@pytest.mark.parametrize("group, error", [
+    ("nosuch", UnknownGroupError),   # the share view's describe: no such share group
+    ("", UsageError),
+])
+def test_share_reset_of_a_missing_group_is_one_error(tmp_path, group, error):
+    admin = share_cluster()
+    with pytest.raises(error):
+        reset_share_group(admin, ResetRequest(target=TargetSpec(TargetKind.TO_EARLIEST, None),
+                                              scope=ResetScope(groups=(group,)),
+                                              options=ExecuteOptions(snapshot=False)))
+
+
+def test_share_delete_removes_a_topics_start_offsets(tmp_path):
+    admin = share_cluster()
+    req = DeleteRequest(groups=(SG,), topics=(TopicSpec(TOPIC),), execute=True,
+                        options=ExecuteOptions(snapshot_store=str(tmp_path / "s"), retries=0))
+    out = delete_share_offsets(admin, req)
+    assert out.ok and admin.share_start(SG) == {}
+
+
+# -- history sampling: `history record --once` through the fake --------------------------------
+def history_cluster() -> FakeAdmin:
+    """Log ends 1,000 and 800; every committed offset is either at the log end or more than
+    64 offsets behind it (closer, the sampler would count records with a real consumer)."""
+    admin = FakeAdmin(topics={TOPIC: [(5, 1000), (0, 800)]})
+    admin.add_group("g", committed={P0: 10, P1: 20})
+    admin.add_group("idle", committed={P0: 1000, P1: 800})
+    admin.add_share_group(SG, start={P0: 500, P1: 700}, lag={P0: 42, P1: 0})
+    return admin
+
+
+G_ROWS = {("g", P0): (10, 1000, 990), ("g", P1): (20, 800, 780)}
+IDLE_ROWS = {("idle", P0): (1000, 1000, 0), ("idle", P1): (800, 800, 0)}
+# a share group's lag is the broker's (records not acknowledged), not log end - start offset
+SG_ROWS = {(SG, P0): (500, 1000, 42), (SG, P1): (700, 800, 0)}
+
+
+@pytest.mark.parametrize("settings, expected", [
+    (SamplerSettings(groups=("g",), time_lag=False), G_ROWS),
+    (SamplerSettings(groups=("g", SG), time_lag=False), {**G_ROWS, **SG_ROWS}),
+    (SamplerSettings(all_groups=True, time_lag=False), {**G_ROWS, **IDLE_ROWS, **SG_ROWS}),
+    (SamplerSettings(all_groups=True, time_lag=False, track_deny=("idle", "s.*")), G_ROWS),
+])
+def test_history_record_once_samples_the_groups_in_scope(tmp_path, monkeypatch, settings,
+                                                         expected):
+    """Invariant: one recorded cycle holds, per group in scope and partition, the committed
+    offset (a share group's start offset), the log end and the lag, read back from the store."""
+    from offsetkeeper.kafka import jvm
+
+    monkeypatch.setattr(jvm, "available", lambda: True)  # share groups are listed through it
+    admin = history_cluster()
+    store = str(tmp_path / "history.db")
+    out = record_history(Connection("fake:9092"),
+                         RecordRequest(sampler=settings, store=store, once=True), admin=admin)
+    assert out.exit_code == 0 and out.summary.last is not None and out.summary.last.ok
+    groups = {g for g, _ in expected}
+    got = {(g, TopicPartition(r["topic"], r["partition"])): (r["committed"], r["log_end"], r["lag"])
+           for g in sorted(groups | {"g", "idle", SG}) for r in _rows(g, store)}
+    assert got == expected
+    assert ("close", ()) not in admin.calls  # the caller's admin is left open
+
+
+def _rows(group: str, store: str) -> list[dict]:
+    try:
+        return history_rows(group, store=store)
+    except UnknownGroupError:
+        return []
+
+
+@pytest.mark.parametrize("code, exit_code, raises", [
+    (FATAL, 1, None),                       # denied: recorded without it, reported (exit 1)
+    (RETRIABLE, None, KafkaOperationError),  # the only group unreadable: nothing recorded
+])
+def test_history_record_once_reports_a_group_it_cannot_read(tmp_path, code, exit_code, raises):
+    """Invariant: a group whose offsets cannot be read is reported, never recorded as lag 0;
+    when no group of the cycle answers, `--once` fails (exit 1) instead of recording nothing."""
+    admin = history_cluster()
+    admin.fail("committed_offsets_each", code, group="g")
+    groups = ("g", "idle") if raises is None else ("g",)
+    req = RecordRequest(sampler=SamplerSettings(groups=groups, time_lag=False),
+                        store=str(tmp_path / "h.db"), once=True)
+    if raises is not None:
+        with pytest.raises(raises, match="nothing recorded"):
+            record_history(Connection("fake:9092"), req, admin=admin)
+        return
+    out = record_history(Connection("fake:9092"), req, admin=admin)
+    assert out.exit_code == exit_code and list(out.denied) == ["g"]
+    assert _rows("g", str(tmp_path / "h.db")) == []
+    assert len(_rows("idle", str(tmp_path / "h.db"))) == 2

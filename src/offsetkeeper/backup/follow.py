@@ -40,6 +40,7 @@ from offsetkeeper.backup.config import BackupConfig
 from offsetkeeper.backup.follow_metrics import BackupMetrics, measure_lag
 from offsetkeeper.backup.manifest import backup_dir, join
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.times import iso_now
 
 log = logging.getLogger("offsetkeeper.backup.follow")
@@ -317,7 +318,7 @@ def _one_increment(config, opts, spark, manifest, metrics, run_backup):
     return inc, res.manifest, capped
 
 
-def _refresh_lag(admin, config, manifest, metrics: BackupMetrics, *, ok: bool) -> int | None:
+def _refresh_lag(admin: AdminPort, config, manifest, metrics: BackupMetrics, *, ok: bool) -> int | None:
     """Measure the lag into the metrics; its total, or None when the cluster did not answer."""
     try:
         lag = measure_lag(admin, config, manifest)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from offsetkeeper.backup.config import BackupConfig
 from offsetkeeper.backup.manifest import Manifest
 from offsetkeeper.backup.plan import backup_lag
+from offsetkeeper.kafka.ports import AdminPort
 
 TP = tuple[str, int]
 
@@ -148,7 +149,7 @@ class BackupMetrics:
         return []
 
 
-def measure_lag(admin, config: BackupConfig, manifest: Manifest | None) -> LagSnapshot:
+def measure_lag(admin: AdminPort, config: BackupConfig, manifest: Manifest | None) -> LagSnapshot:
     """Offsets every selected partition's log end is ahead of the backup, measured now."""
     from offsetkeeper.backup.topics import select_topics
     from offsetkeeper.models import TopicPartition

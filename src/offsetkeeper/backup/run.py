@@ -42,6 +42,7 @@ from offsetkeeper.backup.task import BackupTaskConfig, backup_task
 from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.kafka.ports import AdminPort, KafkaPort
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_progress
 from offsetkeeper.records.ranges import OffsetRange, split_ranges
@@ -100,7 +101,7 @@ class _Facts:
     cluster_id: str
 
 
-def _gather(admin: KafkaAdmin, config: BackupConfig, run: int) -> _Facts:
+def _gather(admin: KafkaPort, config: BackupConfig, run: int) -> _Facts:
     available = admin.topic_partitions()  # internal topics (__*) are never backed up
     topics = select_topics(available, config.include, config.exclude)
     if not topics:
@@ -126,7 +127,7 @@ def _gather(admin: KafkaAdmin, config: BackupConfig, run: int) -> _Facts:
     )
 
 
-def _group_offsets(admin: KafkaAdmin, topics: set[str], captured: str, run: int) -> list[GroupOffsets]:
+def _group_offsets(admin: AdminPort, topics: set[str], captured: str, run: int) -> list[GroupOffsets]:
     out = []
     listing = [g.group_id for g in admin.list_groups()]
     fetched = {}

@@ -159,7 +159,7 @@ def reset_offsets(
                                TopicSpec(*parse_topic_spec(t)) for t in topic or ())),
                            execute=execute,
                            files=PlanFiles(export_csv=export, script=script,
-                                           script_bootstrap=admin.conn.bootstrap_servers,
+                                           script_bootstrap=admin.bootstrap_servers,
                                            script_command_config=str(command_config)
                                            if command_config else None),
                            options=ExecuteOptions(snapshot=not no_snapshot, config_path=config))

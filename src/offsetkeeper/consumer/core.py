@@ -47,16 +47,17 @@ from offsetkeeper.consumer.policy import AckMode, CommitPolicy, commit_due
 from offsetkeeper.consumer.rebalance import RebalanceHandling
 from offsetkeeper.consumer.stores import OffsetStore, StoreTransaction, open_store
 from offsetkeeper.errors import (
+    ConfigError,
     ConsumerConfigError,
     FencedError,
     NoCommittedOffset,
     OffsetkeeperError,
     PartitionNotAssignedError,
 )
+from offsetkeeper.kafka import clients
 from offsetkeeper.kafka.errors import (
     AUTHORIZATION,
     PARTITION_EOF,
-    client_config_error,
     connection_failure,
     translate,
 )
@@ -135,12 +136,11 @@ class OffsetConsumer(CommitMachinery, RebalanceHandling, LiveResetApplication):
             conf["auto.commit.interval.ms"] = self.policy.auto_commit_interval_ms
         self._base_conf = {k: v for k, v in conf.items() if not callable(v)}
         try:
-            self._c = Consumer(conf)
-        except (KafkaException, ValueError, TypeError) as exc:
+            self._c = clients.consumer(conf, where="invalid consumer configuration")
+        except ConfigError as exc:
             if self._owns_store and self._store:
                 self._store.close()
-            raise ConsumerConfigError(client_config_error(
-                exc, self._base_conf, where="invalid consumer configuration").message) from None
+            raise ConsumerConfigError(exc.message) from None
 
         self._owner = f"{conf.get('client.id', 'offsetkeeper')}/{uuid.uuid4().hex[:12]}"
         self._tracker = AckTracker()

@@ -154,16 +154,15 @@ class _Lab:
         return p, trace
 
     def setup(self) -> None:
-        from confluent_kafka import Producer
-
         from offsetkeeper.config import Connection
+        from offsetkeeper.kafka import clients
         from offsetkeeper.kafka.admin import KafkaAdmin
 
         with KafkaAdmin(Connection(bootstrap_servers=self.bootstrap)) as admin:
             admin.create_topic(self.topic, self.cfg.partitions, configs={"retention.ms": "-1"})
         if self.cfg.protocol == "consumer":
             self._set_session_timeout()
-        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "log_level": 3})
+        p = clients.producer({"bootstrap.servers": self.bootstrap}, {"linger.ms": 5, "log_level": 3})
         for i in range(self.cfg.records):
             p.produce(self.topic, value=str(i).encode(), partition=i % self.cfg.partitions)
         if p.flush(30) != 0:
@@ -177,7 +176,6 @@ class _Lab:
         group.consumer.min.session.timeout.ms is higher keeps its own."""
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import (
-            AdminClient,
             AlterConfigOpType,
             ConfigEntry,
             ConfigResource,
@@ -187,7 +185,9 @@ class _Lab:
         res = ConfigResource(ResourceType.GROUP, self.group, incremental_configs=[ConfigEntry(
             "consumer.session.timeout.ms", str(CONSUMER_SESSION_TIMEOUT_MS),
             incremental_operation=AlterConfigOpType.SET)])
-        client = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
+        from offsetkeeper.kafka import clients
+
+        client = clients.admin_client({"bootstrap.servers": self.bootstrap}, {"log_level": 3})
         try:
             for f in client.incremental_alter_configs([res]).values():
                 f.result(15)

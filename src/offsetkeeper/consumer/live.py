@@ -60,6 +60,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from offsetkeeper.errors import KafkaOperationError, UnknownTopicError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.models import TopicPartition
 
 log = logging.getLogger("offsetkeeper.consumer.live")
@@ -331,15 +332,17 @@ class LiveResetWatcher:
     requests already verified (`pending`), a few dictionary lookups."""
 
     def __init__(self, conf: dict, group: str, trusted, topic: str = CONTROL_TOPIC) -> None:
-        from confluent_kafka import OFFSET_BEGINNING, Consumer
+        from confluent_kafka import OFFSET_BEGINNING
         from confluent_kafka import TopicPartition as CkTP
+
+        from offsetkeeper.kafka import clients
 
         self.group = group
         self.topic = topic
         self.trusted = trusted  # live_auth.TrustedKeys
         self._conn = _conn_props(conf)
         ensure_control_topic(self._conn, topic)
-        self._c = Consumer({**self._conn, "group.id": f"offsetkeeper-live-watch-{uuid.uuid4().hex[:8]}",
+        self._c = clients.consumer(self._conn, {"group.id": f"offsetkeeper-live-watch-{uuid.uuid4().hex[:8]}",
                             "enable.auto.commit": False, "enable.auto.offset.store": False,
                             "auto.offset.reset": "earliest", "log_level": 3,
                             "topic.metadata.refresh.interval.ms": 5000,
@@ -469,10 +472,10 @@ class LiveResetWatcher:
     def acknowledge(self, req: LiveResetRequest, tp: TopicPartition, offset: int, *,
                     member: str, error: str | None = None, store: bool = False) -> None:
         """Publish that this member applied (or failed to apply) one partition of a request."""
-        from confluent_kafka import Producer
+        from offsetkeeper.kafka import clients
 
         if self._producer is None:
-            self._producer = Producer({**self._conn, "linger.ms": 0, "log_level": 3})
+            self._producer = clients.producer(self._conn, {"linger.ms": 0, "log_level": 3})
         with self._lock:
             self._done.add((req.id, tp))
         key, value = encode_ack(LiveAck(req.id, req.group, tp, offset,
@@ -500,9 +503,11 @@ def ensure_control_topic(conn: dict, topic: str) -> None:
     """Create the compacted control topic when it is missing (best effort: a member without
     the right to create topics still works once an operator or the command created it)."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({**conn, "log_level": 3})
+    from offsetkeeper.kafka import clients
+
+    admin = clients.admin_client(conn, {"log_level": 3})
     try:
         md = admin.list_topics(topic, timeout=10)
         t = md.topics.get(topic)
@@ -548,7 +553,7 @@ class ControlTopicChannel:
 
     def publish(self, offsets, snapshot_id: str | None) -> None:
         """Sign and publish one request per group (raises when it cannot be published)."""
-        from confluent_kafka import Producer
+        from offsetkeeper.kafka import clients
 
         ensure_control_topic(self._conn, self.topic)
         now = _now_ms()
@@ -557,7 +562,7 @@ class ControlTopicChannel:
                                    now + int(self.timeout_s * 1000) + 30_000, snapshot_id,
                                    self.cluster_id)
             self.requests[req.id] = req
-        self._producer = Producer({**self._conn, "linger.ms": 0, "log_level": 3})
+        self._producer = clients.producer(self._conn, {"linger.ms": 0, "log_level": 3})
         firsts: list[int] = []
         for req in self.requests.values():
             key, value = encode_request(req, self.signer)
@@ -572,11 +577,12 @@ class ControlTopicChannel:
     def acknowledgements(self, deadline: float) -> Iterator[LiveAck]:
         """Acknowledgements of this channel's requests, as they arrive, until `deadline`
         (monotonic). Claims only: the executor checks them against the group."""
-        from confluent_kafka import Consumer
         from confluent_kafka import TopicPartition as CkTP
 
-        reader = Consumer({**self._conn, "group.id": f"offsetkeeper-live-{uuid.uuid4().hex[:8]}",
-                           "enable.auto.commit": False, "log_level": 3})
+        from offsetkeeper.kafka import clients
+
+        reader = clients.consumer(self._conn, {"group.id": f"offsetkeeper-live-{uuid.uuid4().hex[:8]}",
+                                               "enable.auto.commit": False, "log_level": 3})
         reader.assign([CkTP(self.topic, 0, self._first)])
         try:
             while time.monotonic() < deadline:
@@ -615,7 +621,7 @@ class ControlTopicChannel:
         return self.withdrawn
 
 
-def live_reset(admin, plan, *, signer, timeout_s: float = 60.0, snapshot: bool = True,
+def live_reset(admin: AdminPort, plan, *, signer, timeout_s: float = 60.0, snapshot: bool = True,
                snapshot_store: str | None = None, topic: str = CONTROL_TOPIC, progress=None):
     """Apply `plan` through the group's running members (the executor's live strategy) and
     return its ApplyReport. `signer`: `live_auth.load_signer(path)`. The groups are

@@ -35,9 +35,11 @@ def _rest(ctx: DemoContext, url: str, method: str, path: str, body: dict | None 
 
 def _values(bootstrap: str, topic: str) -> list[str]:
     """Every record value of the topic's partition 0, read by a plain consumer."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-reader",
+    from offsetkeeper.kafka import clients
+
+    c = clients.consumer({"bootstrap.servers": bootstrap, "group.id": "demo-reader",
                   "enable.auto.commit": False})
     try:
         lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
@@ -72,9 +74,11 @@ def part(ctx: DemoContext) -> None:
                  "skipped")
         return
     url, conn = st.url, ["--connect-url", st.url, "-b", prod]
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": prod})  # held: its futures die with it
+    from offsetkeeper.kafka import clients
+
+    admin = clients.admin_client({"bootstrap.servers": prod})  # held: its futures die with it
     for f in admin.create_topics([NewTopic(TOPIC, 1, -1)]).values():
         f.result(30)
     src, out = d / "orders.txt", d / "orders-copy.txt"
@@ -173,12 +177,12 @@ def part(ctx: DemoContext) -> None:
 
 def _stopped_and_left(url: str, bootstrap: str, name: str):
     """True when the connector is STOPPED with no tasks and its group has no members left."""
-    from confluent_kafka.admin import AdminClient
+    from offsetkeeper.kafka import clients
 
     st = _rest_quiet(url, f"/connectors/{name}/status") or {}
     if (st.get("connector") or {}).get("state") != "STOPPED" or st.get("tasks"):
         return repr(st.get("connector"))
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = clients.admin_client({"bootstrap.servers": bootstrap})
     try:
         [desc] = [f.result(10) for f in admin.describe_consumer_groups([f"connect-{name}"]).values()]
     except Exception as exc:  # the coordinator may be busy: ask again

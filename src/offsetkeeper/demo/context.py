@@ -22,17 +22,19 @@ PER_PARTITION = 120
 
 def seed(bootstrap: str) -> None:
     """A topic whose records span the last two hours, and two idle consumer groups."""
-    from confluent_kafka import Consumer, Producer
     from confluent_kafka import TopicPartition as CkTP
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from offsetkeeper.kafka import clients
+
+    cluster = {"bootstrap.servers": bootstrap}
+    admin = clients.admin_client(cluster)
     # replication factor -1: the cluster's default (1 on one node, 3 on three)
     for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, -1, config={"retention.ms": "-1"})]).values():
         f.result(30)
     time.sleep(0.5)
     now = int(time.time() * 1000)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 10})
+    p = clients.producer(cluster, {"linger.ms": 10})
     for part in range(PARTITIONS):
         for i in range(PER_PARTITION):
             ts = now - (PER_PARTITION - i) * 60_000  # one record a minute, up to now
@@ -40,7 +42,7 @@ def seed(bootstrap: str) -> None:
                       partition=part, timestamp=ts, headers=[("source", b"demo")])
     p.flush(30)
     for group, offset in (("payments", PER_PARTITION * 3 // 4), ("analytics", PER_PARTITION)):
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        c = clients.consumer(cluster, {"group.id": group, "enable.auto.commit": False})
         c.commit(offsets=[CkTP(TOPIC, part, offset) for part in range(PARTITIONS)], asynchronous=False)
         c.close()
 

@@ -12,23 +12,24 @@ def _tick(bootstrap: str, topic: str, partitions: int, *, caught_up_group: str,
           moved: tuple[str, int] | None = None) -> None:
     """New records arrive; one group keeps up (commits the log end); `moved` = (group, offset)
     is a group that consumes a little once and then stops."""
-    from confluent_kafka import Consumer, Producer
     from confluent_kafka import TopicPartition as CkTP
 
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    from offsetkeeper.kafka import clients
+
+    cluster = {"bootstrap.servers": bootstrap}
+    p = clients.producer(cluster, {"linger.ms": 5})
     for part in range(partitions):
         for i in range(5):
             p.produce(topic, value=f'{{"tick": {i}}}'.encode(), partition=part)
     p.flush(30)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": caught_up_group,
-                  "enable.auto.commit": False})
+    c = clients.consumer(cluster, {"group.id": caught_up_group, "enable.auto.commit": False})
     try:
         ends = [c.get_watermark_offsets(CkTP(topic, part), timeout=10)[1] for part in range(partitions)]
         c.commit(offsets=[CkTP(topic, part, end) for part, end in enumerate(ends)], asynchronous=False)
     finally:
         c.close()
     if moved is not None:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": moved[0], "enable.auto.commit": False})
+        c = clients.consumer(cluster, {"group.id": moved[0], "enable.auto.commit": False})
         try:
             c.commit(offsets=[CkTP(topic, part, moved[1]) for part in range(partitions)],
                      asynchronous=False)

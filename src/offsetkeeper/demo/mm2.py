@@ -17,18 +17,20 @@ PER_PARTITION = 20
 
 def _seed(bootstrap: str) -> dict[int, int]:
     """The topic, and the group's commits after reading all of it (the application on prod)."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # held: its futures die with it
+    from offsetkeeper.kafka import clients
+
+    admin = clients.admin_client({"bootstrap.servers": bootstrap})  # held: its futures die with it
     for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, -1)]).values():
         f.result(30)
-    p = Producer({"bootstrap.servers": bootstrap})
+    p = clients.producer({"bootstrap.servers": bootstrap})
     for part in range(PARTITIONS):
         for i in range(PER_PARTITION):
             p.produce(TOPIC, f"payment-{part}-{i}".encode(), partition=part)
     p.flush(30)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+    c = clients.consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
     try:
         c.assign([TopicPartition(TOPIC, n, 0) for n in range(PARTITIONS)])
         seen: dict[int, int] = {}
@@ -49,11 +51,13 @@ def _seed(bootstrap: str) -> dict[int, int]:
 
 def _value_before(bootstrap: str, topic: str, partition: int, offset: int) -> str | None:
     """The value of the record just before `offset` (the last one a group there processed)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
+
+    from offsetkeeper.kafka import clients
 
     if offset <= 0:
         return None
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-reader",
+    c = clients.consumer({"bootstrap.servers": bootstrap, "group.id": "demo-reader",
                   "enable.auto.commit": False})
     try:
         c.assign([TopicPartition(topic, partition, offset - 1)])

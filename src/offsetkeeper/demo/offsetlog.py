@@ -16,9 +16,11 @@ ZK_JAR = Path("/usr/share/java/zookeeper.jar")
 
 
 def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from offsetkeeper.kafka import clients
+
+    admin = clients.admin_client({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(name, partitions, 1, config={"retention.ms": "-1"})]).values():
         f.result(30)
     time.sleep(0.5)

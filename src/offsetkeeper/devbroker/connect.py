@@ -292,10 +292,11 @@ def mm2_status(data_dir: str | Path | None = None) -> MirrorStatus:
 
 
 def _topic_exists(bootstrap: str, topic: str) -> bool:
-    from confluent_kafka.admin import AdminClient
+    from offsetkeeper.kafka import clients
 
     try:
-        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic=topic, timeout=5)
+        md = clients.admin_client({"bootstrap.servers": bootstrap}).list_topics(topic=topic,
+                                                                               timeout=5)
     except Exception:  # not yet: keep waiting while MM2 makes progress
         return False
     t = md.topics.get(topic)

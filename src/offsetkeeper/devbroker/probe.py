@@ -30,14 +30,14 @@ def _ready(admin, brokers: int) -> bool:
 
 
 def main() -> None:
-    from confluent_kafka.admin import AdminClient
+    from offsetkeeper.kafka import clients
 
     spec = json.loads(sys.stdin.read())
     quiet = logging.getLogger("offsetkeeper.devbroker.probe")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
-    admin = AdminClient({**spec["conf"], "socket.connection.setup.timeout.ms": 2000,
-                         "logger": quiet})
+    admin = clients.admin_client(spec["conf"], {"socket.connection.setup.timeout.ms": 2000,
+                                                "logger": quiet})
     deadline = time.monotonic() + float(spec["wait"])
     while time.monotonic() < deadline:
         try:

@@ -5,11 +5,11 @@ epochs (`kafka-consumer-groups.sh --describe --state|--members --verbose`)."""
 from __future__ import annotations
 
 from offsetkeeper.errors import UnknownGroupError
-from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.kafka.group_types import ConsumerGroupDetail
+from offsetkeeper.kafka.ports import TypedGroupsPort
 
 
-def consumer_group_details(admin: KafkaAdmin, group_ids: list[str]) -> list[ConsumerGroupDetail]:
+def consumer_group_details(admin: TypedGroupsPort, group_ids: list[str]) -> list[ConsumerGroupDetail]:
     """Details of each group, in the order given; raises the first group's error (an unknown
     group is an UnknownGroupError, as `groups describe` reports it)."""
     res = admin.describe_consumer_groups_verbose(group_ids)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownGroupError
-from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.kafka.group_types import state_key
 from offsetkeeper.kafka.jvm import JvmHelperUnavailable
+from offsetkeeper.kafka.ports import AdminPort, KafkaPort, TypedGroupsPort
 from offsetkeeper.models import GroupListing
 
 GROUP_TYPES = ("classic", "consumer", "share", "streams", "unknown")
@@ -24,7 +24,7 @@ class GroupRow:
     protocol: str | None
 
 
-def list_typed_groups(admin: KafkaAdmin, *, types: set[str] | None = None,
+def list_typed_groups(admin: KafkaPort, *, types: set[str] | None = None,
                       states: set[str] | None = None,
                       strict: bool = False) -> tuple[list[GroupRow], str | None]:
     """Groups of every type, filtered by type and state (lower-case names); and a note when
@@ -71,13 +71,13 @@ def librdkafka_rows(basic: list[GroupListing]) -> list[GroupRow]:
     return [GroupRow(g.group_id, g.state, g.group_type, g.protocol) for g in basic]
 
 
-def _librdkafka_listing(admin: KafkaAdmin) -> tuple[list, set[str]]:
+def _librdkafka_listing(admin: AdminPort) -> tuple[list, set[str]]:
     """librdkafka's typed listing, and the ids of groups it leaves out (other protocol types):
     both requests in flight at once."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="group-ids") as pool:
-        admin.admin  # noqa: B018 -- connect (and probe) once, before two threads use the client
+        admin.connect()  # connect (and probe) once, before two threads use the client
         every = pool.submit(admin.all_group_ids)
         basic = admin.list_groups()
         others = every.result() - {g.group_id for g in basic}
@@ -93,7 +93,7 @@ def _filtered(rows: list[GroupRow], types: set[str] | None,
     return sorted(rows, key=lambda r: r.group_id)
 
 
-def not_found_error(admin: KafkaAdmin, group: str, kind: str) -> UnknownGroupError:
+def not_found_error(admin: TypedGroupsPort, group: str, kind: str) -> UnknownGroupError:
     """The error for a `kind` ("share", "streams") group that Kafka does not know as one: says
     what the group is when it exists as another type (as Kafka's tools do: "Group g is not a
     share group"), else that it does not exist."""

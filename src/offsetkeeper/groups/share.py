@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from offsetkeeper.errors import UnknownGroupError
-from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.kafka.group_types import ShareGroupDetail, SharePartitionOffset
+from offsetkeeper.kafka.ports import KafkaPort, TypedGroupsPort
 from offsetkeeper.models import TopicPartition
 
 
@@ -40,7 +40,7 @@ class ShareGroupView:
     offsets: tuple[ShareOffsetRow, ...]
 
 
-def _check(admin: KafkaAdmin, res: object, group: str) -> object:
+def _check(admin: TypedGroupsPort, res: object, group: str) -> object:
     if isinstance(res, UnknownGroupError):
         from offsetkeeper.groups.listing import not_found_error
 
@@ -50,7 +50,7 @@ def _check(admin: KafkaAdmin, res: object, group: str) -> object:
     return res
 
 
-def describe_share_groups(admin: KafkaAdmin, group_ids: list[str]) -> list[ShareGroupView]:
+def describe_share_groups(admin: KafkaPort, group_ids: list[str]) -> list[ShareGroupView]:
     """State, members with assignments, and per partition the start offset, lag and log
     start/end of each share group (an unknown group is an error)."""
     if not group_ids:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from offsetkeeper.errors import UnknownGroupError
 from offsetkeeper.groups.listing import GroupRow, list_typed_groups
-from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.kafka.group_types import StreamsGroupDetail
+from offsetkeeper.kafka.ports import KafkaPort
 from offsetkeeper.models import TopicPartition
 
 
@@ -35,7 +35,7 @@ class StreamsGroupView:
     offsets: tuple[StreamsOffsetRow, ...]
 
 
-def list_streams_groups(admin: KafkaAdmin, *, states: set[str] | None = None) -> list[GroupRow]:
+def list_streams_groups(admin: KafkaPort, *, states: set[str] | None = None) -> list[GroupRow]:
     """Streams groups with their state (needs the Java admin helper)."""
     from offsetkeeper.kafka.jvm import helper_command
 
@@ -44,7 +44,7 @@ def list_streams_groups(admin: KafkaAdmin, *, states: set[str] | None = None) ->
     return rows
 
 
-def describe_streams_groups(admin: KafkaAdmin, group_ids: list[str]) -> list[StreamsGroupView]:
+def describe_streams_groups(admin: KafkaPort, group_ids: list[str]) -> list[StreamsGroupView]:
     """Topology, members (processes, tasks) and per input partition the committed offset,
     log end and lag of each streams group; an unknown group is an error."""
     if not group_ids:

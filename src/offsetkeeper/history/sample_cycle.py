@@ -34,7 +34,7 @@ from offsetkeeper.kafka.peek import (  # noqa: F401 (re-exported: bench/, tests)
     plan_batches,
     release_native_memory,
 )
-from offsetkeeper.kafka.port import AdminPort
+from offsetkeeper.kafka.ports import KafkaPort
 from offsetkeeper.kafka.stable import readable_lag, wants_count
 from offsetkeeper.models import CommittedOffset, GroupInfo, GroupType, TopicPartition
 
@@ -101,7 +101,7 @@ def _owners(info: GroupInfo | None) -> dict[Key, tuple[str, str, str]]:
 class CycleSampler:
     """Reads one cycle at a time through one admin port; keeps the time-lag state between cycles."""
 
-    def __init__(self, admin: AdminPort, scope: SampleScope, *, time_lag: bool = True,
+    def __init__(self, admin: KafkaPort, scope: SampleScope, *, time_lag: bool = True,
                  table: timelag.LogEndTable | None = None) -> None:
         if not scope.groups and not scope.all_groups:
             from offsetkeeper.errors import UsageError
@@ -166,7 +166,7 @@ class CycleSampler:
         installed; a failure is one of the cycle's list errors, not an outage."""
         from offsetkeeper.kafka import jvm
 
-        if not hasattr(self.admin, "for_group_type") or not jvm.available():
+        if not jvm.available():
             return {}
         try:
             return {g.group_id: g for g in self.admin.for_group_type(GroupType.SHARE).list_groups()}
@@ -213,7 +213,7 @@ class CycleSampler:
         # One ListGroups request gives every group's state; only groups that can have members
         # are described (members and assignments), so idle groups cost no describe at all.
         listing = {g.group_id: g for g in self.admin.list_groups()}
-        list_errors = list(getattr(self.admin, "last_list_errors", None) or [])
+        list_errors = list(self.admin.last_list_errors)
         if self.scope.all_groups:
             listing.update(self._share_listing(list_errors))
         groups = list(self.scope.groups) if not self.scope.all_groups else \

@@ -39,7 +39,7 @@ from offsetkeeper.history.sample_cycle import CycleResult, CycleSampler, SampleS
 from offsetkeeper.history.status import DEFAULT_WINDOW
 from offsetkeeper.history.store.base import HistoryStore, RetentionPolicy, StoreUnavailable
 from offsetkeeper.history.timelag import DEFAULT_POINTS
-from offsetkeeper.kafka.port import AdminPort
+from offsetkeeper.kafka.ports import KafkaPort
 from offsetkeeper.times import iso_ms
 
 log = logging.getLogger("offsetkeeper.history")
@@ -87,7 +87,7 @@ class CycleOutcome:
 class Sampler:
     """Samples a cluster into a store. `run_once()` for cron, `run(stop)` as a service."""
 
-    def __init__(self, admin: AdminPort, store: HistoryStore, config: SamplerConfig, *,
+    def __init__(self, admin: KafkaPort, store: HistoryStore, config: SamplerConfig, *,
                  positions: PositionReader | None = None) -> None:
         self.admin = admin
         self.position_reader = positions

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from offsetkeeper.config import Connection
@@ -11,6 +12,7 @@ from offsetkeeper.errors import KafkaOperationError, StoreError, UsageError
 from offsetkeeper.history.sampler import CycleOutcome, Sampler, SamplerConfig, stop_on_signals
 from offsetkeeper.history.store import open_store
 from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.kafka.ports import KafkaPort
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
            listen: str | None = None, stop: threading.Event | None = None,
            max_cycles: int | None = None, on_ready: Callable[[object], None] | None = None,
            allowed_lag: int = 0, metric_filter=None, notify=None,
-           positions=None) -> RecordSummary:
+           positions=None, admin: KafkaPort | None = None) -> RecordSummary:
     """Sample `conn` into the store at `store_url` until stopped (SIGTERM/SIGINT or `stop`).
 
     The store is checked first: unreachable -> StoreError naming it (exit 1). With `listen`,
@@ -33,6 +35,7 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
     `once`, one cycle runs and a failure of the cluster or the store raises (exit 1), for cron.
     `positions` (sampler.PositionReader) reads Kafka Connect source connectors' positions after
     each cycle: stored beside the samples and exported as gauges.
+    `admin`: sample through this (the caller's, left open) instead of a facade opened on `conn`.
     """
     store = open_store(store_url)
     if positions is not None and not store.keeps_positions:
@@ -44,8 +47,8 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
     conn = Connection(conn.bootstrap_servers, {"log_level": "2", **conn.properties}, conn.name)
     server = None
     try:
-        with KafkaAdmin(conn) as admin:
-            sampler = Sampler(admin, store, config, positions=positions)
+        with nullcontext(admin) if admin is not None else KafkaAdmin(conn) as port:
+            sampler = Sampler(port, store, config, positions=positions)
             if listen:
                 from offsetkeeper.history.exporter import EVERYTHING, LagCollector, MetricsServer
 

@@ -1,20 +1,23 @@
-"""A narrow facade over confluent-kafka's AdminClient: plain calls, typed results, timeouts.
+"""The admin facade `KafkaAdmin`: plain calls, typed results, timeouts, composed of a
+librdkafka client (`LibrdkafkaAdmin`, here) and a Java-helper client (`kafka.jvm.JavaAdmin`).
 
 Everything that talks to a cluster about groups and offsets goes through `KafkaAdmin`, so the
-rest of the library deals in `offsetkeeper.models` and `offsetkeeper.errors` only.
+rest of the library deals in `offsetkeeper.models` and `offsetkeeper.errors` only; it takes
+the facade typed by the roles it uses (kafka/ports.py).
 
 Size: over 500 lines because every librdkafka admin request offsetkeeper makes is here, each
-with its timeout, batching and error translation; splitting it by role (groups, committed
-offsets, log offsets) behind role protocols is the next step of the Kafka seam.
+with its timeout, batching and error translation (the facade itself is a table of which client
+answers which call).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
@@ -28,9 +31,10 @@ from confluent_kafka.admin import (
 
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
+from offsetkeeper.kafka import clients
 from offsetkeeper.kafka.errors import connection_failure, error_name, translate
-from offsetkeeper.kafka.jvm import JvmGroupsAdmin
-from offsetkeeper.kafka.port import unwrap_each
+from offsetkeeper.kafka.jvm import JavaAdmin
+from offsetkeeper.kafka.ports import OFFSET_DELETE_API, AdminPort, unwrap_each
 from offsetkeeper.models import (
     CommittedOffset,
     GroupInfo,
@@ -41,7 +45,6 @@ from offsetkeeper.models import (
 )
 
 DEFAULT_TIMEOUT = 15.0
-OFFSET_DELETE_API = 47
 PROBE_TIMEOUT = 10.0
 # Errors of a group coordinator that is loading or moving: asking again shortly succeeds.
 COORDINATOR_LOADING = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
@@ -90,15 +93,20 @@ def commit_metadata(ck: Any) -> str | None:
         return None
 
 
-class KafkaAdmin(JvmGroupsAdmin):
-    """Admin operations on one cluster. Thread-safe; close() when done (or use `with`).
+class LibrdkafkaAdmin:
+    """The librdkafka half of the admin facade: every admin request confluent-kafka can make,
+    on one cluster. Thread-safe. `correct_states` fixes group states librdkafka cannot name
+    (the facade passes its Java client's `with_other_group_types`); `exact` is the Java client
+    that reads and commits commit metadata exactly where confluent-kafka cannot (None: never)."""
 
-    Share groups, streams groups and the KIP-848/KIP-1099 details of consumer groups come from
-    Kafka's Java Admin client (`JvmGroupsAdmin`, kafka/jvm.py): confluent-kafka lacks them."""
-
-    def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT,
+                 correct_states: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 exact: JavaAdmin | None = None) -> None:
         self.conn = conn
         self.timeout = timeout
+        self._correct_states = correct_states
+        self._exact = exact
+        self.last_list_errors: list[str] = []
         self._admin: AdminClient | None = None
         self._retired: list[AdminClient] = []
         self._api_versions: dict[str, dict[int, tuple[int, int]]] | None = None
@@ -120,11 +128,15 @@ class KafkaAdmin(JvmGroupsAdmin):
             # A failed SASL login or TLS handshake never fails a request (it times out); it is
             # reported to the error callback, which the probe turns into one line at once.
             conf.setdefault("error_cb", self._on_error)
-            self._admin = AdminClient(conf)
+            self._admin = clients.admin_client(conf)
             if not self._probed:
                 self._probed = True
                 self._probe(self._admin)
         return self._admin
+
+    def connect(self) -> None:
+        """Connect (and probe the cluster) now, e.g. before several threads share the client."""
+        self.admin  # noqa: B018 -- the property connects and probes once
 
     def _on_error(self, err: Any) -> None:
         failure = connection_failure(err.name(), err.str(), bootstrap=self.conn.bootstrap_servers)
@@ -168,7 +180,6 @@ class KafkaAdmin(JvmGroupsAdmin):
     def close(self) -> None:
         self._admin = None  # AdminClient has no close(); dropping it frees librdkafka's handle
         self._retired.clear()
-        self.close_jvm()
 
     def reconnect(self) -> None:
         """Use a fresh client from now on (after the cluster was unreachable).
@@ -180,12 +191,6 @@ class KafkaAdmin(JvmGroupsAdmin):
         if self._admin is not None:
             self._retired.append(self._admin)
             self._admin = None
-
-    def __enter__(self) -> KafkaAdmin:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _wait(self, future: cf.Future, *, action: str, **ctx: Any) -> Any:
         try:
@@ -357,7 +362,9 @@ class KafkaAdmin(JvmGroupsAdmin):
             if pending:
                 time.sleep(0.25)
         answers = {g: out[g] for g in ids}
-        return self.with_other_group_types(answers) if real_states else answers
+        if real_states and self._correct_states is not None:
+            return self._correct_states(answers)
+        return answers
 
     def _describe_result(self, gid: str, fut: cf.Future) -> GroupInfo:
         d = self._wait(fut, action="describe group", group=gid)
@@ -393,7 +400,7 @@ class KafkaAdmin(JvmGroupsAdmin):
         """Committed offsets of many groups, every request in flight at once (the admin API takes
         one group per request); a group that fails maps to its translated error instead of
         hiding the others' answers. The one reader of committed offsets (`committed_offsets`
-        is its one-group form; `kafka.port.unwrap_each` raises the first failure).
+        is its one-group form; `kafka.ports.unwrap_each` raises the first failure).
 
         Each group's coordinator is asked first (DescribeGroups; pass `described` when the
         caller just did): librdkafka's admin client crashes the process when an OffsetFetch is
@@ -435,10 +442,10 @@ class KafkaAdmin(JvmGroupsAdmin):
 
         groups = [g for g, offs in out.items() if isinstance(offs, dict)
                   and any(c.metadata != "" for c in offs.values())]
-        if not groups or not jvm.available():
+        if not groups or self._exact is None or not jvm.available():
             return
         try:
-            exact = self.exact_committed_offsets(groups)
+            exact = self._exact.exact_committed_offsets(groups)
         except OffsetkeeperError:
             return
         for g in groups:
@@ -458,9 +465,9 @@ class KafkaAdmin(JvmGroupsAdmin):
         from offsetkeeper.kafka import jvm
 
         if any(isinstance(o, CommittedOffset) and o.metadata for o in offsets.values()) \
-                and jvm.available():
+                and self._exact is not None and jvm.available():
             try:
-                result = self.alter_offsets_exact(group_id, {
+                result = self._exact.alter_offsets_exact(group_id, {
                     tp: o if isinstance(o, CommittedOffset) else CommittedOffset(int(o))
                     for tp, o in offsets.items()})
             except OffsetkeeperError:
@@ -482,9 +489,9 @@ class KafkaAdmin(JvmGroupsAdmin):
             [ConsumerGroupTopicPartitions(group_id, tps)], request_timeout=self.timeout
         )[group_id]
 
-    def alter_result(self, group_id: str, fut: cf.Future) -> dict[TopicPartition, str | None]:
+    def alter_result(self, group_id: str, pending: cf.Future) -> dict[TopicPartition, str | None]:
         """Per-partition error name (None on success) of an alter started with alter_offsets_async."""
-        res = self._wait(fut, action="commit offsets", group=group_id)
+        res = self._wait(pending, action="commit offsets", group=group_id)
         if isinstance(res, dict):  # committed through the Java client (with metadata)
             return res
         return {_tp(tp): (tp.error.name() if tp.error else None) for tp in res.topic_partitions}
@@ -508,8 +515,6 @@ class KafkaAdmin(JvmGroupsAdmin):
         if self._api_versions is None:
             import logging
 
-            from confluent_kafka import Producer
-
             from offsetkeeper.kafka.apiversions import parse_api_versions
 
             lines: list[str] = []
@@ -523,7 +528,7 @@ class KafkaAdmin(JvmGroupsAdmin):
             log.setLevel(logging.DEBUG)
             log.addHandler(_Collect())
             conf = {**self.conn.client_config(), "debug": "feature", "logger": log}
-            p = Producer(conf)
+            p = clients.producer(conf)
             try:
                 p.list_topics(timeout=self.timeout)
                 p.poll(0.2)
@@ -833,3 +838,132 @@ class KafkaAdmin(JvmGroupsAdmin):
                 # librdkafka prints ids in standard base64; Kafka (and the records) URL-safe
                 out[str(d.topic_id).translate(str.maketrans("+/", "-_")).rstrip("=")] = name
         return out
+
+
+# -- the facade: one admin object composed of the two clients ------------------------------------
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _rd(fn: Callable[Concatenate[LibrdkafkaAdmin, P], R]) -> Callable[Concatenate[KafkaAdmin, P], R]:
+    """A facade method answered by its librdkafka client (same signature and docstring)."""
+    @functools.wraps(fn)
+    def call(self: KafkaAdmin, *args: P.args, **kwargs: P.kwargs) -> R:
+        return fn(self.rd, *args, **kwargs)
+    return call
+
+
+def _java(fn: Callable[Concatenate[JavaAdmin, P], R]) -> Callable[Concatenate[KafkaAdmin, P], R]:
+    """A facade method answered by its Java-helper client (same signature and docstring)."""
+    @functools.wraps(fn)
+    def call(self: KafkaAdmin, *args: P.args, **kwargs: P.kwargs) -> R:
+        return fn(self.java, *args, **kwargs)
+    return call
+
+
+class KafkaAdmin:
+    """Admin operations on one cluster: the one object ops and the domain get (typed by the
+    roles of kafka/ports.py they use). Thread-safe; close() when done (or use `with`).
+
+    Composed of two clients on the same `Connection`: `rd`, librdkafka's (`LibrdkafkaAdmin`:
+    topics, log offsets, consumer groups and their committed offsets), and `java`, Kafka's Java
+    Admin client through the helper (`kafka.jvm.JavaAdmin`: share groups, streams groups, the
+    KIP-848/KIP-1099 details of consumer groups, which confluent-kafka lacks). The Java client
+    corrects the group states librdkafka cannot name inside `describe_groups_each`."""
+
+    group_type = "consumer"  # its committed offsets are consumer groups' (see for_group_type)
+
+    def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.conn = conn
+        self.java = JavaAdmin(conn, timeout=timeout)
+        self.rd = LibrdkafkaAdmin(conn, timeout=timeout,
+                                  correct_states=self.java.with_other_group_types,
+                                  exact=self.java)
+
+    @property
+    def timeout(self) -> float:
+        """Seconds each request may take."""
+        return self.rd.timeout
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        self.rd.timeout = self.java.timeout = seconds
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The address the clients were given (snapshots record it; messages name it)."""
+        return self.conn.bootstrap_servers
+
+    @property
+    def last_list_errors(self) -> list[str]:
+        """The brokers' errors of the latest `list_groups` (their groups are missing)."""
+        return self.rd.last_list_errors
+
+    def close(self) -> None:
+        self.rd.close()
+        self.java.close()
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def for_group_type(self, group_type: str) -> AdminPort:
+        """The facade as the reset pipeline must see groups of `group_type` (a `GroupType`):
+        itself for groups with committed offsets, a `ShareGroupsView` for share groups (whose
+        start offsets it reads and changes instead). The executor applies a plan through the
+        view of the plan's group type."""
+        from offsetkeeper.models import GroupType
+
+        if group_type == GroupType.SHARE:
+            from offsetkeeper.kafka.share_offsets import ShareGroupsView
+
+            return ShareGroupsView(self)
+        return self
+
+    # -- the cluster and its topics (librdkafka) -------------------------------------------------
+    connect = _rd(LibrdkafkaAdmin.connect)
+    reconnect = _rd(LibrdkafkaAdmin.reconnect)
+    ping = _rd(LibrdkafkaAdmin.ping)
+    cluster_id = _rd(LibrdkafkaAdmin.cluster_id)
+    api_versions = _rd(LibrdkafkaAdmin.api_versions)
+    require_api = _rd(LibrdkafkaAdmin.require_api)
+    topic_partitions = _rd(LibrdkafkaAdmin.topic_partitions)
+    topics_without_read = _rd(LibrdkafkaAdmin.topics_without_read)
+    resolve_partitions = _rd(LibrdkafkaAdmin.resolve_partitions)
+    topic_configs = _rd(LibrdkafkaAdmin.topic_configs)
+    topic_ids = _rd(LibrdkafkaAdmin.topic_ids)
+    create_topic = _rd(LibrdkafkaAdmin.create_topic)
+
+    # -- consumer groups and their committed offsets (librdkafka) --------------------------------
+    list_groups = _rd(LibrdkafkaAdmin.list_groups)
+    all_group_ids = _rd(LibrdkafkaAdmin.all_group_ids)
+    describe_groups = _rd(LibrdkafkaAdmin.describe_groups)
+    describe_groups_each = _rd(LibrdkafkaAdmin.describe_groups_each)
+    committed_offsets = _rd(LibrdkafkaAdmin.committed_offsets)
+    committed_offsets_each = _rd(LibrdkafkaAdmin.committed_offsets_each)
+    alter_offsets_async = _rd(LibrdkafkaAdmin.alter_offsets_async)
+    alter_result = _rd(LibrdkafkaAdmin.alter_result)
+    delete_offsets = _rd(LibrdkafkaAdmin.delete_offsets)
+    delete_groups = _rd(LibrdkafkaAdmin.delete_groups)
+
+    # -- offsets of the log (librdkafka) ---------------------------------------------------------
+    watermarks = _rd(LibrdkafkaAdmin.watermarks)
+    offsets_for_time = _rd(LibrdkafkaAdmin.offsets_for_time)
+    end_offsets = _rd(LibrdkafkaAdmin.end_offsets)
+    log_offsets = _rd(LibrdkafkaAdmin.log_offsets)
+    count_readable = _rd(LibrdkafkaAdmin.count_readable)
+    first_records = _rd(LibrdkafkaAdmin.first_records)
+
+    # -- groups of every type (Kafka's Java Admin client) ----------------------------------------
+    list_all_groups = _java(JavaAdmin.list_all_groups)
+    describe_consumer_groups_verbose = _java(JavaAdmin.describe_consumer_groups_verbose)
+    describe_share_groups = _java(JavaAdmin.describe_share_groups)
+    share_group_offsets = _java(JavaAdmin.share_group_offsets)
+    alter_share_group_offsets = _java(JavaAdmin.alter_share_group_offsets)
+    delete_share_group_offsets = _java(JavaAdmin.delete_share_group_offsets)
+    describe_streams_groups = _java(JavaAdmin.describe_streams_groups)
+    streams_group_offsets = _java(JavaAdmin.streams_group_offsets)
+    with_other_group_types = _java(JavaAdmin.with_other_group_types)

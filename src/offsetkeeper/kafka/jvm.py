@@ -23,12 +23,14 @@ same calls took 0.25 s and 0.7-0.8 s. A warm librdkafka client answers ListGroup
 so does a warm session (bench/jvm_session.py measures both): a facade pays for the JVM start
 once, not once per call.
 
-`JvmGroupsAdmin` is mixed into `kafka.admin.KafkaAdmin`, so the rest of offsetkeeper sees one
-admin facade (`admin.list_all_groups()`, `admin.describe_share_groups(...)` ...).
+`JavaAdmin` is the Java half of the admin facade `kafka.admin.KafkaAdmin`, which holds one
+beside its librdkafka client, so the rest of offsetkeeper sees one admin facade
+(`admin.list_all_groups()`, `admin.describe_share_groups(...)` ...).
 
-Size: over 500 lines because it holds both halves of the Java seam, the helper's process
-protocol (`call`, `HelperSession`) and the parsers of every answer (share, streams and
-consumer-protocol groups); the parsers are the part to move out when the facade is composed.
+Size: over 500 lines because it holds the whole Java seam: the helper's process protocol
+(`call`, `HelperSession`), the parsers of every answer (share, streams and consumer-protocol
+groups) and the client the facade composes (`JavaAdmin`); the parsers are the part to move out
+next.
 """
 
 from __future__ import annotations
@@ -607,17 +609,20 @@ def parse_partition_errors(result: list, *, action: str, group: str,
              if r.get("error") else None) for r in result}
 
 
-# -- the admin facade's part ---------------------------------------------------------------------
+# -- the Java-helper client: the half of the admin facade confluent-kafka cannot serve -------------
 
-class JvmGroupsAdmin:
-    """Admin calls made with Kafka's Java Admin client. Mixed into KafkaAdmin, which provides
-    `conn` (a Connection) and `timeout` (seconds)."""
-
-    conn: Any
-    timeout: float
+class JavaAdmin:
+    """Admin calls made with Kafka's Java Admin client, through one helper process kept for
+    request after request (`HelperSession`). `kafka.admin.KafkaAdmin` holds one beside its
+    librdkafka client; nothing else needs to build one."""
 
     # the state correction is best effort: a slow or broken cluster must not stall the callers
     CORRECTION_TIMEOUT = 5.0
+
+    def __init__(self, conn: Any, *, timeout: float) -> None:
+        self.conn = conn
+        self.timeout = timeout
+        self._session: HelperSession | None = None
 
     def _jvm(self, op: str, *, quick: bool = False, **args: Any) -> Any:
         if quick:
@@ -626,14 +631,13 @@ class JvmGroupsAdmin:
             # (as it always had), so nothing of a failover outlives the call.
             t = min(self.timeout, self.CORRECTION_TIMEOUT)
             return call(self.conn.client_config(), op, args, timeout=t, grace=t)
-        session = self.__dict__.get("_jvm_session")
-        if session is None:
-            session = self.__dict__.setdefault("_jvm_session", HelperSession(self.conn.client_config()))
-        return session.call(op, args, timeout=self.timeout)
+        if self._session is None:
+            self._session = HelperSession(self.conn.client_config())
+        return self._session.call(op, args, timeout=self.timeout)
 
-    def close_jvm(self) -> None:
-        """End the helper process of this facade, if one runs."""
-        session = self.__dict__.pop("_jvm_session", None)
+    def close(self) -> None:
+        """End the helper process of this client, if one runs."""
+        session, self._session = self._session, None
         if session is not None:
             session.close()
 
@@ -711,19 +715,6 @@ class JvmGroupsAdmin:
                     MemberInfo(member_id=m.member_id, client_id=m.client_id, host=m.host,
                                assignment=getattr(m, "assignment", ()) if kind == "share" else ())
                     for m in d.members))
-
-    def for_group_type(self, group_type: str) -> Any:
-        """The facade as the reset pipeline must see groups of `group_type` (a `GroupType`):
-        itself for groups with committed offsets, a `ShareGroupsView` for share groups (whose
-        start offsets it reads and changes instead). The executor applies a plan through the
-        view of the plan's group type."""
-        from offsetkeeper.models import GroupType
-
-        if group_type == GroupType.SHARE:
-            from offsetkeeper.kafka.share_offsets import ShareGroupsView
-
-            return ShareGroupsView(self)
-        return self
 
     def list_all_groups(self) -> list[AnyGroupListing]:
         """Every group of every type with its protocol and state (kafka-groups.sh --list)."""

@@ -53,7 +53,7 @@ class NextRecordTimes:
 
     def _client(self):
         if self._consumer is None:
-            from confluent_kafka import Consumer
+            from offsetkeeper.kafka import clients
 
             # librdkafka logs every failed reconnect at level 3 (many lines a second while a
             # broker is down); the sampler logs one line per cycle instead.
@@ -68,7 +68,7 @@ class NextRecordTimes:
                     # one that is not fetchable yet must not wait librdkafka's default 1 s.
                     "fetch.queue.backoff.ms": "100", "fetch.error.backoff.ms": "50",
                     "reconnect.backoff.max.ms": "1000"}
-            self._consumer = Consumer(conf)
+            self._consumer = clients.consumer(conf)
         return self._consumer
 
     def close(self) -> None:

@@ -40,13 +40,15 @@ def read_to_end(client_config: dict, topic: str, on_record: Callable[[RawRecord]
     OffsetkeeperError naming it (with `missing_hint` appended); so is a read that takes longer
     than `timeout_s`. `on_record` may raise to stop the read.
     """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+
+    from offsetkeeper.kafka import clients
 
     conf = {**client_config, "group.id": "offsetkeeper-topic-reader",
             "enable.auto.commit": False, "enable.partition.eof": False}
     if read_committed:
         conf["isolation.level"] = "read_committed"
-    consumer = Consumer(conf)
+    consumer = clients.consumer(conf)
     count = 0
     try:
         md = consumer.list_topics(topic, timeout=10)

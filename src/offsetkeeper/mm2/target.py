@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import ClusterPort
 from offsetkeeper.mm2.records import Checkpoint, latest_checkpoints
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.reset.targets import FromOffsets
@@ -35,7 +36,7 @@ def translations(checkpoints: dict[tuple[str, str, int], Checkpoint], source_ali
     return out
 
 
-def mm2_target(admin, source_alias: str, groups: tuple[str, ...], *, all_groups: bool = False,
+def mm2_target(admin: ClusterPort, source_alias: str, groups: tuple[str, ...], *, all_groups: bool = False,
                max_age_s: float | None = None) -> tuple[FromOffsets, tuple[str, ...]]:
     """The reset target and notes (groups with no checkpoint, checkpoints older than
     `max_age_s`)."""

@@ -158,11 +158,11 @@ def sample_log(*, groups: tuple[str, str, str], data_topic: str, t0: int,
 
 def produce_sample(bootstrap: str, topic: str, records: list[SampleRecord]) -> None:
     """Produce the records in order into `topic` (which must have enough partitions)."""
-    from confluent_kafka import Producer
-
     from offsetkeeper.errors import KafkaOperationError
+    from offsetkeeper.kafka import clients
 
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    p = clients.producer({"bootstrap.servers": bootstrap},
+                         {"linger.ms": 5, "enable.idempotence": True})
     for r in records:
         p.produce(topic, key=r.key, value=r.value, partition=r.partition, timestamp=r.timestamp)
     if p.flush(30):

@@ -45,6 +45,7 @@ from offsetkeeper.connect.plan import (
 from offsetkeeper.connect.rest import ConnectClient, ConnectError, ConnectTarget, parse_target
 from offsetkeeper.connect.snapshots import PREFIX, ConnectSnapshotStore, new_snapshot
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort, ClusterPort, GroupsPort, LogOffsetsPort
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.ops.reset import ExecuteOptions, Outcome, ResetRequest, snapshot_store_url
 
@@ -164,7 +165,8 @@ def _read(client: ConnectClient, name: str) -> _Read:
     return _Read(ConnectorView(name, type_, state, tasks, offsets, group), positions)
 
 
-def _views(client: ConnectClient, admin, names: list[str]) -> list[ConnectorView]:
+def _views(client: ConnectClient, admin: LogOffsetsPort | None,
+           names: list[str]) -> list[ConnectorView]:
     """The connectors' views: the worker asked for several connectors at once (its REST API
     answers each request on its own thread), then ONE log-end request for every sink
     partition (measured with 55 connectors: 2.2 s one by one, see docs/connect.md)."""
@@ -196,14 +198,14 @@ def _views(client: ConnectClient, admin, names: list[str]) -> list[ConnectorView
 READ_THREADS = 8  # connectors read from the worker at once
 
 
-def list_connectors(client: ConnectClient, admin=None, *,
+def list_connectors(client: ConnectClient, admin: LogOffsetsPort | None = None, *,
                     patterns: tuple[str, ...] = ()) -> list[ConnectorView]:
     """Every connector (or those matching shell patterns) with state and offsets; a sink
     connector's partitions with log end and lag when `admin` (the cluster) is given."""
     return _views(client, admin, _matching(client, (), patterns))
 
 
-def show_connector(client: ConnectClient, admin, name: str) -> ConnectorView:
+def show_connector(client: ConnectClient, admin: LogOffsetsPort, name: str) -> ConnectorView:
     """One connector (UsageError when the worker has none of that name)."""
     _matching(client, (name,), ())
     return _views(client, admin, [name])[0]
@@ -331,7 +333,7 @@ def _snapshot_fn(client: ConnectClient, req: ConnectResetRequest, label: str):
     return take
 
 
-def _topic_reader(admin, topic: str | None):
+def _topic_reader(admin: ClusterPort, topic: str | None):
     if admin is None or not topic:
         return None
     from offsetkeeper.connect.offsets_topic import read_all_source_offsets
@@ -340,7 +342,7 @@ def _topic_reader(admin, topic: str | None):
     return lambda names: read_all_source_offsets(conf, topic, names)
 
 
-def reset_connectors(client: ConnectClient, admin, req: ConnectResetRequest) -> ConnectOutcome:
+def reset_connectors(client: ConnectClient, admin: AdminPort, req: ConnectResetRequest) -> ConnectOutcome:
     """Plan (and with `req.execute` apply) a change of connectors' offsets: a file, none, or
     for sink connectors any consumer-group target."""
     entries = _targets(req)
@@ -363,7 +365,7 @@ def reset_connectors(client: ConnectClient, admin, req: ConnectResetRequest) -> 
     return ConnectOutcome(plan, report)
 
 
-def _reset_sinks_through_groups(client: ConnectClient, admin, names: list[str],
+def _reset_sinks_through_groups(client: ConnectClient, admin: AdminPort, names: list[str],
                                 req: ConnectResetRequest, label: str) -> ConnectOutcome:
     from offsetkeeper.ops.reset import reset_offsets
 
@@ -416,7 +418,7 @@ def _reset_sinks_through_groups(client: ConnectClient, admin, names: list[str],
     return ConnectOutcome(ConnectPlan(label, tuple(plans)), None, outcomes, tuple(notes))
 
 
-def _wait_group_empty(admin, group: str, timeout_s: float = 60.0) -> None:
+def _wait_group_empty(admin: GroupsPort, group: str, timeout_s: float = 60.0) -> None:
     """The stopped connector's consumers leave its group (their session ends) before the
     executor may commit for it."""
     import time
@@ -432,7 +434,7 @@ def _wait_group_empty(admin, group: str, timeout_s: float = 60.0) -> None:
         time.sleep(0.5)
 
 
-def rollback_connectors(client: ConnectClient, admin, snapshot_id: str, *, execute: bool,
+def rollback_connectors(client: ConnectClient, admin: AdminPort, snapshot_id: str, *, execute: bool,
                         offsets_topic: str | None = None,
                         options: ExecuteOptions | None = None) -> ConnectOutcome:
     """Put connectors back to a snapshot: a connector snapshot (csnap-...) through the
@@ -469,7 +471,7 @@ def rollback_connectors(client: ConnectClient, admin, snapshot_id: str, *, execu
     return ConnectOutcome(plan, report)
 
 
-def _rollback_group_snapshot(client: ConnectClient, admin, snapshot_id: str, *, execute: bool,
+def _rollback_group_snapshot(client: ConnectClient, admin: AdminPort, snapshot_id: str, *, execute: bool,
                              options: ExecuteOptions) -> ConnectOutcome:
     from offsetkeeper.ops.reset import RollbackRequest, rollback
     from offsetkeeper.snapshots.store import SnapshotStore

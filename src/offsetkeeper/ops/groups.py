@@ -34,9 +34,9 @@ from offsetkeeper.groups import (
 from offsetkeeper.groups.listing import GROUP_TYPES, GroupRow
 from offsetkeeper.groups.share import ShareGroupView
 from offsetkeeper.groups.streams import StreamsGroupView
-from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.kafka.group_types import state_key
 from offsetkeeper.kafka.jvm import helper_command
+from offsetkeeper.kafka.ports import AdminPort, GroupsPort, KafkaPort
 from offsetkeeper.models import GroupInfo
 
 __all__ = ["GROUP_TYPES", "TYPED", "GroupRow", "GroupSummary", "consumer_group_details",
@@ -59,7 +59,7 @@ def helper_missing() -> str | None:
     return None
 
 
-def describe_consumer_groups(admin: KafkaAdmin, ids: Iterable[str], *, drop_vanished: bool = True):
+def describe_consumer_groups(admin: AdminPort, ids: Iterable[str], *, drop_vanished: bool = True):
     """States, members and committed offsets of classic and consumer groups, in one describe:
     `(infos, offset rows)`. With `drop_vanished`, groups that disappear between listing and
     describing (a live cluster changes under us) are left out instead of failing the read."""
@@ -78,20 +78,20 @@ def describe_consumer_groups(admin: KafkaAdmin, ids: Iterable[str], *, drop_vani
     return describe_groups_offsets(admin, ids)
 
 
-def group_info(admin: KafkaAdmin, group: str) -> GroupInfo | OffsetkeeperError:
+def group_info(admin: GroupsPort, group: str) -> GroupInfo | OffsetkeeperError:
     """What the cluster says about one group, its type included: librdkafka's describe,
     corrected for share and streams groups (which it reads as member-less Dead classic groups)
     by the Java client when the helper is installed. Errors are returned, not raised."""
     return admin.describe_groups_each([group])[group]
 
 
-def share_group(admin: KafkaAdmin, group: str) -> ShareGroupView:
+def share_group(admin: KafkaPort, group: str) -> ShareGroupView:
     """`share-groups describe G`: state, members with assignments, and per partition the start
     offset, lag (KIP-1226) and log start/end. Raises JvmHelperUnavailable without the helper."""
     return describe_share_groups(admin, [group])[0]
 
 
-def streams_group(admin: KafkaAdmin, group: str) -> StreamsGroupView:
+def streams_group(admin: KafkaPort, group: str) -> StreamsGroupView:
     """`streams-groups describe G`: topology, members with processes and tasks, committed
     offsets of the input topics with log end and lag. Raises JvmHelperUnavailable without the
     helper."""
@@ -111,7 +111,7 @@ class GroupSummary:
     error: str | None = None
 
 
-def _summaries(admin: KafkaAdmin, group_type: str, ids: list[str]) -> dict[str, GroupSummary]:
+def _summaries(admin: KafkaPort, group_type: str, ids: list[str]) -> dict[str, GroupSummary]:
     describe = describe_share_groups if group_type == "share" else describe_streams_groups
     ids = list(ids)
     gone: list[str] = []
@@ -134,7 +134,7 @@ def _summaries(admin: KafkaAdmin, group_type: str, ids: list[str]) -> dict[str, 
     return out
 
 
-def group_summaries(admin: KafkaAdmin, groups: Iterable[tuple[str, str]]
+def group_summaries(admin: KafkaPort, groups: Iterable[tuple[str, str]]
                     ) -> dict[str, GroupSummary]:
     """State, members, partitions and total lag of the given (group, type) pairs of type share
     or streams: one describe per type, the two types at the same time. A type whose describe

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from offsetkeeper.config import Connection
     from offsetkeeper.history.service import RecordSummary
     from offsetkeeper.history.spark_report import REPORT_COLUMNS, ExportResult
+    from offsetkeeper.kafka.ports import KafkaPort
 
 # Imported on first use (PEP 562): `lag status` reads a store and needs neither the sampler's
 # Kafka client nor the report's Parquet code.
@@ -189,8 +190,10 @@ class RecordOutcome:
         return 1 if self.denied else 0
 
 
-def record_history(conn: Connection, req: RecordRequest) -> RecordOutcome:
-    """Run the sampler (see `history.service.record`)."""
+def record_history(conn: Connection, req: RecordRequest, *,
+                   admin: KafkaPort | None = None) -> RecordOutcome:
+    """Run the sampler (see `history.service.record`); through `admin` when given (the caller
+    keeps it open), else through an admin facade opened on `conn`."""
     from offsetkeeper.history.service import record
     from offsetkeeper.kafka.errors import is_denied
 
@@ -198,7 +201,7 @@ def record_history(conn: Connection, req: RecordRequest) -> RecordOutcome:
         log_to_stderr()
     summary = record(conn, req.store, req.sampler.config(), once=req.once, listen=req.exporter,
                      metric_filter=req.sampler.metric_filter(), notify=req.notify,
-                     positions=req.sampler.position_reader())
+                     positions=req.sampler.position_reader(), admin=admin)
     denied = {} if summary.last is None else \
         {g: str(e) for g, e in summary.last.group_errors.items() if is_denied(e)}
     return RecordOutcome(summary, denied)

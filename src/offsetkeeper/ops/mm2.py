@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.kafka.ports import AdminPort, ClusterPort, CommittedOffsetsPort
 from offsetkeeper.mm2.records import OffsetSync, latest_checkpoints, latest_offset_syncs
 from offsetkeeper.mm2.target import source_topic
 from offsetkeeper.models import TopicPartition
@@ -58,7 +59,8 @@ class MM2Report:
     notes: tuple[str, ...] = ()
 
 
-def mm2_status(target_admin, source_alias: str, *, source_admin=None,
+def mm2_status(target_admin: AdminPort, source_alias: str, *,
+               source_admin: CommittedOffsetsPort | None = None,
                groups: tuple[str, ...] = (), target_alias: str | None = None) -> MM2Report:
     """Every checkpointed group (or `groups`) with MM2's translation, the checkpoint's age,
     the target's committed offset and log end, and (with `source_admin`) the group's source
@@ -123,7 +125,8 @@ def _age_s(now_ms: float, timestamp_ms: int | None) -> float | None:
 SYNCS_PREFIX, SYNCS_SUFFIX = "mm2-offset-syncs.", ".internal"
 
 
-def _find_syncs_topic(source_admin, target_admin, target_alias: str | None):
+def _find_syncs_topic(source_admin: ClusterPort, target_admin: ClusterPort,
+                     target_alias: str | None):
     """(topic, the admin of the cluster holding it) or (None, why not). MM2 keeps its offset
     syncs on the source cluster unless offset-syncs.topic.location=target."""
     for admin in (source_admin, target_admin):
@@ -144,7 +147,7 @@ def _find_syncs_topic(source_admin, target_admin, target_alias: str | None):
     return None, "offset syncs not read: no mm2-offset-syncs.*.internal topic on either cluster"
 
 
-def _committed(admin, groups: set[str]) -> dict[str, dict[TopicPartition, int]]:
+def _committed(admin: CommittedOffsetsPort, groups: set[str]) -> dict[str, dict[TopicPartition, int]]:
     out: dict[str, dict[TopicPartition, int]] = {}
     if not groups:
         return out
@@ -155,7 +158,7 @@ def _committed(admin, groups: set[str]) -> dict[str, dict[TopicPartition, int]]:
     return out
 
 
-def remote_cluster_translation(target_admin, source_alias: str, groups: tuple[str, ...], *,
+def remote_cluster_translation(target_admin: ClusterPort, source_alias: str, groups: tuple[str, ...], *,
                                timeout_s: float = 15.0) -> dict[str, dict[TopicPartition, int]]:
     """MirrorMaker 2's own translation (`RemoteClusterUtils.translateOffsets`, Java, through
     the admin helper) of each group's offsets onto the target cluster."""

@@ -20,6 +20,7 @@ from typing import Any
 
 from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import OFFSET_DELETE_API, AdminPort, ClusterPort
 from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, ReportStatus, apply_plan
@@ -166,7 +167,7 @@ def apply_options(opts: ExecuteOptions, *, description: str = "",
                         allow_unknown_state=opts.allow_unknown_state, progress=progress)
 
 
-def execute_plan(admin, plan: ResetPlan, opts: ExecuteOptions, *, description: str = "",
+def execute_plan(admin: AdminPort, plan: ResetPlan, opts: ExecuteOptions, *, description: str = "",
                  progress: ProgressFn = no_progress) -> ApplyReport:
     """Execute a plan made earlier (e.g. previewed in the dashboard, then confirmed).
 
@@ -213,7 +214,7 @@ def _write_files(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
     return tuple(written)
 
 
-def plan_reset_request(admin, req: ResetRequest, *, progress: ProgressFn = no_progress,
+def plan_reset_request(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn = no_progress,
                        ) -> tuple[ResetPlan, tuple[str, ...]]:
     """Resolve the target and plan the reset (nothing is changed); returns the plan and notes.
     `progress` hears the lines of a plan file read and the groups planned."""
@@ -246,7 +247,7 @@ def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]
             "(check the names in the file)",)
 
 
-def _drop_unused_snapshot(admin, report: ApplyReport, req: ResetRequest, *, withdrawn: bool):
+def _drop_unused_snapshot(admin: AdminPort, report: ApplyReport, req: ResetRequest, *, withdrawn: bool):
     """A live reset that no member applied leaves its groups as the snapshot recorded them: the
     snapshot would only clutter the store (and look like an undo point). Removed only when the
     requests were withdrawn for good (`withdrawn`: no member can apply them any more, a replay
@@ -270,7 +271,7 @@ def _drop_unused_snapshot(admin, report: ApplyReport, req: ResetRequest, *, with
         f"({report.snapshot_id}) was removed",)
 
 
-def _earlier_run_note(admin, plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
+def _earlier_run_note(admin: ClusterPort, plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
     """A rerun of an interrupted bulk reset finds some groups already at the target; the
     snapshot it takes now holds the half-changed state. Point to the earlier run's snapshot,
     which holds the offsets from before it (the ones an undo wants)."""
@@ -322,7 +323,7 @@ def _without_commits_notes(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...
                  and g.group in scope.groups)
 
 
-def prepare_reset(admin, req: ResetRequest, *, progress: ProgressFn = no_progress,
+def prepare_reset(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn = no_progress,
                   ) -> PlannedChange:
     """Resolve the target, plan the reset (nothing is changed) and write the requested plan
     files. A plan that would create groups nobody asked for is refused here when
@@ -341,7 +342,7 @@ def prepare_reset(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
                          _write_files(plan, req), error)
 
 
-def execute_planned(admin, planned: PlannedChange, *,
+def execute_planned(admin: AdminPort, planned: PlannedChange, *,
                     progress: ProgressFn = no_progress) -> ApplyReport:
     """Run a planned change through the one executor (made now, or previewed earlier and
     confirmed). A reset that would create groups nobody asked for is refused (exit 2)."""
@@ -351,7 +352,7 @@ def execute_planned(admin, planned: PlannedChange, *,
                         progress=progress)
 
 
-def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+def reset_offsets(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Plan a reset, write the requested plan files, and with `req.execute` apply it:
     `prepare_reset` then `execute_planned`, the sequence the dashboard runs in two steps."""
     signer = None
@@ -379,14 +380,12 @@ def reset_offsets(admin, req: ResetRequest, *, progress: ProgressFn = no_progres
     return Outcome(plan, report, notes, files, error=planned.error)
 
 
-def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+def delete(admin: AdminPort, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Delete committed offsets of partitions, or whole groups, through the one executor."""
     if not req.groups:
         raise UsageError("no group given: name the groups to delete from")
     scope = ResetScope(groups=req.groups, topics=req.topics)
     if req.execute and not req.whole_groups:
-        from offsetkeeper.kafka.admin import OFFSET_DELETE_API
-
         admin.require_api(OFFSET_DELETE_API, "OffsetDelete (KIP-496, Kafka 2.4+)")
     plan = build_delete_plan(admin, scope, whole_groups=req.whole_groups,
                              allow_unknown_state=req.options.allow_unknown_state)
@@ -395,7 +394,7 @@ def delete(admin, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> 
     return Outcome(plan, report)
 
 
-def prepare_rollback(admin, req: RollbackRequest) -> PlannedChange:
+def prepare_rollback(admin: AdminPort, req: RollbackRequest) -> PlannedChange:
     """Plan putting the snapshot's groups back to its offsets (nothing is changed)."""
     from offsetkeeper.snapshots.model import ROLLBACK_PREFIX
     from offsetkeeper.snapshots.rollback import plan_rollback
@@ -404,13 +403,13 @@ def prepare_rollback(admin, req: RollbackRequest) -> PlannedChange:
     store = SnapshotStore(snapshot_store_url(req.options.snapshot_store, req.options.config_path))
     # `latest` means the newest snapshot of this cluster that is not itself a pre-rollback one,
     # so running the same rollback twice never undoes the first.
-    snap = store.load(req.snapshot_id, cluster=(admin.cluster_id(), admin.conn.bootstrap_servers))
+    snap = store.load(req.snapshot_id, cluster=(admin.cluster_id(), admin.bootstrap_servers))
     plan, note = plan_rollback(admin, snap, allow_cluster_mismatch=req.allow_cluster_mismatch)
     return PlannedChange(plan, replace(req.options, snapshot_store=store.url),
                          f"{ROLLBACK_PREFIX}{snap.id}", "rollback", (note,) if note else ())
 
 
-def rollback(admin, req: RollbackRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+def rollback(admin: AdminPort, req: RollbackRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Put the snapshot's groups back to its offsets (a reset from the snapshot):
     `prepare_rollback` then, with `req.execute`, `execute_planned`."""
     planned = prepare_rollback(admin, req)

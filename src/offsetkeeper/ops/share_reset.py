@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.models import GroupType
 from offsetkeeper.ops.reset import (
     DeleteRequest,
@@ -34,7 +35,7 @@ SHARE_TARGETS = (TargetKind.TO_EARLIEST, TargetKind.TO_LATEST, TargetKind.TO_CUR
                  TargetKind.BY_DURATION, TargetKind.FROM_FILE)
 
 
-def share_view(admin):
+def share_view(admin: AdminPort):
     """The admin facade for share groups (their start offsets instead of committed offsets)."""
     return admin.for_group_type(GroupType.SHARE)
 
@@ -52,7 +53,7 @@ def _one_group(view, group: str) -> dict:
     return offsets
 
 
-def reset_share_group(admin, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
+def reset_share_group(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Plan (and with `req.execute` apply) a reset of one share group's start offsets.
 
     Without topics (and without a file), every partition the group has a start offset for.
@@ -74,7 +75,7 @@ def reset_share_group(admin, req: ResetRequest, *, progress: ProgressFn = no_pro
     return reset_offsets(view, req, progress=progress)
 
 
-def delete_share_offsets(admin, req: DeleteRequest, *,
+def delete_share_offsets(admin: AdminPort, req: DeleteRequest, *,
                          progress: ProgressFn = no_progress) -> Outcome:
     """Plan (and with `req.execute` apply) deleting one share group's start offsets of whole
     topics (the broker deletes them per topic); the group then starts those topics again by its

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.ops.reset import snapshot_store_url
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class SavedSnapshot:
         return [(g, gs.state) for g, gs in sorted(self.snapshot.groups.items()) if not gs.offsets]
 
 
-def save_snapshot(admin, req: CreateSnapshotRequest) -> SavedSnapshot:
+def save_snapshot(admin: AdminPort, req: CreateSnapshotRequest) -> SavedSnapshot:
     """Read the groups' committed offsets (and their partitions' log start/end, the cluster id)
     and save them. A named group the cluster does not know is an UnknownGroupError and nothing
     is saved."""
@@ -74,7 +75,7 @@ def save_snapshot(admin, req: CreateSnapshotRequest) -> SavedSnapshot:
     return SavedSnapshot(snap, st.display(st.path(snap.id)))
 
 
-def create_snapshot(admin, groups: Sequence[str] | None, *, description: str = "",
+def create_snapshot(admin: AdminPort, groups: Sequence[str] | None, *, description: str = "",
                     store: str | None = None, config_path: Path | None = None) -> str:
     """Snapshot the committed offsets of `groups` (None = every group); returns the id. A named
     group the cluster does not know is refused (UnknownGroupError), as `snapshots create` does."""
@@ -171,7 +172,7 @@ class LiveDiff(_Diffs):
         return not self.diffs
 
 
-def compare_with_live(admin, snapshot_id: str, *, store: str | None = None,
+def compare_with_live(admin: AdminPort, snapshot_id: str, *, store: str | None = None,
                       config_path: Path | None = None) -> LiveDiff:
     """Per partition, the snapshot's offset against the live committed offset. ``latest`` is
     the newest snapshot of the cluster `admin` talks to; a snapshot of another cluster is
@@ -180,7 +181,7 @@ def compare_with_live(admin, snapshot_id: str, *, store: str | None = None,
     from offsetkeeper.snapshots.model import same_cluster
 
     st = open_snapshot_store(store, config_path)
-    live_id, servers = admin.cluster_id(), admin.conn.bootstrap_servers
+    live_id, servers = admin.cluster_id(), admin.bootstrap_servers
     snap = st.load(snapshot_id, cluster=(live_id, servers))
     notes = () if same_cluster(snap, live_id, servers) else (
         f"snapshot {snap.id} was taken on cluster {snap.cluster_id or '?'} "
@@ -188,7 +189,7 @@ def compare_with_live(admin, snapshot_id: str, *, store: str | None = None,
     return LiveDiff(snap, diff_live(admin, snap), notes)
 
 
-def diff_with_live(admin, snapshot_id: str, *, store: str | None = None,
+def diff_with_live(admin: AdminPort, snapshot_id: str, *, store: str | None = None,
                    config_path: Path | None = None) -> list[OffsetDiff]:
     """The differences of `compare_with_live` (``latest``: the newest snapshot of this
     cluster)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.ops.reset import ExecuteOptions, Outcome, execute_plan
 from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
@@ -73,7 +74,7 @@ class CheckpointResetOutcome:
         return 1 if self.plan.has_errors else 0
 
 
-def reset_checkpoint(admin, req: CheckpointResetRequest) -> CheckpointResetOutcome:
+def reset_checkpoint(admin: AdminPort, req: CheckpointResetRequest) -> CheckpointResetOutcome:
     """Resolve the target, plan the reset and, with `req.execute`, rewrite the checkpoint (every
     file it changes is copied first)."""
     if req.target.kind not in TARGET_KINDS:
@@ -115,7 +116,7 @@ class CommitToGroupRequest:
     options: ExecuteOptions = field(default_factory=ExecuteOptions)
 
 
-def commit_to_group(admin, req: CommitToGroupRequest, *,
+def commit_to_group(admin: AdminPort, req: CommitToGroupRequest, *,
                     progress: ProgressFn = no_progress) -> Outcome:
     """Plan committing the end offsets of the checkpoint's last committed batch to the group
     and, with `req.execute`, apply it through the one executor: the group is snapshotted first

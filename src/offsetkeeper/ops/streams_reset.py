@@ -15,12 +15,13 @@ from dataclasses import replace
 
 from offsetkeeper.errors import GroupActiveError, UnknownGroupError, UsageError
 from offsetkeeper.kafka.group_types import state_key
+from offsetkeeper.kafka.ports import KafkaPort
 from offsetkeeper.ops.reset import Outcome, ResetRequest, reset_offsets
 from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.reset.plan import TopicSpec
 
 
-def reset_streams_group(admin, group: str, req: ResetRequest, *, all_input_topics: bool = False,
+def reset_streams_group(admin: KafkaPort, group: str, req: ResetRequest, *, all_input_topics: bool = False,
                         progress: ProgressFn = no_progress) -> Outcome:
     """Reset a streams group (refused unless it is empty). With `all_input_topics`, every
     input topic of its topology; otherwise the request's topics."""

@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.reset.parse import parse_int, parse_offset
 from offsetkeeper.reset.plan import ResetScope
@@ -78,7 +79,7 @@ class TargetSpec:
 class TargetContext:
     """What target providers may need besides the spec."""
 
-    admin: object
+    admin: AdminPort
     snapshot_store: str
     allow_cluster_mismatch: bool = False
     # The reset's scope, for providers that read per group (--to-history).
@@ -144,21 +145,21 @@ def _from_snapshot(spec: TargetSpec, ctx: TargetContext) -> ResolvedTarget:
     from offsetkeeper.snapshots.store import SnapshotStore
 
     snap = SnapshotStore(ctx.snapshot_store).load(
-        spec.value or "", cluster=(ctx.admin.cluster_id(), ctx.admin.conn.bootstrap_servers))
+        spec.value or "", cluster=(ctx.admin.cluster_id(), ctx.admin.bootstrap_servers))
     note = check_cluster(ctx.admin, snap, allow=ctx.allow_cluster_mismatch)
     _same_group_type(snap, ctx.admin)
     return ResolvedTarget(rollback_target(snap), f"--from-snapshot {snap.id}",
                           (note,) if note else ())
 
 
-def _same_group_type(snap, admin) -> None:
+def _same_group_type(snap, admin: AdminPort) -> None:
     """A snapshot of share groups holds start offsets: only a share reset may use them (and a
     share reset only a share snapshot)."""
     from offsetkeeper.models import GroupType
     from offsetkeeper.snapshots.rollback import rollback_group_type
 
     have = rollback_group_type(snap)
-    want = GroupType(getattr(admin, "group_type", GroupType.CONSUMER))
+    want = GroupType(admin.group_type)
     if have is not want:
         what = {GroupType.SHARE: "share group start offsets", GroupType.CONSUMER: "committed offsets"}
         raise UsageError(f"snapshot {snap.id} holds {what[have]}, not {what[want]}"

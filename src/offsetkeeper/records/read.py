@@ -154,8 +154,10 @@ def read_batches(opts: ReadOptions, r: OffsetRange, stats: RangeStats) -> Iterat
     The shared reading logic of the data source, the backup tasks and restore validation. `stats` is filled in
     as batches are yielded; its gaps are final once the generator is exhausted.
     """
-    from confluent_kafka import Consumer, KafkaError
+    from confluent_kafka import KafkaError
     from confluent_kafka import TopicPartition as CkTP
+
+    from offsetkeeper.kafka import clients
 
     schema = arrow_schema(opts.include_headers)
     first_seen = last_seen = None
@@ -183,7 +185,7 @@ def read_batches(opts: ReadOptions, r: OffsetRange, stats: RangeStats) -> Iterat
         conf.setdefault("fetch.wait.max.ms", "100")
         # brokers that ignore fetch size limits can answer with a whole partition
         conf.setdefault("receive.message.max.bytes", "1000000000")
-        c = Consumer(conf)
+        c = clients.consumer(conf)
         try:
             c.assign([CkTP(r.topic, r.partition, r.start)])
             batch = _Batch()

@@ -59,12 +59,13 @@ def produce_batches(opts: WriteOptions, batches: Iterator) -> int:
 
     Raises KafkaOperationError when any record is not acknowledged (the task then fails).
     """
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import KafkaException
 
+    from offsetkeeper.kafka import clients
     from offsetkeeper.kafka.errors import delivery_message
 
     conf = {"linger.ms": "5", **opts.kafka, "enable.idempotence": "true", "acks": "all"}
-    producer = Producer(conf)
+    producer = clients.producer(conf)
     errors: list[str] = []
     delivered = 0
 

@@ -38,7 +38,7 @@ from offsetkeeper.kafka.errors import (
     partition_error,
     translate,
 )
-from offsetkeeper.kafka.port import AdminPort
+from offsetkeeper.kafka.ports import AdminPort, GroupsPort
 from offsetkeeper.models import CommittedOffset, TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.plan import GroupPlan, PlanKind, ResetPlan, refusal_of
@@ -337,12 +337,11 @@ class _Wave:
         """A group is committed whole or not at all: when this principal lacks Read on any
         topic the group's commit touches, Kafka would refuse those partitions and apply the
         others (a half-reset group). Checked first, for every topic of the wave at once."""
-        check = getattr(self.admin, "topics_without_read", None)
-        if check is None or not jobs:
+        if not jobs:
             return jobs
         topics = {tp.topic for j in jobs for tp in [*j.offsets, *j.deletes]}
         try:
-            denied = check(topics)
+            denied = self.admin.topics_without_read(topics)
         except OffsetkeeperError:
             return jobs
         if not denied:
@@ -663,7 +662,7 @@ def _live_target(p) -> int | None:
     return p.target if p.target is not None and not p.error and not p.delete else None
 
 
-def _execute_live(admin, plan: ResetPlan, opts: ApplyOptions,
+def _execute_live(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
                   snapshot_id: str | None) -> list[GroupResult]:
     """The live strategy: re-check that each group still has members, publish, collect the
     members' claims until every partition answered or the channel's timeout, then believe a
@@ -736,7 +735,7 @@ class _MemberCache:
     """Current member ids of groups, read at most once a second per group (claims arrive in
     bursts, and forged ones must not turn into a flood of describe calls)."""
 
-    def __init__(self, admin) -> None:
+    def __init__(self, admin: GroupsPort) -> None:
         self.admin = admin
         self._seen: dict[str, tuple[float, set[str]]] = {}
 
@@ -759,7 +758,7 @@ def _pick_claim(mine: dict, members: set[str] | None):
     return min(mine.values(), key=rank) if mine else None
 
 
-def _confirm_live(admin, jobs: dict[str, _Job], claims: dict, timeout_s: float) -> list[GroupResult]:
+def _confirm_live(admin: AdminPort, jobs: dict[str, _Job], claims: dict, timeout_s: float) -> list[GroupResult]:
     infos = admin.describe_groups_each(list(jobs))
     reads = admin.committed_offsets_each(list(jobs), described=infos)
     out = []
@@ -815,10 +814,8 @@ def uncommitted_partitions(plan: ResetPlan) -> dict[str, list[TopicPartition]]:
 
 def admin_for(admin: AdminPort, plan: ResetPlan) -> AdminPort:
     """The admin facade's view for the plan's group type: a share group's start offsets are
-    read and changed by other calls than committed offsets (kafka/share_offsets.py). Admins
-    without views (test fakes) serve consumer plans as they are."""
-    view = getattr(admin, "for_group_type", None)
-    return admin if view is None else view(plan.group_type)
+    read and changed by other calls than committed offsets (kafka/share_offsets.py)."""
+    return admin.for_group_type(plan.group_type)
 
 
 def apply_plan(admin: AdminPort, plan: ResetPlan, options: ApplyOptions | None = None) -> ApplyReport:

@@ -1,13 +1,13 @@
 """Reading what planning needs from the cluster: groups, committed offsets, partitions, watermarks.
 
-Everything here does I/O through the admin port (`kafka.port.AdminPort`); `reset.plan` turns the resulting `ResetFacts`
+Everything here does I/O through the admin port (`kafka.ports.AdminPort`); `reset.plan` turns the resulting `ResetFacts`
 into a plan without any I/O. `build_plan` / `build_delete_plan` do both steps.
 """
 
 from __future__ import annotations
 
 from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError, unknown_group
-from offsetkeeper.kafka.port import AdminPort
+from offsetkeeper.kafka.ports import AdminPort, GroupsPort, KafkaPort
 from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.plan import (
@@ -21,7 +21,7 @@ from offsetkeeper.reset.plan import (
 from offsetkeeper.reset.targets import FromOffsets, ResetTarget, ShiftBy, ToDatetime
 
 
-def resolve_groups(admin: AdminPort, scope: ResetScope, target: ResetTarget | None = None) -> list[str]:
+def resolve_groups(admin: GroupsPort, scope: ResetScope, target: ResetTarget | None = None) -> list[str]:
     """The group ids in scope: the named ones, those a file/snapshot/mapping names, or all.
 
     With an input that names its groups (`--from-file` in the several-group form,
@@ -51,7 +51,7 @@ def resolve_groups(admin: AdminPort, scope: ResetScope, target: ResetTarget | No
     raise UsageError("no group given: use --group GROUP (repeatable) or --all-groups")
 
 
-def _matching_groups(admin: AdminPort, patterns: tuple[str, ...], named: list[str]) -> list[str]:
+def _matching_groups(admin: GroupsPort, patterns: tuple[str, ...], named: list[str]) -> list[str]:
     """Groups matching any pattern, sorted; a pattern that selects nothing is bad input (a run
     that selects nothing is not a success)."""
     from offsetkeeper.models import compile_pattern
@@ -185,7 +185,7 @@ def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, labe
                          may_create=frozenset(groups) if create_groups else named)
     progress(ProgressEvent("reading groups from the cluster", len(groups), len(groups), "groups"))
     plan = _typed(plan_reset(facts, scope, target, label=label, progress=progress), admin)
-    if plan.group_type == "share":
+    if plan.group_type == "share" and isinstance(admin, KafkaPort):
         plan = with_redelivery(plan, admin)
     if not any(True for _ in plan.partitions()) and not plan.refused:
         where = f" of {target.source}" if isinstance(target, FromOffsets) else ""
@@ -218,7 +218,7 @@ def build_delete_plan(admin: AdminPort, scope: ResetScope, *, whole_groups: bool
     return _typed(plan_delete(facts, scope, whole_groups=whole_groups), admin)
 
 
-def with_redelivery(plan: ResetPlan, admin) -> ResetPlan:
+def with_redelivery(plan: ResetPlan, admin: KafkaPort) -> ResetPlan:
     """A share plan with, on each partition whose start offset moves back, how many records
     executing it delivers again: moving the start offset from S back to T drops the
     acknowledgement state from T on, so every readable record in [T, log end) is available
@@ -261,7 +261,7 @@ def with_redelivery(plan: ResetPlan, admin) -> ResetPlan:
     return replace(plan, groups=tuple(new_groups))
 
 
-def _typed(plan: ResetPlan, admin) -> ResetPlan:
+def _typed(plan: ResetPlan, admin: AdminPort) -> ResetPlan:
     """The plan, marked with the group type of the admin view its facts were read through (a
     share group's start offsets: `KafkaAdmin.for_group_type`), so the executor applies it
     through the same view."""
@@ -269,5 +269,5 @@ def _typed(plan: ResetPlan, admin) -> ResetPlan:
 
     from offsetkeeper.models import GroupType
 
-    group_type = getattr(admin, "group_type", GroupType.CONSUMER)
+    group_type = admin.group_type
     return plan if group_type == plan.group_type else replace(plan, group_type=GroupType(group_type))

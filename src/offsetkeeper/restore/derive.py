@@ -127,16 +127,16 @@ class TargetReader:
     """Reads single records and log ends of target partitions (the proof's consumer)."""
 
     def __init__(self, consumer_conf: Mapping[str, str]) -> None:
-        from confluent_kafka import Consumer
+        from offsetkeeper.kafka import clients
 
-        self._c = Consumer({**consumer_conf, "group.id": f"offsetkeeper-restore-proof-{uuid.uuid4().hex[:8]}",
-                            "enable.auto.commit": "false", "enable.auto.offset.store": "false",
-                            "isolation.level": "read_uncommitted", "auto.offset.reset": "earliest",
-                            "fetch.wait.max.ms": "10", "enable.partition.eof": "false",
-                            # one record is wanted: do not prefetch (brokers that ignore fetch
-                            # limits answer with the rest of the partition)
-                            "queued.max.messages.kbytes": "1024",
-                            "max.partition.fetch.bytes": "1048576"})
+        self._c = clients.consumer(consumer_conf, {
+            "group.id": f"offsetkeeper-restore-proof-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": "false", "enable.auto.offset.store": "false",
+            "isolation.level": "read_uncommitted", "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": "10", "enable.partition.eof": "false",
+            # one record is wanted: do not prefetch (brokers that ignore fetch limits answer
+            # with the rest of the partition)
+            "queued.max.messages.kbytes": "1024", "max.partition.fetch.bytes": "1048576"})
 
     def log_end(self, tp: TopicPartition, *, patience: float = 45.0) -> int:
         """The target partition's log end, asked again while its leader moves (a node of the

@@ -86,7 +86,7 @@ class _Producer:
     kcat's do, and a task has one set of librdkafka threads (measured: 15% less CPU per task)."""
 
     def __init__(self, cfg: WriterConfig) -> None:
-        from confluent_kafka import Producer
+        from offsetkeeper.kafka import clients
 
         self.errors: dict[tuple[str, int], Any] = {}  # first failure (KafkaError) per target partition
         conf = {"linger.ms": "20", "batch.size": "1000000",
@@ -95,7 +95,7 @@ class _Producer:
                 "enable.idempotence": "true", "delivery.report.only.error": True,
                 "on_delivery": self._on_error}
         conf.setdefault("acks", "all")
-        self.p = Producer(conf)
+        self.p = clients.producer(conf)
         self.warm = False
         # flush() returns when the producer's whole queue is empty; while one route waits for
         # its chunk, the others must not keep adding records, or it may never be empty.

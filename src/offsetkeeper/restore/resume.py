@@ -75,12 +75,12 @@ def _header(headers: list | None, name: str) -> bytes | None:
 def read_target_tail(consumer_conf: Mapping[str, str], tp: TopicPartition, start: int,
                      timeout: float = 60.0) -> list[Any]:
     """Every record of `tp` from offset `start` to the current log end (confluent Messages)."""
-    from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CkTP
 
+    from offsetkeeper.kafka import clients
     from offsetkeeper.kafka.errors import denied, is_partition_eof, translate
 
-    c = Consumer(consumer_config(consumer_conf))
+    c = clients.consumer(consumer_config(consumer_conf))
     try:
         low, high = c.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=15)
         if high <= start:

@@ -32,6 +32,7 @@ from offsetkeeper.backup.manifest import Manifest
 from offsetkeeper.backup.read import Selection, check_segments, partition_segments, selection_stats
 from offsetkeeper.errors import OffsetkeeperError, RestoreWriteError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.kafka.ports import AdminPort, LogOffsetsPort, TopicsPort
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, ProgressPoller, no_progress
 from offsetkeeper.restore.backup_view import BackupView, load_backup_view
@@ -141,23 +142,16 @@ def _dry_run_rows(o: RestoreOptions, view: BackupView, routes: list[Route],
 def check_client_config(o: RestoreOptions) -> None:
     """Build the producer and consumer the tasks will build, here, so a bad property is a
     one-line ConfigError before any topic or state exists (secret values are never echoed)."""
-    from confluent_kafka import Consumer, KafkaException, Producer
-
-    from offsetkeeper.kafka.errors import client_config_error
+    from offsetkeeper.kafka import clients
 
     client = o.target.client_config()
-    for kind, make, conf in (("producer", Producer, producer_config({**client, **dict(o.producer_properties)})),
-                             ("consumer", Consumer, consumer_config(client))):
-        try:
-            c = make({**conf, "log_level": "0"})
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise client_config_error(
-                exc, conf, where=f"the restore's {kind} properties are not valid") from None
-        if kind == "consumer":
-            c.close()
+    clients.producer(producer_config({**client, **dict(o.producer_properties)}),
+                     {"log_level": "0"}, where="the restore's producer properties are not valid")
+    clients.consumer(consumer_config(client), {"log_level": "0"},
+                     where="the restore's consumer properties are not valid").close()
 
 
-def _refuse_non_empty(admin: KafkaAdmin, routes: list[Route], existing: dict[str, list[int]],
+def _refuse_non_empty(admin: LogOffsetsPort, routes: list[Route], existing: dict[str, list[int]],
                       restore_id: str) -> None:
     """A new restore must not append a second copy after records already on the target."""
     tps = [r.target for r in routes if r.target.topic in existing]
@@ -173,7 +167,7 @@ def _refuse_non_empty(admin: KafkaAdmin, routes: list[Route], existing: dict[str
                          "or pass --allow-non-empty-target to append on purpose")
 
 
-def _prepare_state(o: RestoreOptions, restore_id: str, routes: list[Route], admin: KafkaAdmin,
+def _prepare_state(o: RestoreOptions, restore_id: str, routes: list[Route], admin: AdminPort,
                    prior: RestoreState | None) -> tuple[RestoreState, bool]:
     if prior is not None:
         _check_same(prior, o, routes, restore_id)
@@ -207,7 +201,7 @@ def _diff(a: dict, b: dict) -> str:
     return ", ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in keys[:2])
 
 
-def _create_topics(admin: KafkaAdmin, creates: list[TopicToCreate], rf: int) -> list[dict[str, Any]]:
+def _create_topics(admin: TopicsPort, creates: list[TopicToCreate], rf: int) -> list[dict[str, Any]]:
     out = []
     for t in creates:
         admin.create_topic(t.name, t.partitions, replication_factor=rf, configs=t.configs)

@@ -75,7 +75,7 @@ def committed_from_cluster(conn, topics: set[str]) -> dict[str, dict[TopicPartit
     deleted between listing and reading is skipped, never an error."""
     from offsetkeeper.errors import UnknownGroupError
     from offsetkeeper.kafka.admin import KafkaAdmin
-    from offsetkeeper.kafka.port import unwrap_each
+    from offsetkeeper.kafka.ports import unwrap_each
 
     with KafkaAdmin(conn) as admin:
         each = admin.committed_offsets_each(g.group_id for g in admin.list_groups())

@@ -26,6 +26,7 @@ from typing import Any
 
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
+from offsetkeeper.kafka.ports import ClusterPort
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.restore.resume import OFFSET_HEADER
 from offsetkeeper.restore.state import RestoreState
@@ -87,7 +88,7 @@ def _backup_checksums(destination: str, state: RestoreState
     return out, problems
 
 
-def check_target_cluster(admin, state: RestoreState, target: Connection) -> None:
+def check_target_cluster(admin: ClusterPort, state: RestoreState, target: Connection) -> None:
     """Refuse (UsageError) to validate a restore against a cluster it did not write to: other
     bootstrap servers need the same recorded cluster id, and every target partition must exist."""
     def servers(text: str) -> set[str]:
@@ -180,7 +181,7 @@ def check_groups(target: Connection, rows: list[TranslatedOffset], state: Restor
                  mappings) -> list[dict[str, Any]]:
     """Committed offsets on the target vs the translation, and the record they point at."""
     from offsetkeeper.kafka.admin import KafkaAdmin
-    from offsetkeeper.kafka.port import unwrap_each
+    from offsetkeeper.kafka.ports import unwrap_each
 
     out = []
     with KafkaAdmin(target) as admin:

@@ -7,20 +7,19 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from offsetkeeper.errors import unknown_group
-from offsetkeeper.kafka.admin import KafkaAdmin
-from offsetkeeper.kafka.port import unwrap_each
+from offsetkeeper.kafka.ports import AdminPort, GroupsPort, unwrap_each
 from offsetkeeper.models import GroupType, TopicPartition, check_names
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot, format_time, new_snapshot_id
 from offsetkeeper.snapshots.store import SnapshotStore
 
 
-def _group_ids(admin: KafkaAdmin, groups: Iterable[str] | None) -> list[str]:
+def _group_ids(admin: GroupsPort, groups: Iterable[str] | None) -> list[str]:
     if groups is None:
         return [g.group_id for g in admin.list_groups()]
     return list(dict.fromkeys(groups))
 
 
-def live_groups(admin: KafkaAdmin, groups: Iterable[str], *,
+def live_groups(admin: AdminPort, groups: Iterable[str], *,
                 reads: tuple[Mapping, Mapping] | None = None) -> dict[str, GroupSnapshot]:
     """State and committed offsets (with metadata) of each group, as the cluster has them now.
     `reads`: (describe answers, committed offsets) of these groups the caller has just read."""
@@ -35,7 +34,7 @@ def live_groups(admin: KafkaAdmin, groups: Iterable[str], *,
         # the describe just made is the coordinator check the offset read needs: not made twice
         committed = unwrap_each(admin.committed_offsets_each(ids, described=infos))
     # through the share view (`KafkaAdmin.for_group_type`): share groups' start offsets
-    group_type = GroupType(getattr(admin, "group_type", GroupType.CONSUMER))
+    group_type = GroupType(admin.group_type)
     return {
         g: GroupSnapshot(state=infos[g].state if g in infos else "unknown",
                          offsets=dict(sorted(committed.get(g, {}).items())),
@@ -45,7 +44,7 @@ def live_groups(admin: KafkaAdmin, groups: Iterable[str], *,
 
 
 def take_snapshot(
-    admin: KafkaAdmin, groups: list[str] | None, *, description: str = "",
+    admin: AdminPort, groups: list[str] | None, *, description: str = "",
     must_exist: bool = False, uncommitted: Mapping[str, Iterable[TopicPartition]] | None = None,
     reads: tuple[Mapping, Mapping] | None = None,
 ) -> Snapshot:
@@ -82,7 +81,7 @@ def take_snapshot(
         id=new_snapshot_id(when),
         created_at=format_time(when),
         cluster_id=admin.cluster_id(),
-        bootstrap_servers=admin.conn.bootstrap_servers,
+        bootstrap_servers=admin.bootstrap_servers,
         description=description,
         groups=state,
         partitions=dict(sorted(watermarks.items())),
@@ -90,7 +89,7 @@ def take_snapshot(
 
 
 def snapshot_and_save(
-    admin: KafkaAdmin,
+    admin: AdminPort,
     groups: list[str] | None,
     store: SnapshotStore | str | None = None,
     *,
@@ -110,7 +109,7 @@ def snapshot_fn(store_url: str | None):
     about to change into the store at `store_url` and return the snapshot id."""
     from offsetkeeper.snapshots.store import SnapshotStore
 
-    def take(admin: KafkaAdmin, groups: list[str], description: str, *,
+    def take(admin: AdminPort, groups: list[str], description: str, *,
              uncommitted: Mapping[str, Iterable[TopicPartition]] | None = None,
              reads: tuple[Mapping, Mapping] | None = None) -> str:
         return SnapshotStore(store_url).save(take_snapshot(admin, groups, description=description,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot
 
 if TYPE_CHECKING:
-    from offsetkeeper.kafka.admin import KafkaAdmin
+    pass
 
 CHANGED, ADDED, REMOVED = "changed", "added", "removed"
 DIFF_COLUMNS = ["group", "topic", "partition", "before", "after", "delta", "change"]
@@ -57,7 +58,7 @@ class Live:
     cluster_id: str = ""
 
     @classmethod
-    def read(cls, admin: KafkaAdmin, groups: list[str]) -> Live:
+    def read(cls, admin: AdminPort, groups: list[str]) -> Live:
         from offsetkeeper.snapshots.capture import live_groups
 
         return cls(live_groups(admin, groups), admin.cluster_id())
@@ -82,7 +83,7 @@ def diff(a: Snapshot, b: Snapshot | Live, *, groups: list[str] | None = None) ->
     return out
 
 
-def diff_live(admin: KafkaAdmin, snapshot: Snapshot) -> list[OffsetDiff]:
+def diff_live(admin: AdminPort, snapshot: Snapshot) -> list[OffsetDiff]:
     """Differences from the snapshot to the live offsets of the snapshot's groups: committed
     offsets for consumer groups, start offsets for share groups (read through the admin's
     share view, as the snapshot took them; reading a share group's committed offsets found
@@ -100,7 +101,7 @@ def diff_live(admin: KafkaAdmin, snapshot: Snapshot) -> list[OffsetDiff]:
     return diff(snapshot, Live(live, cluster_id), groups=names)
 
 
-def verify(admin: KafkaAdmin, snapshot: Snapshot) -> list[OffsetDiff]:
+def verify(admin: AdminPort, snapshot: Snapshot) -> list[OffsetDiff]:
     """Compare the live committed offsets of the snapshot's groups with the snapshot; an empty
     list means they all match (the CLI exits non-zero otherwise)."""
     return diff_live(admin, snapshot)

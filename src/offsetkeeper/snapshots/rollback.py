@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort, ClusterPort
 from offsetkeeper.models import GroupType
 from offsetkeeper.reset.targets import FromOffsets
 from offsetkeeper.snapshots.model import Snapshot, servers
 
 if TYPE_CHECKING:
-    from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.reset.plan import ResetPlan
 
 
@@ -80,14 +80,14 @@ def cluster_mismatch(
     return None
 
 
-def check_cluster(admin: KafkaAdmin, snapshot: Snapshot, *, allow: bool = False) -> str | None:
+def check_cluster(admin: ClusterPort, snapshot: Snapshot, *, allow: bool = False) -> str | None:
     """`cluster_mismatch` against the cluster `admin` talks to (its id and bootstrap servers)."""
-    return cluster_mismatch(snapshot, admin.cluster_id(), admin.conn.bootstrap_servers,
+    return cluster_mismatch(snapshot, admin.cluster_id(), admin.bootstrap_servers,
                             allow_mismatch=allow)
 
 
 def plan_rollback(
-    admin: KafkaAdmin, snapshot: Snapshot, *, allow_cluster_mismatch: bool = False
+    admin: AdminPort, snapshot: Snapshot, *, allow_cluster_mismatch: bool = False
 ) -> tuple[ResetPlan, str | None]:
     """Check the cluster, then plan a reset of the snapshot's groups to its offsets (nothing is
     changed; execute the plan with `reset.apply.apply_plan`). Returns the plan and a note

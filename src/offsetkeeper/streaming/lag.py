@@ -13,14 +13,14 @@ def record_timestamps(conn, positions: Mapping[TopicPartition, int], *,
     """The timestamp (ms) of the first record at or after each position (None if none came)."""
     if not positions:
         return {}
-    from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CkTP
 
-    conf = {**conn.client_config(), "group.id": "offsetkeeper-lag-probe",
-            "enable.auto.commit": "false", "enable.partition.eof": "false",
-            "isolation.level": "read_committed", "log_level": "3"}
+    from offsetkeeper.kafka import clients
+
     out: dict[TopicPartition, int | None] = {tp: None for tp in positions}
-    c = Consumer(conf)
+    c = clients.consumer(conn, {"group.id": "offsetkeeper-lag-probe",
+                                "enable.auto.commit": "false", "enable.partition.eof": "false",
+                                "isolation.level": "read_committed", "log_level": "3"})
     try:
         c.assign([CkTP(tp.topic, tp.partition, o) for tp, o in positions.items()])
         deadline = time.monotonic() + timeout_s

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import CheckpointBusyError, UsageError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition
 from offsetkeeper.reset.facts import build_plan
 from offsetkeeper.reset.plan import (
@@ -105,7 +106,7 @@ def reset_view(location: str, *, source: int | None = None) -> CheckpointView:
     return view
 
 
-def plan_checkpoint_reset(admin, location: str, target: ResetTarget, *, label: str,
+def plan_checkpoint_reset(admin: AdminPort, location: str, target: ResetTarget, *, label: str,
                           topics: tuple[TopicSpec, ...] = (), source: int | None = None,
                           alive_window_s: float = DEFAULT_ALIVE_WINDOW_S) -> CheckpointResetPlan:
     """Plan a reset with the reset planner's semantics (clamp to [log start, log end], notes):
@@ -128,7 +129,7 @@ def plan_checkpoint_reset(admin, location: str, target: ResetTarget, *, label: s
                                view.source)
 
 
-def _facts(admin, current: Mapping[TopicPartition, int], target: ResetTarget,
+def _facts(admin: AdminPort, current: Mapping[TopicPartition, int], target: ResetTarget,
            only: tuple[TopicSpec, ...]) -> ResetFacts:
     topics = {tp.topic for tp in current} | {s.topic for s in only}
     if isinstance(target, FromOffsets):
@@ -228,7 +229,7 @@ def rollback_checkpoint(location: str, reset_id: str = "latest", *, execute: boo
 
 
 # -- commit to a group ----------------------------------------------------------------------
-def commit_plan(admin, location: str, group: str, *, source: int | None = None) -> ResetPlan:
+def commit_plan(admin: AdminPort, location: str, group: str, *, source: int | None = None) -> ResetPlan:
     """The reset plan that commits the checkpoint's position (end of the last committed batch)
     to `group`; the caller executes it through the one executor."""
     view = load_view(location, source=source)

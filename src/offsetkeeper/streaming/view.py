@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.streaming.checkpoint import CheckpointState, KafkaOffsets, OffsetLogEntry
 from offsetkeeper.streaming.store import CheckpointStore
@@ -86,7 +87,7 @@ class LagRow:
     pending_offset: int | None
 
 
-def checkpoint_lag(admin, location: str, *, source: int | None = None,
+def checkpoint_lag(admin: AdminPort, location: str, *, source: int | None = None,
                    time_lag: bool = True) -> tuple[CheckpointView, list[LagRow]]:
     """The query's lag per partition: log end (stable, as read_committed reads) minus the end
     of the last committed batch; time lag = now minus the timestamp of the first unread record."""
@@ -132,7 +133,7 @@ class PositionRow:
     time_lag_s: float | None
 
 
-def checkpoint_positions(admin, location: str, *, source: int | None = None,
+def checkpoint_positions(admin: AdminPort, location: str, *, source: int | None = None,
                          time_lag: bool = True) -> tuple[CheckpointView, list[PositionRow]]:
     """`checkpoint_lag` plus each partition's log start: where the query stands in the log."""
     view, rows = checkpoint_lag(admin, location, source=source, time_lag=time_lag)

@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from offsetkeeper.errors import GroupActiveError, KafkaOperationError, OffsetkeeperError
+from offsetkeeper.kafka.ports import AdminPort
 
 
 class GroupCommitError(OffsetkeeperError):
     """Committing a streaming query's batch end offsets to its consumer group failed."""
 
 
-def commit_positions(admin, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+def commit_positions(admin: AdminPort, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
     """Commit `offsets` ({(topic, partition): next offset}) for the inactive `group`."""
     from offsetkeeper.models import TopicPartition
     from offsetkeeper.reset.apply import ApplyOptions, GroupStatus, apply_plan

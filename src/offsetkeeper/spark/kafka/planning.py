@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.records.ranges import OffsetRange, split_ranges
 from offsetkeeper.spark.kafka.options import (
     EARLIEST,
@@ -93,7 +94,7 @@ class ClusterView:
     notes: dict[Key, str] = field(default_factory=dict)
 
 
-def read_cluster(opts: SourceOptions, *, with_overrides: bool = True, admin=None) -> ClusterView:
+def read_cluster(opts: SourceOptions, *, with_overrides: bool = True, admin: AdminPort | None=None) -> ClusterView:
     """Read topics, partitions, watermarks and the start overrides that `opts` asks for
     (with `admin` when given, e.g. the streaming reader's long-lived one).
 
@@ -108,7 +109,7 @@ def read_cluster(opts: SourceOptions, *, with_overrides: bool = True, admin=None
     return _read_cluster(opts, admin, with_overrides)
 
 
-def _read_cluster(opts: SourceOptions, admin, with_overrides: bool) -> ClusterView:
+def _read_cluster(opts: SourceOptions, admin: AdminPort, with_overrides: bool) -> ClusterView:
     from offsetkeeper.models import TopicPartition
 
     wanted = None if (opts.subscribe_pattern is not None) else (
