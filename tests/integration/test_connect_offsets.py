@@ -19,19 +19,11 @@ from offsetkeeper.ops import connect as ops_connect
 from offsetkeeper.ops.reset import ResetRequest
 from offsetkeeper.ops.targets import TargetKind, TargetSpec
 from tests.unit.test_output_contract import _check_times
+from waiting import wait_for as _wait
 
 pytestmark = pytest.mark.integration
 
 
-def _wait(what: str, check, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
 
 
 def _values(bootstrap: str, topic: str) -> list[str]:

@@ -8,7 +8,6 @@ import contextlib
 import json
 import re
 import threading
-import time
 import urllib.request
 import warnings
 
@@ -22,6 +21,7 @@ from offsetkeeper.history.store import open_store
 from offsetkeeper.ops.history import SamplerSettings, TimeRange, history_positions
 from offsetkeeper.web.connectors import worker_entries
 from tests.web_support import make_app
+from waiting import wait_for as _wait
 
 warnings.filterwarnings("ignore", message=".*httpx.*", category=DeprecationWarning)
 from starlette.testclient import TestClient  # noqa: E402
@@ -31,15 +31,6 @@ pytestmark = pytest.mark.integration
 HOSTILE = '<script>"q\''
 
 
-def _wait(what: str, check, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
 
 
 @pytest.fixture

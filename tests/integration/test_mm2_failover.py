@@ -18,19 +18,11 @@ from offsetkeeper.mm2.target import translations
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.ops.mm2 import mm2_status, remote_cluster_translation
 from tests.unit.test_output_contract import _check_times
+from waiting import wait_for as _wait
 
 pytestmark = pytest.mark.integration
 
 
-def _wait(what, check, timeout=180.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
 
 
 def _value_at(bootstrap: str, topic: str, partition: int, offset: int) -> str:

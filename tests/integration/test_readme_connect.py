@@ -17,7 +17,6 @@ import contextlib
 import json
 import re
 import shlex
-import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from offsetkeeper.connect.rest import ConnectClient, ConnectError, parse_target
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.mm2.records import latest_checkpoints
 from tests.cli import run_cli
+from waiting import wait_for as _wait
 
 pytestmark = pytest.mark.integration
 
@@ -52,15 +52,6 @@ def _block(first: str) -> list[str]:
     return block
 
 
-def _wait(what: str, check, timeout: float = 180.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
 
 
 def test_readme_section_has_the_blocks_this_test_runs():

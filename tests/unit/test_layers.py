@@ -37,7 +37,7 @@ PKG = "offsetkeeper"
 
 LAYERS = {
     0: {"errors", "models", "redact", "storage", "progress", "config", "arrowbuf", "times", "netaddr",
-        "tables", "class_archives"},
+        "tables", "class_archives", "procs"},
     # records: Kafka ranges read into Arrow batches and batches produced (no Spark, no domain)
     1: {"kafka", "spark", "devbroker", "records"},
     # spark/kafka is the offsetkeeper-kafka data source, a product feature on top of spark/

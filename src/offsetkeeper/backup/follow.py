@@ -41,6 +41,7 @@ from offsetkeeper.backup.follow_metrics import BackupMetrics, measure_lag
 from offsetkeeper.backup.manifest import backup_dir, join
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UsageError
 from offsetkeeper.kafka.ports import AdminPort
+from offsetkeeper.procs import pid_alive
 from offsetkeeper.times import iso_now
 
 log = logging.getLogger("offsetkeeper.backup.follow")
@@ -142,15 +143,6 @@ def other_follower(status: Mapping | None, *, host: str, pid: int, now_ms: int,
             f"first, or delete {STATUS_NAME} if that process is gone")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 def read_follow_status(destination: str, backup_id: str) -> dict | None:
     """The follower status of a backup (``follow.json``), None when it was never followed or
@@ -181,7 +173,7 @@ class _Status:
     def claim(self) -> None:
         why = other_follower(read_follow_status(self.config.destination, self.config.backup_id),
                              host=self.doc["host"], pid=self.doc["pid"], now_ms=_now_ms(),
-                             pid_alive=_pid_alive)
+                             pid_alive=pid_alive)
         if why:
             raise StoreError(f"backup {self.config.backup_id} {why}")
         self.write()

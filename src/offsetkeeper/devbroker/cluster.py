@@ -30,6 +30,7 @@ from platformdirs import user_data_dir
 from offsetkeeper.devbroker import dist
 from offsetkeeper.devbroker.security import SecuritySetup, prepare_security
 from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.procs import pid_alive
 from offsetkeeper.storage import write_text_atomic
 
 DEFAULT_PORT = 9092
@@ -86,20 +87,6 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still "exists"; treat it as gone.
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.split(")")[-1].split()[0] == "Z":
-            return False
-    return True
-
 
 def _read_state(d: Path) -> dict | None:
     try:
@@ -124,7 +111,7 @@ def status(data_dir: str | Path | None = None) -> BrokerStatus:
         return BrokerStatus(False, None, None, str(d))
     nodes = tuple(
         NodeStatus(n["node_id"], n["pid"], n["port"], n["controller_port"],
-                   _pid_alive(n["pid"]) and _port_open(n["port"]))
+                   pid_alive(n["pid"]) and _port_open(n["port"]))
         for n in info["nodes"])
     cc = info.get("command_config")
     return BrokerStatus(all(n.running for n in nodes), nodes[0].pid, nodes[0].port, str(d),
@@ -488,7 +475,7 @@ def _wait_gone(pids: list[int], timeout: float) -> list[int]:
         for pid in alive:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
-        alive = [p for p in alive if _pid_alive(p)]
+        alive = [p for p in alive if pid_alive(p)]
         if alive:
             time.sleep(0.1)
     return alive
@@ -501,7 +488,7 @@ def stop(data_dir: str | Path | None = None, *, timeout: float = 30.0) -> Broker
     """
     d = Path(data_dir or default_data_dir()).expanduser()
     st = status(d)
-    pids = [n.pid for n in st.nodes if _pid_alive(n.pid)]
+    pids = [n.pid for n in st.nodes if pid_alive(n.pid)]
     for pid in pids:
         _signal_node(pid, signal.SIGTERM)
     for pid in _wait_gone(pids, timeout):
@@ -532,7 +519,7 @@ def restart_node(data_dir: str | Path, node_id: int, *, wait: float = 60.0) -> B
     node = next((n for n in info["nodes"] if n["node_id"] == node_id), None)
     if node is None:
         raise UsageError(f"no node {node_id} in the cluster of {d}")
-    if _pid_alive(node["pid"]):
+    if pid_alive(node["pid"]):
         return status(d)
     node_dir = d / f"node-{node_id}"
     out = open(node_dir / "stdout.log", "ab")  # noqa: SIM115 - handed to the child

@@ -34,12 +34,12 @@ from platformdirs import user_cache_dir, user_data_dir
 from offsetkeeper.devbroker import dist
 from offsetkeeper.devbroker.cluster import (
     _die_with_parent,
-    _pid_alive,
     _signal_node,
     _wait_gone,
     free_port,
 )
 from offsetkeeper.errors import OffsetkeeperError, UsageError
+from offsetkeeper.procs import pid_alive
 from offsetkeeper.storage import write_text_atomic
 
 CONNECT_VERSION = "4.3.1"
@@ -184,7 +184,7 @@ def worker_status(data_dir: str | Path | None = None) -> WorkerStatus:
     if info is None:
         return WorkerStatus(False, None, None, str(d))
     url = info.get("url")
-    running = _pid_alive(info["pid"]) and isinstance(url, str) and _rest_answers(url)
+    running = pid_alive(info["pid"]) and isinstance(url, str) and _rest_answers(url)
     return WorkerStatus(running, info["pid"], url, str(d), info.get("bootstrap"),
                         info.get("group_id"), info.get("offsets_topic"))
 
@@ -263,7 +263,7 @@ def start_worker(bootstrap: str, data_dir: str | Path | None = None, *, port: in
 def _stop(d: Path, state: str, timeout: float) -> int | None:
     info = _read_json(d / state)
     pid = info["pid"] if info else None
-    if pid and _pid_alive(pid):
+    if pid and pid_alive(pid):
         _signal_node(pid, signal.SIGTERM)
         for left in _wait_gone([pid], timeout):
             _signal_node(left, signal.SIGKILL)
@@ -287,7 +287,7 @@ def mm2_status(data_dir: str | Path | None = None) -> MirrorStatus:
     info = _read_json(d / MM2_STATE)
     if info is None:
         return MirrorStatus(False, None, str(d))
-    return MirrorStatus(_pid_alive(info["pid"]), info["pid"], str(d),
+    return MirrorStatus(pid_alive(info["pid"]), info["pid"], str(d),
                         info.get("source_bootstrap"), info.get("target_bootstrap"))
 
 

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from offsetkeeper.procs import pid_alive
+
 PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 HOST = "127.0.0.1"
 
@@ -93,15 +95,6 @@ def default_state_dir() -> Path:
     return Path(platformdirs.user_data_dir("offsetkeeper")) / "spark-server"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 def _listening(port: int) -> bool:
     import socket
@@ -120,7 +113,7 @@ def server_status(state_dir: str | Path | None = None) -> ServerStatus:
         st = json.loads((d / "state.json").read_text())
     except (OSError, ValueError):
         return ServerStatus(False, state_dir=str(d), log=log)
-    running = _alive(int(st["pid"])) and _listening(int(st["port"]))
+    running = pid_alive(int(st["pid"])) and _listening(int(st["port"]))
     return ServerStatus(running, st["url"], int(st["pid"]), st.get("master"),
                         st.get("idle_timeout"), str(d), log)
 
@@ -175,12 +168,12 @@ def stop_background(state_dir: str | Path | None = None) -> ServerStatus:
     """Stop the background server (SIGTERM, SIGKILL after 30 s) and forget it."""
     d = Path(state_dir) if state_dir else default_state_dir()
     st = server_status(d)
-    if st.pid is not None and _alive(st.pid):
+    if st.pid is not None and pid_alive(st.pid):
         os.kill(st.pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
-        while _alive(st.pid) and time.monotonic() < deadline:
+        while pid_alive(st.pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if _alive(st.pid):
+        if pid_alive(st.pid):
             os.kill(st.pid, signal.SIGKILL)
     (d / "state.json").unlink(missing_ok=True)
     return ServerStatus(False, st.url, st.pid, st.master, st.idle_timeout, str(d), st.log)
