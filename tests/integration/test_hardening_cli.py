@@ -197,12 +197,12 @@ def test_export_into_missing_or_bad_directory_leaves_nothing(capsys, bootstrap, 
 
 def test_unexpected_errors_are_one_line_and_verbose_shows_the_traceback(capsys, bootstrap, monkeypatch):
     """Invariant: even a bug is one line without --verbose; --verbose shows the traceback."""
-    import offsetkeeper.describe as describe_mod
+    from offsetkeeper.kafka.admin import KafkaAdmin
 
     def boom(*a, **k):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(describe_mod.KafkaAdmin, "list_groups", boom)
+    monkeypatch.setattr(KafkaAdmin, "list_groups", boom)
     r = run_cli(capsys, "groups", "list", "-b", bootstrap)
     assert r.code == 1
     assert r.err.strip() == ("error: unexpected RuntimeError: simulated bug "

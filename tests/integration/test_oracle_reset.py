@@ -67,6 +67,9 @@ KNOWN_DIFFERENCES = {
     "file-new-group-all-groups": ("plan", "--from-file naming a group the cluster does not have, "
                                   "with --all-groups: offsetkeeper plans it (the file's groups), "
                                   "Kafka only resets groups the cluster lists"),
+    "reset-metadata": ("plan", "a reset commits the new offsets: Kafka with empty commit "
+                       "metadata, offsetkeeper keeping each partition's (--clear-metadata: "
+                       "empty, as Kafka)"),
     "active-group-refused": ("plan", "a group with members: both leave it alone; Kafka prints "
                              "'Error: Assignments can only be reset ...' and exits 0, "
                              "offsetkeeper refuses it by name and exits 1"),
@@ -825,6 +828,33 @@ def test_difference_signed_duration(capsys, bootstrap, tool, small):
     assert theirs.code == 0
     assert parse_export(theirs.out, small.g1) == {(small.g1, small.s, 0): 5, (small.g1, small.s, 1): 5}
     assert ours.code == 2 and "is not a duration" in ours.err and not rows
+
+
+def test_difference_reset_metadata(capsys, bootstrap, tool, small, unique):
+    """The same --execute on three twins committed with metadata: Kafka's tool leaves empty
+    metadata, offsetkeeper keeps it, offsetkeeper --clear-metadata leaves it empty; all three
+    reach the same offset. Metadata is read back exactly (the Java Admin client)."""
+    from offsetkeeper.config import Connection
+    from offsetkeeper.kafka.admin import KafkaAdmin
+    from offsetkeeper.models import CommittedOffset, TopicPartition
+
+    tp = TopicPartition(small.s, 0)
+    twins = [unique("omd") for _ in range(3)]
+    with KafkaAdmin(Connection(bootstrap)) as admin:
+        for g in twins:
+            res = admin.alter_result(g, admin.alter_offsets_async(
+                g, {tp: CommittedOffset(4, "app-state:42")}))
+            assert not any(res.values()), res
+        theirs = tool.run("--group", twins[0], "--reset-offsets", "--topic", f"{small.s}:0",
+                          "--to-offset", "1", "--execute")
+        assert theirs.code == 0, theirs.text()
+        for g, extra in ((twins[1], ()), (twins[2], ("--clear-metadata",))):
+            r = run_cli(capsys, "offsets", "reset", "-g", g, "-t", f"{small.s}:0", "--to-offset",
+                        "1", "--execute", "--no-snapshot", *extra, "-b", bootstrap)
+            assert r.code == 0, r.err
+        got = {g: admin.committed_offsets(g) for g in twins}
+    assert [got[g][tp] for g in twins] == [CommittedOffset(1, ""), CommittedOffset(1, "app-state:42"),
+                                          CommittedOffset(1, "")]
 
 
 def test_difference_overlapping_topics(capsys, bootstrap, tool, small):

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from offsetkeeper.config import Connection
-from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.kafka.admin import KafkaAdmin, LibrdkafkaAdmin
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.ops.reset import ExecuteOptions, ResetRequest, reset_offsets
 from offsetkeeper.ops.targets import TargetKind, TargetSpec
@@ -41,7 +41,8 @@ class _CountingClient:
         return call
 
 
-def test_a_bulk_reset_reads_each_group_no_more_than_its_checks_need(bootstrap, unique, tmp_path):
+def test_a_bulk_reset_reads_each_group_no_more_than_its_checks_need(bootstrap, unique, tmp_path,
+                                                                     monkeypatch):
     """Invariant: a reset of N groups with a snapshot makes, per group, one describe and one
     offset read to plan, one of each shared by the snapshot and the re-check before the commit,
     one commit, one read-back and one confirming read at the end — no describe is repeated
@@ -55,17 +56,17 @@ def test_a_bulk_reset_reads_each_group_no_more_than_its_checks_need(bootstrap, u
         commit(bootstrap, g, {(topic, 0): 2, (topic, 1): 3})
     counts: Counter = Counter()
 
-    class Counting(KafkaAdmin):
-        @property
-        def admin(self):
-            return _CountingClient(KafkaAdmin.admin.fget(self), counts)
+    # the facade's librdkafka half sends every group request through its AdminClient
+    real = LibrdkafkaAdmin.admin.fget
+    monkeypatch.setattr(LibrdkafkaAdmin, "admin",
+                        property(lambda self: _CountingClient(real(self), counts)))
 
     store = tmp_path / "snaps"
     req = ResetRequest(target=TargetSpec(TargetKind.TO_OFFSET, "5"),
                        scope=ResetScope(groups=tuple(groups), topics=(TopicSpec(topic),)),
                        execute=True,
                        options=ExecuteOptions(snapshot_store=str(store)))
-    with Counting(Connection(bootstrap)) as admin:
+    with KafkaAdmin(Connection(bootstrap)) as admin:
         outcome = reset_offsets(admin, req)
     assert outcome.ok and outcome.report.partitions_changed == 12
     n = len(groups)
