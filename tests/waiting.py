@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 
-def wait_for(what: str, check, timeout: float = 180.0):
+def wait_for(what: str, check, timeout: float = 180.0, every: float = 0.3):
     """Call `check` until it returns something truthy and return that; fail naming `what`
     after `timeout` seconds (a bound on a stuck component, not a timing assertion)."""
     deadline = time.monotonic() + timeout
@@ -14,5 +14,5 @@ def wait_for(what: str, check, timeout: float = 180.0):
         if got:
             return got
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
+            raise AssertionError(f"timed out waiting for {what} (last: {got!r})")
+        time.sleep(every)

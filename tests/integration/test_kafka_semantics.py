@@ -7,6 +7,7 @@ noida-db"). Cluster state is always checked with an independent client (plain co
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import threading
 import time
@@ -20,6 +21,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 from backup_support import delete_records
 from cli import run_cli
 from kafkatools import commit, committed, create_topic, produce, produce_n
+from waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -55,15 +57,7 @@ def _commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> 
     raise AssertionError(f"the coordinator of group {group} never became available")
 
 
-def _wait_for(what: str, check, timeout: float = 30.0, every: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what} (last: {got!r})")
-        time.sleep(every)
+_wait_for = functools.partial(wait_for, timeout=30.0, every=0.2)
 
 
 class Member:
@@ -312,7 +306,7 @@ def test_records_older_than_retention_move_the_log_start_and_offsetkeeper_clamps
         finally:
             c.close()
 
-    assert _wait_for("retention to delete the old segment", lambda: low()[0] > 0 and low(), 60) == (10, 13)
+    assert _wait_for("retention to delete the old segment", lambda: low()[0] > 0 and low(), timeout=60) == (10, 13)
     r = run_cli(capsys, "offsets", "show", "-b", bootstrap, "-t", topic, "-o", "json")
     assert r.code == 0, r.err
     assert [(x["log_start_offset"], x["log_end_offset"]) for x in r.json()] == [(10, 13)]

@@ -9,9 +9,9 @@ group.protocol=streams) for streams groups.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from offsetkeeper.kafka import jvm
 from tests.cli import run_cli
 from tests.jvm_apps import JvmApp
 from tests.kafkatools import commit, create_topic, produce_n
+from waiting import wait_for
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not jvm.available(), reason="the JVM admin helper is not built "
@@ -43,15 +44,7 @@ def table(text: str, first: str = "GROUP") -> list[list[str]]:
     return []
 
 
-def wait_until(what: str, check, timeout: float = 40.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
+wait_until = functools.partial(wait_for, timeout=40.0, every=0.5)
 
 
 def set_group_config(bootstrap: str, group: str, **config: str) -> None:
