@@ -46,6 +46,7 @@ from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.reset.apply import ApplyOptions, apply_plan
 from offsetkeeper.reset.facts import build_plan
+from offsetkeeper.reset.options import ExecuteOptions
 from offsetkeeper.reset.plan import ResetScope, TopicSpec
 from offsetkeeper.reset.targets import ToLatest
 
@@ -102,7 +103,7 @@ def offsetkeeper_bulk(bootstrap: str, topic: str, groups: list[str], max_concurr
         t0 = time.monotonic()
         plan = build_plan(admin, ResetScope(groups=tuple(groups), topics=(TopicSpec(topic),)), ToLatest())
         t1 = time.monotonic()
-        report = apply_plan(admin, plan, ApplyOptions(max_concurrent=max_concurrent))
+        report = apply_plan(admin, plan, ApplyOptions(ExecuteOptions(max_concurrent=max_concurrent)))
         t2 = time.monotonic()
     s = report.summary()
     return {

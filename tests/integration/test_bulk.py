@@ -12,6 +12,7 @@ from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.reset.apply import ApplyOptions, apply_plan
 from offsetkeeper.reset.facts import build_plan
+from offsetkeeper.reset.options import ExecuteOptions
 from offsetkeeper.reset.plan import ResetScope, TopicSpec
 from offsetkeeper.reset.targets import ToEarliest
 from tests.cli import run_cli
@@ -74,7 +75,7 @@ def test_retriable_fault_recovered_by_retries(unique, tmp_path):
 
             t = threading.Thread(target=come_back)
             t.start()
-            report = apply_plan(admin, plan, ApplyOptions(retries=8, backoff_base_s=0.3))
+            report = apply_plan(admin, plan, ApplyOptions(ExecuteOptions(retries=8, backoff_base_s=0.3)))
             t.join()
         assert report.status == "SUCCESS", report.results
         assert max(r.attempts for r in report.results) > 1
@@ -93,7 +94,7 @@ def test_exhausted_retries_reported_per_group(unique, bootstrap):
         plan = build_plan(admin, ResetScope(groups=(unique("g"),), topics=(TopicSpec(topic),)), ToEarliest(),
                           create_groups=True)
     with KafkaAdmin(dead, timeout=0.5) as admin:
-        report = apply_plan(admin, plan, ApplyOptions(retries=1, backoff_base_s=0.01))
+        report = apply_plan(admin, plan, ApplyOptions(ExecuteOptions(retries=1, backoff_base_s=0.01)))
     assert report.status == "FAILED"
     r = report.results[0]
     assert r.status == "failed" and r.attempts == 2 and "connection" in r.error

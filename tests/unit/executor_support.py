@@ -6,6 +6,7 @@ from __future__ import annotations
 from offsetkeeper.reset import apply
 from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, GroupResult, apply_plan
 from offsetkeeper.reset.facts import build_delete_plan, build_plan
+from offsetkeeper.reset.options import ExecuteOptions
 from offsetkeeper.reset.plan import ResetPlan, ResetScope, TopicSpec
 from offsetkeeper.reset.targets import ResetTarget, ToOffset
 from tests.fake_admin import FakeAdmin, FakeClock
@@ -14,7 +15,7 @@ TOPIC = "orders"
 # No backoff and no real clock: retries are immediate, deadlines are reached by advancing the
 # fake clock (hooks), so every test runs in milliseconds.
 TO_50 = ToOffset(50)
-FAST = ApplyOptions(backoff_base_s=0.0, backoff_max_s=0.0, retries=3, deadline_s=60.0)
+FAST = ApplyOptions(ExecuteOptions(backoff_base_s=0.0, backoff_max_s=0.0, retries=3, deadline_s=60.0))
 
 
 def cluster(groups: dict[str, dict[int, int]] | None = None, *, partitions: int = 2) -> FakeAdmin:
@@ -49,7 +50,10 @@ def run(admin: FakeAdmin, plan: ResetPlan, opts: ApplyOptions = FAST, **kw) -> A
     if kw:
         from dataclasses import replace
 
-        opts = replace(opts, **kw)
+        # the user's options (max_concurrent, retries ...) or the run's own (live, snapshot_fn)
+        run = {k: v for k, v in kw.items() if hasattr(opts.options, k)}
+        opts = replace(opts, options=replace(opts.options, **run),
+                       **{k: v for k, v in kw.items() if k not in run})
     return apply_plan(admin, plan, opts)
 
 

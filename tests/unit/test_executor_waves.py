@@ -7,6 +7,7 @@ import pytest
 
 from offsetkeeper.models import CommittedOffset, TopicPartition
 from offsetkeeper.reset.apply import ApplyOptions, GroupStatus, ReportStatus
+from offsetkeeper.reset.options import ExecuteOptions
 from offsetkeeper.reset.plan import PlanKind
 from offsetkeeper.reset.targets import ToOffset
 from tests.fake_admin import FATAL, RETRIABLE, TIMEOUT, UNREACHABLE
@@ -115,7 +116,8 @@ def test_a_retry_waits_a_jittered_backoff_bounded_by_backoff_max(clock, monkeypa
     admin = cluster()
     plan = reset_plan(admin)
     admin.fail("alter_result", RETRIABLE, group="g", times=3)
-    opts = ApplyOptions(backoff_base_s=1.0, backoff_max_s=3.0, retries=5, deadline_s=None)
+    opts = ApplyOptions(ExecuteOptions(backoff_base_s=1.0, backoff_max_s=3.0, retries=5,
+                                       deadline_s=None))
     assert run(admin, plan, opts).status is ReportStatus.SUCCESS
     assert bounds == [(0, 2.0), (0, 3.0), (0, 3.0)]
     assert clock.slept == [2.0, 3.0, 3.0]
@@ -233,9 +235,9 @@ def test_deletes_go_through_the_same_waves(clock, whole_groups, kind):
 
 def test_options_defaults_bound_a_run():
     """Invariant: by default a run retries (5 times), verifies, and ends within 300 s."""
-    opts = ApplyOptions()
+    opts = ApplyOptions().options
     assert (opts.retries, opts.verify, opts.deadline_s) == (5, True, 300.0)
-    assert FAST.deadline_s is not None
+    assert FAST.options.deadline_s is not None
 
 
 def _snapshot_taking_reads(seen: list, *, clock=None, slow_s: float = 0.0):

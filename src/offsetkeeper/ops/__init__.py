@@ -35,7 +35,7 @@ _EXPORTS = {
     "run_backup": ("offsetkeeper.ops.backup", "run_backup"),
     "validate_backup": ("offsetkeeper.ops.backup", "validate_backup"),
     "DeleteRequest": ("offsetkeeper.ops.reset", "DeleteRequest"),
-    "ExecuteOptions": ("offsetkeeper.ops.reset", "ExecuteOptions"),
+    "ExecuteOptions": ("offsetkeeper.reset.options", "ExecuteOptions"),
     "Outcome": ("offsetkeeper.ops.reset", "Outcome"),
     "PlanFiles": ("offsetkeeper.ops.reset", "PlanFiles"),
     "PlannedChange": ("offsetkeeper.ops.reset", "PlannedChange"),

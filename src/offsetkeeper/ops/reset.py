@@ -23,24 +23,16 @@ from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.ports import OFFSET_DELETE_API, AdminPort, ClusterPort
 from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
-from offsetkeeper.reset.apply import ApplyOptions, ApplyReport, ReportStatus, apply_plan
+from offsetkeeper.reset.apply import (
+    ApplyOptions,
+    ApplyReport,
+    LiveChannel,
+    ReportStatus,
+    apply_plan,
+)
 from offsetkeeper.reset.facts import build_delete_plan, build_plan, check_creatable
+from offsetkeeper.reset.options import ExecuteOptions
 from offsetkeeper.reset.plan import ResetPlan, ResetScope, TopicSpec
-
-
-@dataclass(frozen=True)
-class ExecuteOptions:
-    """How the executor runs (shared by every offset-changing operation)."""
-
-    max_concurrent: int = 100
-    retries: int = 5
-    deadline_s: float | None = 300.0
-    snapshot: bool = True
-    # Snapshot store: a path or fsspec URL; None = $OFFSETKEEPER_SNAPSHOT_STORE, the config
-    # file's `snapshots.store`, else the default directory.
-    snapshot_store: str | None = None
-    config_path: Path | None = None
-    allow_unknown_state: bool = False
 
 
 @dataclass(frozen=True)
@@ -156,15 +148,16 @@ def snapshot_store_url(store: str | None, config_path: Path | None) -> str:
 
 
 def apply_options(opts: ExecuteOptions, *, description: str = "",
-                  progress: ProgressFn = no_progress) -> ApplyOptions:
-    """The executor's options for an operation's ExecuteOptions (snapshot function included)."""
+                  progress: ProgressFn = no_progress, live: LiveChannel | None = None,
+                  ) -> ApplyOptions:
+    """The executor's options: the operation's ExecuteOptions as they are, with the snapshot
+    function made from the store they name and the run's own parts."""
     from offsetkeeper.snapshots.capture import snapshot_fn
 
     fn = snapshot_fn(snapshot_store_url(opts.snapshot_store, opts.config_path)) \
         if opts.snapshot else None
-    return ApplyOptions(max_concurrent=opts.max_concurrent, retries=opts.retries,
-                        deadline_s=opts.deadline_s, snapshot_fn=fn, description=description,
-                        allow_unknown_state=opts.allow_unknown_state, progress=progress)
+    return ApplyOptions(opts, snapshot_fn=fn, description=description, progress=progress,
+                        live=live)
 
 
 def execute_plan(admin: AdminPort, plan: ResetPlan, opts: ExecuteOptions, *, description: str = "",
@@ -371,9 +364,9 @@ def reset_offsets(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn =
 
         channel = ControlTopicChannel(admin.conn.client_config(), signer,
                                       cluster_id=admin.cluster_id(), timeout_s=req.live_timeout_s)
-        opts = replace(apply_options(req.options, description=f"before live reset {plan.target}",
-                                     progress=progress), live=channel)
-        report = apply_plan(admin, plan, opts)
+        report = apply_plan(admin, plan, apply_options(
+            req.options, description=f"before live reset {plan.target}", progress=progress,
+            live=channel))
         report, dropped = _drop_unused_snapshot(admin, report, req, withdrawn=channel.withdrawn)
         return Outcome(plan, report, notes + dropped, files, live=True)
     report = execute_planned(admin, planned, progress=progress) if req.execute else None

@@ -41,6 +41,7 @@ from offsetkeeper.kafka.errors import (
 from offsetkeeper.kafka.ports import AdminPort, GroupsPort
 from offsetkeeper.models import CommittedOffset, TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
+from offsetkeeper.reset.options import ExecuteOptions
 from offsetkeeper.reset.plan import GroupPlan, PlanKind, ResetPlan, refusal_of
 
 
@@ -105,21 +106,13 @@ class LiveChannel(Protocol):
 
 @dataclass(frozen=True)
 class ApplyOptions:
-    """How to execute a plan."""
+    """How to execute a plan: the user's `ExecuteOptions` as they came (`options`), plus what
+    only this run has."""
 
-    max_concurrent: int = 100
-    retries: int = 5
-    backoff_base_s: float = 0.2
-    backoff_max_s: float = 5.0
-    verify: bool = True
+    options: ExecuteOptions = field(default_factory=ExecuteOptions)
     # Take a snapshot of the groups about to change, first (None: no snapshot).
     snapshot_fn: SnapshotFn | None = None
     description: str = ""
-    # A member-less group in state "unknown" counts as inactive (brokers without states).
-    allow_unknown_state: bool = False
-    # Overall deadline of the run: groups not finished by then fail with a clear message, so a
-    # run against a sick cluster ends instead of retrying for many minutes.
-    deadline_s: float | None = 300.0
     progress: ProgressFn = no_progress
     # Apply through the group's running members instead of committing from outside.
     live: LiveChannel | None = None
@@ -213,7 +206,8 @@ _OUTCOME_UNKNOWN = frozenset({"_HELPER_FAILED", "_TIMED_OUT", "REQUEST_TIMED_OUT
 
 def _backoff(attempt: int, opts: ApplyOptions) -> float:
     # Full jitter: spreads retries of many groups hitting the same coordinator.
-    return random.uniform(0, min(opts.backoff_max_s, opts.backoff_base_s * 2 ** attempt))
+    run = opts.options
+    return random.uniform(0, min(run.backoff_max_s, run.backoff_base_s * 2 ** attempt))
 
 
 @dataclass
@@ -272,7 +266,7 @@ class _Wave:
                                      partition_errors=job.partition_errors))
 
     def retry_or_fail(self, job: _Job, err: OffsetkeeperError) -> None:
-        if getattr(err, "retriable", False) and job.attempts <= self.opts.retries:
+        if getattr(err, "retriable", False) and job.attempts <= self.opts.options.retries:
             self.retry.append(job)
         else:
             self.fail(job, GroupStatus.FAILED, err.message)
@@ -311,7 +305,7 @@ class _Wave:
             if isinstance(info, OffsetkeeperError):
                 self.retry_or_fail(job, info)
                 continue
-            refusal = refusal_of(info, allow_unknown_state=self.opts.allow_unknown_state) \
+            refusal = refusal_of(info, allow_unknown_state=self.opts.options.allow_unknown_state) \
                 if info is not None else None
             if refusal is not None:
                 self.fail(job, GroupStatus.REFUSED, refusal.message)
@@ -361,7 +355,7 @@ class _Wave:
     def change_lost(self, job: _Job, err: OffsetkeeperError) -> None:
         """A change request failed after it may have reached the cluster: retried when
         retriable (the re-check accepts our own earlier commit), else read back."""
-        if getattr(err, "retriable", False) and job.attempts <= self.opts.retries:
+        if getattr(err, "retriable", False) and job.attempts <= self.opts.options.retries:
             self.retry.append(job)
         elif getattr(err, "retriable", False) or getattr(err, "code", None) in _OUTCOME_UNKNOWN:
             self.lost.append((job, err))
@@ -396,7 +390,7 @@ class _Wave:
                 self.change_lost(job, exc)
                 continue
             bad = {tp: e for tp, e in results.items() if e}
-            if bad and set(bad.values()) <= RETRIABLE and job.attempts <= self.opts.retries:
+            if bad and set(bad.values()) <= RETRIABLE and job.attempts <= self.opts.options.retries:
                 self.retry.append(job)
                 continue
             action = "delete offsets" if self.kind is PlanKind.DELETE_OFFSETS else "commit offsets"
@@ -484,7 +478,7 @@ class _Wave:
         groups = [job.plan.group for job in jobs]
         reads = self.admin.committed_offsets_each(
             groups, described={g: self.described[g] for g in groups if g in self.described}) \
-            if self.opts.verify and jobs else {}
+            if self.opts.options.verify and jobs else {}
         live_by_job: dict[int, object] = {id(job): reads[job.plan.group] for job in jobs
                                           if job.plan.group in reads}
         for job in jobs:
@@ -602,6 +596,7 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
     """Run groups through waves of at most `max_concurrent` groups, retrying retriable ones.
     `prepared`: the groups' states and offsets read for the snapshot a moment ago, the first
     wave's re-check."""
+    run = opts.options
     plans = list(plan.groups)
     total = len(plans)
     results: list[GroupResult] = []
@@ -612,7 +607,7 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
 
     first, queue = _initial_results(plans, plan.kind)
     notify(first)
-    deadline = None if opts.deadline_s is None else time.monotonic() + opts.deadline_s
+    deadline = None if run.deadline_s is None else time.monotonic() + run.deadline_s
     retry_at: list[tuple[float, _Job]] = []
     confirmed: dict[str, dict[TopicPartition, int]] = {}
     described: dict[str, object] = {}
@@ -623,12 +618,12 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
             queue, retry_at = [], []
             notify([GroupResult(j.plan.group, GroupStatus.FAILED, attempts=j.attempts,
                                 latency_s=now - (j.started or now), partition_errors=j.partition_errors,
-                                error=f"not done within the run's deadline of {opts.deadline_s:g}s "
+                                error=f"not done within the run's deadline of {run.deadline_s:g}s "
                                       "(is the cluster reachable?)") for j in late])
             break
         ready = [j for t, j in retry_at if t <= now]
         retry_at = [(t, j) for t, j in retry_at if t > now]
-        wave = ready + queue[: max(0, opts.max_concurrent - len(ready))]
+        wave = ready + queue[: max(0, run.max_concurrent - len(ready))]
         queue = queue[len(wave) - len(ready):]
         if not wave:
             time.sleep(max(0.0, min(t for t, _ in retry_at) - now))
@@ -644,7 +639,7 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
         described.update(w.described)
         notify(w.done)
         retry_at.extend((time.monotonic() + _backoff(j.attempts, opts), j) for j in w.retry)
-    if opts.verify:
+    if run.verify:
         results = _confirm_at_end(admin, results, confirmed, described)
     order = {gp.group: i for i, gp in enumerate(plans)}
     return sorted(results, key=lambda r: order[r.group])

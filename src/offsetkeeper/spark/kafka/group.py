@@ -24,13 +24,14 @@ def commit_positions(admin: AdminPort, group: str, offsets: Mapping[tuple[str, i
     from offsetkeeper.models import TopicPartition
     from offsetkeeper.reset.apply import ApplyOptions, GroupStatus, apply_plan
     from offsetkeeper.reset.facts import build_plan
+    from offsetkeeper.reset.options import ExecuteOptions
     from offsetkeeper.reset.plan import ResetScope
     from offsetkeeper.reset.targets import FromOffsets
 
     target = FromOffsets({group: {TopicPartition(t, p): o for (t, p), o in offsets.items()}},
                          source="streaming query position")
     plan = build_plan(admin, ResetScope(groups=(group,)), target, label="commitToGroup")
-    [result] = apply_plan(admin, plan, ApplyOptions(retries=2, deadline_s=30)).results
+    [result] = apply_plan(admin, plan, ApplyOptions(ExecuteOptions(retries=2, deadline_s=30))).results
     if result.status is GroupStatus.REFUSED:
         raise GroupActiveError(result.error or f"group {group} is active", group=group)
     if result.status is GroupStatus.FAILED:
