@@ -131,8 +131,8 @@ def test_source_rollback_restores_the_position_exactly(
     assert out.ok, out.as_dict()
     assert out.report.results[0].state_after == "STOPPED"
     assert client.offsets(name)["offsets"] == []
-    back = ops_connect.rollback_connectors(client, admin, out.report.snapshot_id, execute=True,
-                                           offsets_topic=connect_worker.offsets_topic)
+    back = ops_connect.rollback_connectors(client, admin, ops_connect.ConnectRollbackRequest(
+        out.report.snapshot_id, execute=True, offsets_topic=connect_worker.offsets_topic))
     assert back.ok, back.as_dict()
     assert _position(client, name) == end
     with src.open("a") as f:
@@ -204,7 +204,8 @@ def test_sink_reset_redelivers_exactly_from_the_target_and_rolls_back(
     assert again.ok
     [(_, gout2)] = again.group_outcomes.items()
     assert client.offsets(name)["offsets"][0]["offset"]["kafka_offset"] == 4
-    back = ops_connect.rollback_connectors(client, admin, gout2.report.snapshot_id, execute=True)
+    back = ops_connect.rollback_connectors(client, admin, ops_connect.ConnectRollbackRequest(
+        gout2.report.snapshot_id, execute=True))
     assert back.ok, back.as_dict()
     assert client.offsets(name)["offsets"][0]["offset"]["kafka_offset"] == 10
     _produce(bootstrap, topic, ["v-10"])

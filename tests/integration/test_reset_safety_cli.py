@@ -170,7 +170,8 @@ def test_offset_delete_on_a_broker_without_the_api_fails_with_one_line(admin, bo
     assert 47 in next(iter(admin.api_versions().values()))  # the real broker supports it
     admin.rd._api_versions = {"old-broker:9092/1": {0: (0, 9)}}  # what a pre-2.4 broker answers
     with pytest.raises(Exception) as exc:
-        ops_delete(admin, DeleteRequest(groups=(group,), topics=(TopicSpec(topic),), execute=True,
+        ops_delete(admin, DeleteRequest(ResetScope(groups=(group,), topics=(TopicSpec(topic),)),
+                                        execute=True,
                                         options=ExecuteOptions(snapshot=False)))
     assert "OffsetDelete" in str(exc.value) and "upgrade the broker" in str(exc.value)
     assert committed(bootstrap, group, topic, 2) == {0: 5, 1: 5}

@@ -188,7 +188,7 @@ def test_share_reset_of_a_missing_group_is_one_error(tmp_path, group, error):
 
 def test_share_delete_removes_a_topics_start_offsets(tmp_path):
     admin = share_cluster()
-    req = DeleteRequest(groups=(SG,), topics=(TopicSpec(TOPIC),), execute=True,
+    req = DeleteRequest(ResetScope(groups=(SG,), topics=(TopicSpec(TOPIC),)), execute=True,
                         options=ExecuteOptions(snapshot_store=str(tmp_path / "s"), retries=0))
     out = delete_share_offsets(admin, req)
     assert out.ok and admin.share_start(SG) == {}

@@ -117,14 +117,16 @@ def test_execute_rewrites_committed_and_pending_batch_then_rollback_restores_byt
     assert (tmp_path / "ck" / "offsets" / "0").read_bytes() == before["offsets/0"]
     assert {f.path for f in record.files} == {"offsets/1", "offsets/2", "offsets/.1.crc", "offsets/.2.crc"}
 
-    dry = ckreset.rollback_checkpoint(ck, "latest", alive_window_s=0)
+    dry = ckreset.rollback_checkpoint(ckreset.CheckpointRollbackRequest(ck, "latest", alive_window_s=0))
     assert not dry.executed and not dry.refusals
     assert CheckpointStore(ck).offset_entry(1).kafka_offsets(0)[tp0] == 3  # dry run: unchanged
-    ckreset.rollback_checkpoint(ck, record.reset_id, execute=True, alive_window_s=0)
+    ckreset.rollback_checkpoint(ckreset.CheckpointRollbackRequest(
+        ck, record.reset_id, execute=True, alive_window_s=0))
     for p, data in before.items():
         assert (tmp_path / "ck" / p).read_bytes() == data
     with pytest.raises(CheckpointBusyError, match="already rolled back"):
-        ckreset.rollback_checkpoint(ck, "latest", execute=True, alive_window_s=0)
+        ckreset.rollback_checkpoint(ckreset.CheckpointRollbackRequest(
+            ck, "latest", execute=True, alive_window_s=0))
 
 
 def test_refusals_block_execute_unless_forced(tmp_path):
@@ -147,13 +149,14 @@ def test_rollback_refused_after_the_query_ran_on(tmp_path):
     ckreset.execute_checkpoint_reset(_plan(ck, (0,), {TopicPartition("t", 0): 1}))
     (tmp_path / "ck" / "offsets" / "1").write_text("\n".join(["v1", META, '{"t":{"0":4}}']))
     with pytest.raises(CheckpointBusyError, match="ran batches after"):
-        ckreset.rollback_checkpoint(ck, execute=True, alive_window_s=0)
+        ckreset.rollback_checkpoint(ckreset.CheckpointRollbackRequest(
+            ck, execute=True, alive_window_s=0))
 
 
 def test_rollback_without_resets_is_a_usage_error(tmp_path):
     ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0])
     with pytest.raises(UsageError, match="no offsetkeeper reset"):
-        ckreset.rollback_checkpoint(ck)
+        ckreset.rollback_checkpoint(ckreset.CheckpointRollbackRequest(ck))
 
 
 def test_fsspec_memory_url(tmp_path):
@@ -228,15 +231,20 @@ def test_a_checkpoint_reset_takes_the_targets_of_offsets_reset_only_where_they_f
     """Invariant: `streaming reset` names its target as `offsets reset` does (TargetSpec through
     ops.targets.resolve_target); targets that hold consumer groups' offsets (a snapshot, a
     mapping, the history, ZooKeeper, the commit log) are refused before anything is read."""
-    from offsetkeeper.ops.streaming import TARGET_KINDS, CheckpointResetRequest, reset_checkpoint
+    from offsetkeeper.ops.streaming import (
+        TARGET_KINDS,
+        CheckpointResetRequest,
+        CheckpointScope,
+        reset_checkpoint,
+    )
     from offsetkeeper.ops.targets import TargetKind, TargetSpec
 
     ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0])
     for kind in set(TargetKind) - set(TARGET_KINDS):
         with pytest.raises(UsageError, match=f"{kind.flag} is not a target for a checkpoint"):
-            reset_checkpoint(None, CheckpointResetRequest(ck, TargetSpec(kind, "x")))
+            reset_checkpoint(None, CheckpointResetRequest(CheckpointScope(ck), TargetSpec(kind, "x")))
     with pytest.raises(UsageError, match="--to-offset"):
-        reset_checkpoint(None, CheckpointResetRequest(ck, TargetSpec(TargetKind.TO_OFFSET, "-1")))
+        reset_checkpoint(None, CheckpointResetRequest(CheckpointScope(ck), TargetSpec(TargetKind.TO_OFFSET, "-1")))
 
 
 @pytest.mark.parametrize("topic", ["bad topic", "a/b", "..", "x" * 300])
@@ -244,7 +252,7 @@ def test_invalid_topic_names_in_a_checkpoint_are_said_before_asking_the_cluster(
     """Invariant (issue 31 K): resetting or measuring a checkpoint that names a topic Kafka
     cannot have is a StoreError naming it (at most 80 characters of it) from the file — the
     cluster is never asked (it only timed out: "timed out waiting for the cluster")."""
-    from offsetkeeper.streaming.reset import plan_checkpoint_reset
+    from offsetkeeper.streaming.reset import CheckpointScope, plan_checkpoint_reset
     from offsetkeeper.streaming.view import checkpoint_lag
 
     class NoCluster:
@@ -252,7 +260,8 @@ def test_invalid_topic_names_in_a_checkpoint_are_said_before_asking_the_cluster(
             raise AssertionError(f"the cluster was asked ({name})")
 
     ck = jvm_checkpoint(tmp_path / "ck", {0: {topic: {"0": 10}}}, commits=[0])
-    for call in (lambda: plan_checkpoint_reset(NoCluster(), str(ck), ToEarliest(), label="x"),
+    for call in (lambda: plan_checkpoint_reset(NoCluster(), CheckpointScope(str(ck)), ToEarliest(),
+                                                   label="x"),
                  lambda: checkpoint_lag(NoCluster(), str(ck))):
         with pytest.raises(StoreError, match="is not a valid Kafka topic name") as exc:
             call()

@@ -243,20 +243,20 @@ def reset(
              TargetKind.TO_CURRENT: to_current, TargetKind.TO_OFFSET: to_offset,
              TargetKind.SHIFT_BY: None if shift_by is None else str(shift_by),
              TargetKind.TO_DATETIME: to_datetime, TargetKind.BY_DURATION: by_duration}
-    options = ExecuteOptions(snapshot=not no_snapshot, snapshot_store=store, config_path=config)
     group_request = None
     if any(v not in (None, False) for v in flags.values()):
         group_request = ResetRequest(
             target=target_from_flags(flags),
-            scope=ResetScope(topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ())),
-            options=options)
+            scope=ResetScope(topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ())))
     client = _client(connect_url, connect_user, connect_password, connect_ca, connect_insecure)
     admin = _admin(bootstrap, command_config, cluster, config)
     try:
         outcome = ops.reset_connectors(client, admin, ops.ConnectResetRequest(
             names=tuple(names or ()), patterns=tuple(pattern or ()), to_file=to_file,
             to_none=to_none, group_request=group_request, execute=execute,
-            offsets_topic=offsets_topic, options=options))
+            offsets_topic=offsets_topic,
+            options=ExecuteOptions(snapshot=not no_snapshot, snapshot_store=store,
+                                   config_path=config)))
     finally:
         if admin is not None:
             admin.close()
@@ -314,9 +314,9 @@ def rollback(
     client = _client(connect_url, connect_user, connect_password, connect_ca, connect_insecure)
     admin = _admin(bootstrap, command_config, cluster, config)
     try:
-        outcome = ops.rollback_connectors(
-            client, admin, snapshot, execute=execute, offsets_topic=offsets_topic,
-            options=ExecuteOptions(snapshot_store=store, config_path=config))
+        outcome = ops.rollback_connectors(client, admin, ops.ConnectRollbackRequest(
+            snapshot, execute=execute, offsets_topic=offsets_topic,
+            options=ExecuteOptions(snapshot_store=store, config_path=config)))
     finally:
         if admin is not None:
             admin.close()

@@ -201,8 +201,10 @@ def delete(
     from offsetkeeper.cli.reset_render import render_outcome
     from offsetkeeper.ops import DeleteRequest, ExecuteOptions
     from offsetkeeper.ops import delete as ops_delete
+    from offsetkeeper.reset.plan import ResetScope
 
-    req = DeleteRequest(groups=tuple(group_ids(groups, option="GROUP")), whole_groups=True, execute=execute,
+    req = DeleteRequest(ResetScope(groups=tuple(group_ids(groups, option="GROUP"))),
+                        whole_groups=True, execute=execute,
                         options=ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store,
                                                config_path=config,
                                                allow_unknown_state=allow_unknown_state))

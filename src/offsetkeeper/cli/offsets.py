@@ -231,7 +231,8 @@ def delete(
         raise UsageError("offsets delete needs --group GROUP and --topic TOPIC[:P,...]")
     remember_hint_option("--store", snapshot_store)
     req = DeleteRequest(
-        groups=tuple(group_ids(group)), topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic),
+        ResetScope(groups=tuple(group_ids(group)),
+                   topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic)),
         execute=execute,
         options=ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store,
                                config_path=config, allow_unknown_state=allow_unknown_state))

@@ -188,13 +188,14 @@ def delete_offsets(
     from offsetkeeper.ops import DeleteRequest, ExecuteOptions
     from offsetkeeper.ops.share_reset import delete_share_offsets
     from offsetkeeper.reset.parse import parse_topic_spec
-    from offsetkeeper.reset.plan import TopicSpec
+    from offsetkeeper.reset.plan import ResetScope, TopicSpec
 
     if any(":" in t for t in topic):
         raise UsageError("--topic takes whole topics here (no :PARTITIONS): the broker deletes "
                          "a share group's start offsets per topic")
-    req = DeleteRequest(groups=(group,), execute=execute,
-                        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in dict.fromkeys(topic)),
+    req = DeleteRequest(ResetScope(groups=(group,), topics=tuple(
+                            TopicSpec(*parse_topic_spec(t)) for t in dict.fromkeys(topic))),
+                        execute=execute,
                         options=ExecuteOptions(snapshot=not no_snapshot, config_path=config))
     with connect(bootstrap, command_config, cluster, config) as admin, \
             progress_bar(output) as progress:

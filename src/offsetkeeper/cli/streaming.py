@@ -136,9 +136,10 @@ def reset(
         TargetKind.FROM_FILE: None if from_file is None else str(from_file),
         TargetKind.FROM_GROUP: from_group})
     req = ops.CheckpointResetRequest(
-        location=checkpoint, target=target,
-        topics=tuple(TopicSpec(*parse_topic_spec(t)) for t in topic or ()), source=source,
-        execute=execute, force=force, alive_window_s=alive_window)
+        ops.CheckpointScope(checkpoint, topics=tuple(TopicSpec(*parse_topic_spec(t))
+                                                     for t in topic or ()),
+                            source=source, force=force, alive_window_s=alive_window),
+        target=target, execute=execute)
     with KafkaAdmin(connection(bootstrap, command_config, cluster, config)) as admin:
         outcome = ops.reset_checkpoint(admin, req)
     plan, record = outcome.plan, outcome.record

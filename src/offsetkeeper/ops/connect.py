@@ -50,7 +50,7 @@ from offsetkeeper.models import TopicPartition
 from offsetkeeper.ops.reset import ExecuteOptions, Outcome, ResetRequest, snapshot_store_url
 
 __all__ = [
-    "ConnectOutcome", "ConnectResetRequest", "ConnectorView", "SinkPartition", "connect_client",
+    "ConnectOutcome", "ConnectResetRequest", "ConnectRollbackRequest", "ConnectorView", "SinkPartition", "connect_client",
     "connect_target", "export_offsets", "list_connectors", "reset_connectors",
     "rollback_connectors", "show_connector", "source_positions",
 ]
@@ -258,13 +258,13 @@ class ConnectResetRequest:
     patterns: tuple[str, ...] = ()
     to_file: Path | None = None
     to_none: bool = False
-    # a consumer-group target for sink connectors (the `offsets reset` flags)
+    # a consumer-group target for sink connectors (the `offsets reset` flags): its target and
+    # topics; each sink's group is reset with this request's `execute` and `options`
     group_request: ResetRequest | None = None
     execute: bool = False
     exact: bool = False  # rollback: partitions not in the file lose their offsets
     offsets_topic: str | None = None  # read source changes back from it (independent reader)
     options: ExecuteOptions = field(default_factory=ExecuteOptions)
-    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -319,17 +319,16 @@ def _planner(req: ConnectResetRequest, entries: tuple[OffsetEntry, ...] | None):
     return plan
 
 
-def _snapshot_fn(client: ConnectClient, req: ConnectResetRequest, label: str):
-    if not req.options.snapshot:
+def _snapshot_fn(client: ConnectClient, options: ExecuteOptions, description: str):
+    if not options.snapshot:
         return None
     from offsetkeeper.snapshots.store import SnapshotStore
 
-    store = ConnectSnapshotStore(SnapshotStore(snapshot_store_url(req.options.snapshot_store,
-                                                                  req.options.config_path)))
+    store = ConnectSnapshotStore(SnapshotStore(snapshot_store_url(options.snapshot_store,
+                                                                  options.config_path)))
 
     def take(facts: dict[str, ConnectorFacts]) -> str:
-        return store.save(new_snapshot(client.target.display_url,
-                                       req.description or f"before connect reset {label}", facts))
+        return store.save(new_snapshot(client.target.display_url, description, facts))
     return take
 
 
@@ -360,7 +359,8 @@ def reset_connectors(client: ConnectClient, admin: AdminPort, req: ConnectResetR
     if not req.execute:
         return ConnectOutcome(plan)
     report = apply_connect_plan(client, plan, replan=planner,
-                                snapshot_fn=_snapshot_fn(client, req, label),
+                                snapshot_fn=_snapshot_fn(client, req.options,
+                                                         f"before connect reset {label}"),
                                 topic_reader=_topic_reader(admin, req.offsets_topic))
     return ConnectOutcome(plan, report)
 
@@ -434,19 +434,28 @@ def _wait_group_empty(admin: GroupsPort, group: str, timeout_s: float = 60.0) ->
         time.sleep(0.5)
 
 
-def rollback_connectors(client: ConnectClient, admin: AdminPort, snapshot_id: str, *, execute: bool,
-                        offsets_topic: str | None = None,
-                        options: ExecuteOptions | None = None) -> ConnectOutcome:
+@dataclass(frozen=True)
+class ConnectRollbackRequest:
+    """`connect rollback`: put connectors back to a snapshot (a connector snapshot csnap-...,
+    or a sink reset's group snapshot snap-...)."""
+
+    snapshot_id: str
+    execute: bool = False
+    offsets_topic: str | None = None  # read source changes back from it (independent reader)
+    options: ExecuteOptions = field(default_factory=ExecuteOptions)
+
+
+def rollback_connectors(client: ConnectClient, admin: AdminPort,
+                        req: ConnectRollbackRequest) -> ConnectOutcome:
     """Put connectors back to a snapshot: a connector snapshot (csnap-...) through the
     connector executor, exactly (partitions not in it lose their offsets); a group snapshot
     (snap-..., taken by a sink reset through its group) through `snapshots rollback` with the
     connector stopped around it."""
     from offsetkeeper.snapshots.store import SnapshotStore
 
-    options = options or ExecuteOptions()
+    snapshot_id, options = req.snapshot_id, req.options
     if not snapshot_id.startswith(PREFIX):
-        return _rollback_group_snapshot(client, admin, snapshot_id, execute=execute,
-                                        options=options)
+        return _rollback_group_snapshot(client, admin, req)
     store = ConnectSnapshotStore(SnapshotStore(snapshot_store_url(options.snapshot_store,
                                                                   options.config_path)))
     snap = store.load(snapshot_id)
@@ -461,25 +470,25 @@ def rollback_connectors(client: ConnectClient, admin: AdminPort, snapshot_id: st
 
     plan = ConnectPlan(f"rollback to {snap.id}",
                        tuple(planner(read_facts(client, n)) for n in snap.connectors))
-    if not execute:
+    if not req.execute:
         return ConnectOutcome(plan)
-    req = ConnectResetRequest(names=tuple(snap.connectors), options=options,
-                              description=f"before rollback to {snap.id}")
     report = apply_connect_plan(client, plan, replan=planner,
-                                snapshot_fn=_snapshot_fn(client, req, plan.target),
-                                topic_reader=_topic_reader(admin, offsets_topic))
+                                snapshot_fn=_snapshot_fn(client, options,
+                                                         f"before rollback to {snap.id}"),
+                                topic_reader=_topic_reader(admin, req.offsets_topic))
     return ConnectOutcome(plan, report)
 
 
-def _rollback_group_snapshot(client: ConnectClient, admin: AdminPort, snapshot_id: str, *, execute: bool,
-                             options: ExecuteOptions) -> ConnectOutcome:
+def _rollback_group_snapshot(client: ConnectClient, admin: AdminPort,
+                             req: ConnectRollbackRequest) -> ConnectOutcome:
     from offsetkeeper.ops.reset import RollbackRequest, rollback
     from offsetkeeper.snapshots.store import SnapshotStore
 
     if admin is None:
         raise UsageError("rolling back a group snapshot needs the Kafka cluster "
                          "(--bootstrap-server)")
-    store = SnapshotStore(snapshot_store_url(options.snapshot_store, options.config_path))
+    snapshot_id, execute = req.snapshot_id, req.execute
+    store = SnapshotStore(snapshot_store_url(req.options.snapshot_store, req.options.config_path))
     snap = store.load(snapshot_id)
     by_group = {sink_group(client, n): n for n in client.connectors()
                 if read_facts(client, n).type == "sink"}
@@ -500,7 +509,8 @@ def _rollback_group_snapshot(client: ConnectClient, admin: AdminPort, snapshot_i
             if execute:
                 _wait_state(client, n, "STOPPED", 120)
                 _wait_group_empty(admin, sink_group(client, n))
-        outcome = rollback(admin, RollbackRequest(snapshot_id, execute=execute, options=options))
+        outcome = rollback(admin, RollbackRequest(snapshot_id, execute=execute,
+                                                  options=req.options))
     finally:
         if execute:
             for n in names:

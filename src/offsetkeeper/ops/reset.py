@@ -32,7 +32,7 @@ from offsetkeeper.reset.apply import (
 )
 from offsetkeeper.reset.facts import build_delete_plan, build_plan, check_creatable
 from offsetkeeper.reset.options import ExecuteOptions
-from offsetkeeper.reset.plan import ResetPlan, ResetScope, TopicSpec
+from offsetkeeper.reset.plan import ResetPlan, ResetScope
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,10 @@ class ResetRequest:
 
 @dataclass(frozen=True)
 class DeleteRequest:
-    """`offsets delete` (with topics) or `groups delete` (whole_groups)."""
+    """`offsets delete` (with topics) or `groups delete` (whole_groups): the groups and topics
+    in `scope` (what the planner takes as it is)."""
 
-    groups: tuple[str, ...]
-    topics: tuple[TopicSpec, ...] = ()
+    scope: ResetScope
     whole_groups: bool = False
     execute: bool = False
     options: ExecuteOptions = field(default_factory=ExecuteOptions)
@@ -375,12 +375,11 @@ def reset_offsets(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn =
 
 def delete(admin: AdminPort, req: DeleteRequest, *, progress: ProgressFn = no_progress) -> Outcome:
     """Delete committed offsets of partitions, or whole groups, through the one executor."""
-    if not req.groups:
+    if not req.scope.groups:
         raise UsageError("no group given: name the groups to delete from")
-    scope = ResetScope(groups=req.groups, topics=req.topics)
     if req.execute and not req.whole_groups:
         admin.require_api(OFFSET_DELETE_API, "OffsetDelete (KIP-496, Kafka 2.4+)")
-    plan = build_delete_plan(admin, scope, whole_groups=req.whole_groups,
+    plan = build_delete_plan(admin, req.scope, whole_groups=req.whole_groups,
                              allow_unknown_state=req.options.allow_unknown_state)
     report = execute_plan(admin, plan, req.options, description=f"before {plan.kind}",
                           progress=progress) if req.execute else None

@@ -81,21 +81,20 @@ def delete_share_offsets(admin: AdminPort, req: DeleteRequest, *,
     topics (the broker deletes them per topic); the group then starts those topics again by its
     share.auto.offset.reset."""
     from offsetkeeper.reset.facts import build_delete_plan
-    from offsetkeeper.reset.plan import ResetScope
 
-    if len(req.groups) != 1:
+    scope = req.scope
+    if len(scope.groups) != 1:
         raise UsageError("a share group delete takes exactly one --group")
-    if not req.topics:
+    if not scope.topics:
         raise UsageError("name the topics whose start offsets to delete with --topic")
-    if any(t.partitions is not None for t in req.topics):
+    if any(t.partitions is not None for t in scope.topics):
         raise UsageError("--topic takes whole topics here (no :PARTITIONS): the broker deletes "
                          "a share group's start offsets per topic")
     if req.whole_groups:
         raise UsageError("deleting share groups is not supported (kafka-share-groups.sh --delete)")
     view = share_view(admin)
-    _one_group(view, req.groups[0])
-    plan = build_delete_plan(view, ResetScope(groups=req.groups, topics=req.topics),
-                             whole_groups=False)
+    _one_group(view, scope.groups[0])
+    plan = build_delete_plan(view, scope, whole_groups=False)
     report = execute_plan(view, plan, req.options, description=f"before {plan.kind}",
                           progress=progress) if req.execute else None
     return Outcome(plan, report)

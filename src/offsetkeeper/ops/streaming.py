@@ -15,10 +15,11 @@ from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.ops.reset import ExecuteOptions, Outcome, execute_plan
 from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
-from offsetkeeper.reset.plan import TopicSpec
 from offsetkeeper.streaming.reset import (
     DEFAULT_ALIVE_WINDOW_S,
     CheckpointResetPlan,
+    CheckpointRollbackRequest,
+    CheckpointScope,
     RollbackResult,
     commit_plan,
     execute_checkpoint_reset,
@@ -37,7 +38,7 @@ from offsetkeeper.streaming.view import (
 
 __all__ = ["DEFAULT_ALIVE_WINDOW_S", "TARGET_KINDS", "CheckpointResetOutcome",
            "CheckpointResetPlan", "CheckpointResetRequest", "CheckpointRollbackRequest",
-           "CheckpointView", "CommitToGroupRequest", "LagRow", "PositionRow", "RollbackResult",
+           "CheckpointScope", "CheckpointView", "CommitToGroupRequest", "LagRow", "PositionRow", "RollbackResult",
            "checkpoint_lag", "checkpoint_positions", "checkpoint_resets", "commit_to_group",
            "connector_jars", "load_view", "reset_checkpoint", "roll_back_checkpoint"]
 
@@ -51,15 +52,12 @@ TARGET_KINDS = (TargetKind.TO_EARLIEST, TargetKind.TO_LATEST, TargetKind.TO_CURR
 
 @dataclass(frozen=True)
 class CheckpointResetRequest:
-    """`streaming reset`: which checkpoint, to what, which partitions, and the safety switches."""
+    """`streaming reset`: which checkpoint and partitions with the safety switches (`scope`,
+    what the planner and the executor take as it is), to what, and whether to apply it."""
 
-    location: str
+    scope: CheckpointScope
     target: TargetSpec
-    topics: tuple[TopicSpec, ...] = ()
-    source: int | None = None      # index of the query's Kafka source (when it has several)
     execute: bool = False
-    force: bool = False            # change it although the query looks alive or is stateful
-    alive_window_s: float = DEFAULT_ALIVE_WINDOW_S
 
 
 @dataclass(frozen=True)
@@ -81,28 +79,14 @@ def reset_checkpoint(admin: AdminPort, req: CheckpointResetRequest) -> Checkpoin
         raise UsageError(f"{req.target.kind.flag} is not a target for a checkpoint: use one of "
                          + ", ".join(k.flag for k in TARGET_KINDS))
     resolved = resolve_target(req.target, TargetContext(admin=admin, snapshot_store=""))
-    plan = plan_checkpoint_reset(admin, req.location, resolved.target, label=resolved.label,
-                                 topics=req.topics, source=req.source,
-                                 alive_window_s=req.alive_window_s)
-    record = execute_checkpoint_reset(plan, force=req.force) if req.execute else None
+    plan = plan_checkpoint_reset(admin, req.scope, resolved.target, label=resolved.label)
+    record = execute_checkpoint_reset(plan, force=req.scope.force) if req.execute else None
     return CheckpointResetOutcome(plan, record)
-
-
-@dataclass(frozen=True)
-class CheckpointRollbackRequest:
-    """`streaming rollback`: put back every file a `streaming reset --execute` changed."""
-
-    location: str
-    reset_id: str = "latest"
-    execute: bool = False
-    force: bool = False
-    alive_window_s: float = DEFAULT_ALIVE_WINDOW_S
 
 
 def roll_back_checkpoint(req: CheckpointRollbackRequest) -> RollbackResult:
     """The files to restore and the reasons not to; with `req.execute` restore them."""
-    return rollback_checkpoint(req.location, req.reset_id, execute=req.execute, force=req.force,
-                               alive_window_s=req.alive_window_s)
+    return rollback_checkpoint(req)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,18 @@ DEFAULT_ALIVE_WINDOW_S = 120.0
 
 
 @dataclass(frozen=True)
+class CheckpointScope:
+    """Which checkpoint a reset changes, which partitions of it, and its safety switches (what
+    `streaming reset` asks, passed to the planner and the executor as it is)."""
+
+    location: str
+    topics: tuple[TopicSpec, ...] = ()   # none: every partition of the checkpoint
+    source: int | None = None      # index of the query's Kafka source (when it has several)
+    force: bool = False            # change it although the query looks alive or is stateful
+    alive_window_s: float = DEFAULT_ALIVE_WINDOW_S
+
+
+@dataclass(frozen=True)
 class CheckpointResetPlan:
     """What a reset would write: per partition plan, the files, and why it may be refused."""
 
@@ -106,12 +118,12 @@ def reset_view(location: str, *, source: int | None = None) -> CheckpointView:
     return view
 
 
-def plan_checkpoint_reset(admin: AdminPort, location: str, target: ResetTarget, *, label: str,
-                          topics: tuple[TopicSpec, ...] = (), source: int | None = None,
-                          alive_window_s: float = DEFAULT_ALIVE_WINDOW_S) -> CheckpointResetPlan:
+def plan_checkpoint_reset(admin: AdminPort, scope: CheckpointScope, target: ResetTarget, *,
+                          label: str) -> CheckpointResetPlan:
     """Plan a reset with the reset planner's semantics (clamp to [log start, log end], notes):
-    `target` for every partition of the checkpoint, or only `topics`."""
-    view = reset_view(location, source=source)
+    `target` for every partition of the checkpoint, or only `scope.topics`."""
+    location, topics = scope.location, scope.topics
+    view = reset_view(location, source=scope.source)
     st = view.state
     current = view.committed_offsets
     check_topic_names(current, where=f"checkpoint {location}")
@@ -125,7 +137,7 @@ def plan_checkpoint_reset(admin: AdminPort, location: str, target: ResetTarget, 
                         f"mid-batch); its end offsets are reset too, so its re-run reads nothing")
     batches = (st.last_committed,) + ((st.pending,) if st.pending is not None else ())
     return CheckpointResetPlan(location, plan.target, parts, batches, tuple(warnings),
-                               tuple(liveness_refusals(st, alive_window_s=alive_window_s)),
+                               tuple(liveness_refusals(st, alive_window_s=scope.alive_window_s)),
                                view.source)
 
 
@@ -148,7 +160,8 @@ def _facts(admin: AdminPort, current: Mapping[TopicPartition, int], target: Rese
 
 
 def execute_checkpoint_reset(plan: CheckpointResetPlan, *, force: bool = False) -> ResetRecord:
-    """Write the planned offsets into the checkpoint (after copying every file it changes)."""
+    """Write the planned offsets into the checkpoint (after copying every file it changes);
+    refused while the query looks alive or is stateful, unless `force`."""
     if plan.refusals and not force:
         raise CheckpointBusyError(plan.refusals[0])
     if plan.has_errors:
@@ -189,18 +202,27 @@ class RollbackResult:
     refusals: tuple[str, ...] = field(default_factory=tuple)
 
 
-def rollback_checkpoint(location: str, reset_id: str = "latest", *, execute: bool = False,
-                        force: bool = False,
-                        alive_window_s: float = DEFAULT_ALIVE_WINDOW_S) -> RollbackResult:
-    """Put back every file a reset changed (dry run unless `execute`)."""
-    store = CheckpointStore(location)
-    record = store.load_record(reset_id)
+@dataclass(frozen=True)
+class CheckpointRollbackRequest:
+    """`streaming rollback`: put back every file a `streaming reset --execute` changed."""
+
+    location: str
+    reset_id: str = "latest"
+    execute: bool = False
+    force: bool = False
+    alive_window_s: float = DEFAULT_ALIVE_WINDOW_S
+
+
+def rollback_checkpoint(req: CheckpointRollbackRequest) -> RollbackResult:
+    """Put back every file a reset changed (dry run unless `req.execute`)."""
+    store = CheckpointStore(req.location)
+    record = store.load_record(req.reset_id)
     st = store.state()
     untouched = st.last_planned == record.last_planned and all(
         f.after is None or store.read_bytes(f.path) == f.after for f in record.files)
     # The reset's own rewrite is the newest change of a checkpoint nobody ran since: that is
     # not a sign of a live query (it refused rollbacks for the whole alive window).
-    refusals = [] if untouched else liveness_refusals(st, alive_window_s=alive_window_s)
+    refusals = [] if untouched else liveness_refusals(st, alive_window_s=req.alive_window_s)
     refusals = [r for r in refusals if "stateful" not in r]
     if record.rolled_back:
         refusals.append(f"reset {record.reset_id} was already rolled back")
@@ -211,10 +233,10 @@ def rollback_checkpoint(location: str, reset_id: str = "latest", *, execute: boo
     for f in record.files:
         if f.after is not None and store.read_bytes(f.path) != f.after:
             refusals.append(f"{f.path} changed since reset {record.reset_id}; pass --force")
-    result = RollbackResult(record, execute, tuple(f.path for f in record.files), tuple(refusals))
-    if not execute:
+    result = RollbackResult(record, req.execute, tuple(f.path for f in record.files), tuple(refusals))
+    if not req.execute:
         return result
-    if refusals and not force:
+    if refusals and not req.force:
         raise CheckpointBusyError(refusals[0])
     for f in record.files:
         if f.before is None:
