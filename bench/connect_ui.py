@@ -23,8 +23,8 @@ from offsetkeeper.devbroker import connect as dev_connect
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.ops.history import SamplerSettings
 from offsetkeeper.web.app import UiSettings, create_app
+from offsetkeeper.web.clusters import Clusters
 from offsetkeeper.web.connectors import worker_entries
-from offsetkeeper.web.service import Clusters
 
 
 def _best(fn, runs: int = 5) -> float:

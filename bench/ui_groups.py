@@ -46,9 +46,9 @@ from offsetkeeper.config import ConfigFile, Connection
 from offsetkeeper.history.model import Cycle, Sample
 from offsetkeeper.history.store import open_store
 from offsetkeeper.kafka.admin import KafkaAdmin
+from offsetkeeper.ops.history_view import open_history
 from offsetkeeper.web.app import UiSettings, create_app
-from offsetkeeper.web.data import open_history
-from offsetkeeper.web.service import Clusters
+from offsetkeeper.web.clusters import Clusters
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 from starlette.testclient import TestClient  # noqa: E402

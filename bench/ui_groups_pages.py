@@ -10,7 +10,7 @@ ASGI app in-process, history cold = every group's history read again, as after a
       cycles), then only the page described — and sorted by lag without a history store
       (beyond 1,000 groups: the page's groups only, said on the page);
   (b) yardstick: the old full page — every group described, its history read, filtered,
-      sorted and rendered as one table (`service.overview` + the template, what the page did
+      sorted and rendered as one table (`ops.group_pages.overview` + the template, what the page did
       before paging);
   (c) yardstick: a plain listing of the groups (one ListGroups request, no describe), and
       the typed listing the page now makes (`groups list`: + one ListGroups of the Java client);
@@ -39,9 +39,10 @@ from ui_groups import fill_history
 
 from offsetkeeper import devbroker
 from offsetkeeper.config import ConfigFile
+from offsetkeeper.ops.group_pages import filter_sort, overview
+from offsetkeeper.ops.history_view import open_history
 from offsetkeeper.web.app import UiSettings, create_app
-from offsetkeeper.web.data import open_history
-from offsetkeeper.web.service import Clusters, filter_sort, overview
+from offsetkeeper.web.clusters import Clusters
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 from starlette.testclient import TestClient  # noqa: E402

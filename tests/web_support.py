@@ -8,9 +8,9 @@ import time
 from offsetkeeper.config import ConfigFile
 from offsetkeeper.history.model import Cycle, Sample
 from offsetkeeper.history.store import open_store
+from offsetkeeper.ops.history_view import open_history
 from offsetkeeper.web.app import UiSettings, create_app
-from offsetkeeper.web.data import open_history
-from offsetkeeper.web.service import Clusters
+from offsetkeeper.web.clusters import Clusters
 
 CSRF_RE = re.compile(r'name="csrf(?:-token)?" (?:value|content)="([^"]+)"')
 

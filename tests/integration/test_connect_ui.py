@@ -170,8 +170,8 @@ def check_mm2_page(bootstrap: str, dr_bootstrap: str, group: str, want) -> None:
     from offsetkeeper.config import ConfigFile
     from offsetkeeper.config.file import ClusterModel
     from offsetkeeper.web.app import UiSettings, create_app
+    from offsetkeeper.web.clusters import Clusters
     from offsetkeeper.web.connectors import mm2_entries
-    from offsetkeeper.web.service import Clusters
 
     cfg = ConfigFile(clusters={"prod": ClusterModel(bootstrap_servers=bootstrap),
                                "dr": ClusterModel(bootstrap_servers=dr_bootstrap)},

@@ -169,7 +169,7 @@ def test_an_open_transaction_holds_the_lso_and_shows_since_when(bootstrap, admin
         assert r.code == 0 and "LAG-RAW" in r.out
         assert "open transaction since" in r.err
 
-        from offsetkeeper.web.service import group_view  # the dashboard's group page
+        from offsetkeeper.ops.group_pages import group_view  # the dashboard's group page
 
         [part] = group_view(admin, group, None).partitions
         assert (part["lag"], part["lag_raw"], part["last_stable_offset"]) == (0, 2, 10)

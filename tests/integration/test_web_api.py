@@ -12,7 +12,7 @@ import pytest
 
 from offsetkeeper.config import ClusterModel, ConfigFile
 from offsetkeeper.web.app import UiSettings, create_app
-from offsetkeeper.web.service import Clusters
+from offsetkeeper.web.clusters import Clusters
 from tests.kafkatools import LiveConsumer, commit, committed, create_topic, produce_n
 from tests.web_support import confirm_data, csrf_of, fill_history, make_app, make_backup
 

@@ -230,7 +230,7 @@ def test_lag_sort_uses_the_history_store_or_says_it_sorts_the_page(bootstrap, tm
     store the order is each group's lag in its last sampled cycle (said on the page), without
     one it is exact and live up to LIVE_SORT_MAX groups, and beyond that only the page is
     sorted, which the page says."""
-    from offsetkeeper.web import service
+    from offsetkeeper.ops import group_pages as service
 
     prefix = unique("ls")
     topic = unique("lst")

@@ -38,10 +38,10 @@ def _renderers():
     from offsetkeeper.errors import OffsetkeeperError, StoreError
     from offsetkeeper.history.store import redact_url as history_redact
     from offsetkeeper.history.store.memory import MemoryStore
+    from offsetkeeper.ops import history_view as web_data
+    from offsetkeeper.ops import itemerr as web_itemerr
     from offsetkeeper.snapshots.store import SnapshotStore
     from offsetkeeper.web import core as web_core
-    from offsetkeeper.web import data as web_data
-    from offsetkeeper.web import itemerr as web_itemerr
     from offsetkeeper.web.backups import safe_list, shown
 
     def memory(url: str) -> str:
@@ -74,10 +74,10 @@ def _renderers():
         ("consumer.stores.redact_url", consumer_redact),
         ("web.backups.shown", shown),
         ("web.backups.safe_list", web_backup_list),
-        ("web.itemerr.message",   # every page's per-item error (checkpoints, backups, history)
+        ("ops.itemerr.message",   # every page's per-item error (checkpoints, backups, history)
          lambda u: web_itemerr.message(OSError(f"no such file {u}"), known=u)),
         ("web.core.safe_call", lambda u: web_core.safe_call(failing(OSError(u)), None)[1]),
-        ("web.data.safe", lambda u: web_data.safe(failing(StoreError(f"down: {u}")), None)[1]),
+        ("ops.history_view.safe", lambda u: web_data.safe(failing(StoreError(f"down: {u}")), None)[1]),
         ("SnapshotStore", snapshot_store),
         ("OffsetkeeperError.message", error_message),
     ]

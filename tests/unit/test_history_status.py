@@ -111,8 +111,8 @@ def test_dashboard_says_which_window_it_judged(tmp_path):
     with one sample is INCOMPLETE there too, never OK."""
     from offsetkeeper.history.model import Cycle
     from offsetkeeper.history.store import open_store
+    from offsetkeeper.ops.history_view import HistoryView
     from offsetkeeper.times import iso_ms
-    from offsetkeeper.web.data import HistoryView
 
     db = str(tmp_path / "h.db")
     s = Sample(ts=1_795_165_200_000, group="stopped", topic="t", partition=0, committed=50,

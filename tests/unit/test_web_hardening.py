@@ -173,7 +173,7 @@ def test_time_field_is_iso_utc(typed, expected):
 def test_typed_listing_is_reused_for_its_ttl_per_cluster():
     """Invariant: the groups page's typed listing (one Java admin call) is fetched once per
     cluster within LISTING_TTL_S and again after it; clusters never share an entry."""
-    from offsetkeeper.web.service import ListingCache
+    from offsetkeeper.ops.group_pages import ListingCache
 
     now = [100.0]
     cache = ListingCache(ttl_s=10.0, clock=lambda: now[0])

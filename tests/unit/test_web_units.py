@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from offsetkeeper.errors import UsageError
 from offsetkeeper.history.model import Cycle, Sample
 from offsetkeeper.history.store import open_store
+from offsetkeeper.ops.group_pages import OverviewRow, filter_sort
+from offsetkeeper.ops.history_view import HistoryView
 from offsetkeeper.web import security as sec
-from offsetkeeper.web.data import HistoryView
-from offsetkeeper.web.service import GroupRow, filter_sort
 from offsetkeeper.web.svg import downsample, sparkline, time_chart
 from offsetkeeper.web.timefield import datetime_local_to_iso
 
@@ -104,7 +104,7 @@ def test_datetime_local_is_utc(value, expected):
 
 
 def _row(g, lag=None, status=None, state="empty"):
-    return GroupRow(g, state, 0, 1, lag, None, status, "")
+    return OverviewRow(g, state, 0, 1, lag, None, status, "")
 
 
 def test_filter_sort():

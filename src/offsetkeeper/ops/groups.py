@@ -43,7 +43,7 @@ __all__ = ["GROUP_TYPES", "TYPED", "GroupRow", "GroupSummary", "consumer_group_d
            "describe_consumer_groups", "describe_offsets", "describe_share_groups",
            "describe_states", "describe_streams_groups", "group_info", "group_summaries",
            "helper_command", "helper_missing", "list_streams_groups", "list_typed_groups", "resolve_group_ids",
-           "rows_as_dicts", "share_group", "show_offsets", "streams_group"]
+           "rows_as_dicts", "share_group", "show_offsets", "streams_group", "typed_kind"]
 
 # The types whose groups librdkafka cannot describe (the Java client does).
 TYPED = ("share", "streams")
@@ -83,6 +83,13 @@ def group_info(admin: GroupsPort, group: str) -> GroupInfo | OffsetkeeperError:
     corrected for share and streams groups (which it reads as member-less Dead classic groups)
     by the Java client when the helper is installed. Errors are returned, not raised."""
     return admin.describe_groups_each([group])[group]
+
+
+def typed_kind(admin: GroupsPort, group: str) -> str:
+    """"share" or "streams" when the cluster says the group is one (its page is the typed
+    group's), else "" (a classic or consumer group, or one that cannot be described)."""
+    t = getattr(group_info(admin, group), "group_type", "")
+    return t if t in TYPED else ""
 
 
 def share_group(admin: KafkaPort, group: str) -> ShareGroupView:

@@ -12,10 +12,10 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from offsetkeeper.ops.history_view import HistoryView
 from offsetkeeper.web import pages, wizard
+from offsetkeeper.web.clusters import Clusters
 from offsetkeeper.web.core import HERE, Dashboard, Guard, UiSettings
-from offsetkeeper.web.data import HistoryView
-from offsetkeeper.web.service import Clusters
 
 __all__ = ["UiSettings", "create_app"]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from offsetkeeper.errors import UsageError
+from offsetkeeper.ops.itemerr import guarded
 from offsetkeeper.redact import mask_url
-from offsetkeeper.web.itemerr import guarded
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 def shown(url: str) -> str:

@@ -16,9 +16,9 @@ import shlex
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import StoreError, UsageError
+from offsetkeeper.ops.itemerr import guarded
 from offsetkeeper.times import iso_ms
 from offsetkeeper.web.backups import shown
-from offsetkeeper.web.itemerr import guarded
 
 
 @dataclass(frozen=True)

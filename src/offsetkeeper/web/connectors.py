@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from offsetkeeper.errors import UsageError
 from offsetkeeper.ops import connect as ops_connect
-from offsetkeeper.web.itemerr import guarded
+from offsetkeeper.ops.itemerr import guarded
 
 # A worker that does not answer costs a page this long at most (per request; the pages read
 # the workers one after the other).

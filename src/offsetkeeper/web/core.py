@@ -23,19 +23,17 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
+from offsetkeeper.ops.group_pages import ListingCache
+from offsetkeeper.ops.history_view import HistoryView
+from offsetkeeper.ops.itemerr import guarded
 from offsetkeeper.redact import mask_url
 from offsetkeeper.tables import printable
 from offsetkeeper.times import iso_ms
 from offsetkeeper.web import security as sec
 from offsetkeeper.web.checkpoints import CheckpointEntry
+from offsetkeeper.web.clusters import Clusters
 from offsetkeeper.web.connectors import Mm2Entry, WorkerEntry
-from offsetkeeper.web.data import HistoryView
 from offsetkeeper.web.http_error import HttpError
-from offsetkeeper.web.itemerr import guarded
-from offsetkeeper.web.service import (
-    Clusters,
-    ListingCache,
-)
 from offsetkeeper.web.svg import human_duration, sparkline
 
 log = logging.getLogger("offsetkeeper.web")

@@ -10,12 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from offsetkeeper.errors import UnknownGroupError, UsageError
-from offsetkeeper.web import backups as bk
-from offsetkeeper.web import checkpoints as ck
-from offsetkeeper.web import security as sec
-from offsetkeeper.web.core import Dashboard, HttpError, handler, in_thread, safe_call
-from offsetkeeper.web.data import RANGES_MS, safe
-from offsetkeeper.web.service import (
+from offsetkeeper.ops.group_pages import (
     MAX_PER_PAGE,
     PER_PAGE,
     SORT_KEYS,
@@ -23,6 +18,11 @@ from offsetkeeper.web.service import (
     group_view,
     groups_page,
 )
+from offsetkeeper.ops.history_view import RANGES_MS, safe
+from offsetkeeper.web import backups as bk
+from offsetkeeper.web import checkpoints as ck
+from offsetkeeper.web import security as sec
+from offsetkeeper.web.core import Dashboard, HttpError, handler, in_thread, safe_call
 from offsetkeeper.web.svg import time_chart
 
 
@@ -167,20 +167,11 @@ def _group_kind(request: Request) -> str:
     return kind
 
 
-def _detect_kind(admin, name: str) -> str:
-    """share or streams when the cluster says so, else "" (the consumer group page)."""
-    from offsetkeeper.ops.groups import TYPED, group_info
-
-    info = group_info(admin, name)
-    t = getattr(info, "group_type", "")
-    return t if t in TYPED else ""
-
-
 @handler
 async def group(dash: Dashboard, request: Request) -> Response:
     """A group's page, by its type: a share or streams group gets its own (`typed_group`);
     classic and consumer groups this one."""
-    from offsetkeeper.ops.groups import TYPED, helper_missing
+    from offsetkeeper.ops.groups import TYPED, helper_missing, typed_kind
 
     cluster = request.path_params["cluster"]
     name = _group_param(request)
@@ -188,7 +179,7 @@ async def group(dash: Dashboard, request: Request) -> Response:
     admin = dash.admin(cluster)
     kind = _group_kind(request)
     if kind not in TYPED:
-        kind = await in_thread(_detect_kind, admin, name)
+        kind = await in_thread(typed_kind, admin, name)
     if kind in TYPED:
         return await typed_group(dash, request, cluster, admin, name, kind)
     try:

@@ -34,11 +34,11 @@ class ServeOptions:
 
 def build(opts: ServeOptions):
     """The app plus the host and port to bind; UsageError for unsafe or malformed settings."""
+    from offsetkeeper.ops.history_view import open_history
     from offsetkeeper.web.app import UiSettings, create_app
     from offsetkeeper.web.checkpoints import entries
+    from offsetkeeper.web.clusters import Clusters
     from offsetkeeper.web.connectors import mm2_entries, worker_entries
-    from offsetkeeper.web.data import open_history
-    from offsetkeeper.web.service import Clusters
 
     host, port = sec.parse_listen(opts.listen)
     cfg = load_config_file(opts.config_path)

@@ -16,6 +16,7 @@ from typing import TypeVar
 from offsetkeeper.errors import OffsetkeeperError
 from offsetkeeper.redact import mask_url
 
+# the dashboard's log: the pages show these rows
 log = logging.getLogger("offsetkeeper.web")
 T = TypeVar("T")
 MAX_CHARS = 300

@@ -1,8 +1,10 @@
-"""What the dashboard's pages read and do, in terms of the operations layer (`offsetkeeper.ops`).
-
-Reads: `overview` (groups page) and `group_view` (group page) from ops.list_groups,
-ops.describe_states and ops.describe_offsets plus the history view. Changes go through the plan
-book of the operations layer (`ops.plans`, see web/wizard.py).
+"""What the group pages show, gathered from the cluster and the history store: the groups
+overview (every group with state, members, lag now, and the history's status, time lag and
+sparkline; filtered, sorted and cut into pages on the server) and one group's detail (members
+with assignments, per partition committed offset, log start/end, lag now and at the last
+history sample, open transactions). Built on the group facade (`ops.groups`: the typed listing,
+describing classic and consumer groups, share and streams summaries) and the history reads
+(`ops.history_view`); the dashboard renders what these return and nothing else.
 """
 
 from __future__ import annotations
@@ -12,58 +14,17 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from offsetkeeper.config import ConfigFile, Connection
-from offsetkeeper.errors import UsageError
-from offsetkeeper.kafka.connect import resolve_connection
+from offsetkeeper.kafka.ports import AdminPort, KafkaPort
 from offsetkeeper.ops.groups import GroupRow as TypedRow
 from offsetkeeper.ops.groups import describe_consumer_groups
+from offsetkeeper.ops.history_view import GroupHistory, HistoryView, safe
 from offsetkeeper.times import iso_ms
-from offsetkeeper.web.data import GroupHistory, HistoryView, safe
 
 DESCRIBE_CHUNK = 500
 
 
-class Clusters:
-    """The clusters the dashboard may talk to (names from the config file), one admin each."""
-
-    def __init__(self, config: ConfigFile, *, bootstrap: str | None = None) -> None:
-        self._conns: dict[str, Connection] = {}
-        for name in config.clusters:
-            self._conns[name] = resolve_connection(cluster=name, config=config)
-        if bootstrap:
-            self._conns.setdefault("default", resolve_connection(bootstrap_server=bootstrap))
-        if not self._conns:
-            raise UsageError("no cluster configured: add clusters to the config file or give "
-                             "--bootstrap-server")
-        first = "default" if bootstrap else None
-        self.default = first or config.default_cluster or next(iter(self._conns))
-        if self.default not in self._conns:
-            self.default = next(iter(self._conns))
-        self._admins: dict[str, object] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def names(self) -> list[str]:
-        return list(self._conns)
-
-    def admin(self, name: str):
-        """The shared KafkaAdmin of a configured cluster (UnknownGroup-like 404 otherwise)."""
-        from offsetkeeper.kafka.admin import KafkaAdmin
-
-        if name not in self._conns:
-            raise UsageError(f"cluster '{name}' is not configured")
-        with self._lock:
-            if name not in self._admins:
-                self._admins[name] = KafkaAdmin(self._conns[name])
-            return self._admins[name]
-
-    def close(self) -> None:
-        for a in self._admins.values():
-            a.close()
-
-
 @dataclass(frozen=True)
-class GroupRow:
+class OverviewRow:
     """One line of the groups page."""
 
     group: str
@@ -90,8 +51,8 @@ def _txn_since(offset_rows) -> int | None:
     return min(held) if held else None
 
 
-def overview(admin, history: HistoryView | None, ids: list[str] | None = None,
-             listed: dict[str, TypedRow] | None = None) -> tuple[list[GroupRow], str | None]:
+def overview(admin: KafkaPort, history: HistoryView | None, ids: list[str] | None = None,
+             listed: dict[str, TypedRow] | None = None) -> tuple[list[OverviewRow], str | None]:
     """Groups `ids` (default: every group librdkafka lists) with state, members, lag now, and
     (from the history) status, time lag and a sparkline; the second value is a history error
     to show. `listed` (the typed listing's rows) gives each group its type and protocol: share
@@ -148,7 +109,7 @@ def overview(admin, history: HistoryView | None, ids: list[str] | None = None,
     for i in infos:
         h = hist.get(i.group_id, GroupHistory())
         x = listed.get(i.group_id)
-        out.append(GroupRow(i.group_id, i.state, len(i.members), parts[i.group_id],
+        out.append(OverviewRow(i.group_id, i.state, len(i.members), parts[i.group_id],
                             lag[i.group_id] if parts[i.group_id] else None, h.time_lag_s,
                             h.status, h.reason, h.spark, h.error,
                             x.group_type if x else (i.group_type or ""),
@@ -156,14 +117,14 @@ def overview(admin, history: HistoryView | None, ids: list[str] | None = None,
     for g in ids:
         if g in coordination:
             x = listed[g]
-            out.append(GroupRow(g, x.state, 0, 0, None, None, None, "", (), None, x.group_type,
+            out.append(OverviewRow(g, x.state, 0, 0, None, None, None, "", (), None, x.group_type,
                                 x.protocol, None, None))
             continue
         sm = summaries.get(g)
         if sm is None:
             continue
         h = hist.get(g, GroupHistory())
-        out.append(GroupRow(g, sm.state, sm.members, sm.partitions, sm.lag, h.time_lag_s,
+        out.append(OverviewRow(g, sm.state, sm.members, sm.partitions, sm.lag, h.time_lag_s,
                             h.status, h.reason, h.spark, h.error, sm.group_type,
                             listed[g].protocol, None, sm.error))
     return out, err
@@ -197,7 +158,7 @@ class GroupsQuery:
 class GroupsPage:
     """One page of the groups table."""
 
-    rows: list[GroupRow]
+    rows: list[OverviewRow]
     total: int           # groups on the cluster
     matched: int         # groups passing the filter
     page: int
@@ -239,7 +200,7 @@ class ListingCache:
         return value
 
 
-def groups_page(admin, history: HistoryView | None, gq: GroupsQuery, *,
+def groups_page(admin: KafkaPort, history: HistoryView | None, gq: GroupsQuery, *,
                 listing=None) -> GroupsPage:
     """The groups page: filter, sort and cut a page on the server, describing and reading the
     history of as few groups as the query allows.
@@ -358,8 +319,8 @@ SORT_KEYS = {
 _STATUS_RANK = {"OK": 0, "INCOMPLETE": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}
 
 
-def filter_sort(rows: list[GroupRow], *, q: str = "", state: str = "", status: str = "",
-                sort: str = "group", desc: bool = False) -> list[GroupRow]:
+def filter_sort(rows: list[OverviewRow], *, q: str = "", state: str = "", status: str = "",
+                sort: str = "group", desc: bool = False) -> list[OverviewRow]:
     """The groups page's filter (substring of the name, state, status) and sort."""
     ql = q.lower()
     out = [r for r in rows if (not ql or ql in r.group.lower())
@@ -407,7 +368,7 @@ def _transaction(parts: list[dict]) -> dict | None:
             "waiting_at_lso": len(waiting)}
 
 
-def group_view(admin, group: str, history: HistoryView | None) -> GroupView:
+def group_view(admin: AdminPort, group: str, history: HistoryView | None) -> GroupView:
     """State, members with assignments, partitions (committed, log start/end, lag, time lag).
 
     Live numbers (read now) and the history's verdict (read from the last sample) are kept

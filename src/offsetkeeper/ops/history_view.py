@@ -1,9 +1,10 @@
-"""The dashboard's ONE adapter to the offset history store (`offsetkeeper.history`).
+"""The group pages' ONE adapter to the offset history store (`offsetkeeper.history`).
 
-Every read of the history goes through `HistoryView`, so a change of the history API is a fix
-in this file only. The pages need three things: per group a status with its reason, a time lag
-and a sparkline (groups page); per group lag and time-lag series over a range (group page);
-and the per-partition status with reasons.
+Every read of the history for the groups overview and a group's detail goes through
+`HistoryView` (opened once, shared by request threads, cached per group until the store has a
+newer cycle), so a change of the history API is a fix in this file only. The pages need three
+things: per group a status with its reason, a time lag and a sparkline (groups page); per group
+lag and time-lag series over a range (group page); and the per-partition status with reasons.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.ops.itemerr import guarded, message
 from offsetkeeper.times import iso_ms
-from offsetkeeper.web.itemerr import guarded, message
 
+# the dashboard's log: these reads serve its pages
 log = logging.getLogger("offsetkeeper.web")
 
 # Samples the groups page uses per group: the status window plus a longer sparkline.
