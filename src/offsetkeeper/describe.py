@@ -79,7 +79,8 @@ def resolve_group_ids(admin: GroupsPort, groups: list[str], all_groups: bool) ->
 
 
 def _check_exist(infos: dict[str, GroupInfo], committed: dict[str, dict], admin: GroupsPort | None=None) -> None:
-    from offsetkeeper.errors import UnknownGroupError, unknown_group
+    from offsetkeeper.errors import UnknownGroupError
+    from offsetkeeper.kafka.errors import unknown_group
 
     for g, info in infos.items():
         if info.state in ("dead", "unknown") and not info.members and not committed.get(g):

@@ -33,6 +33,8 @@ carried as attributes so callers can build reports without parsing messages.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class OffsetkeeperError(Exception):
     """Root of every error offsetkeeper raises on purpose."""
@@ -129,23 +131,12 @@ class JvmHelperUnavailable(OffsetkeeperError):
     by kafka/jvm.py; defined here so the front ends can name it without the Kafka layer)."""
 
 
-def did_you_mean(name: str, candidates) -> str:
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """`; did you mean 'payments'?` when a candidate is close to `name` (a typo), else ""."""
     import difflib
 
     close = difflib.get_close_matches(name, [c for c in candidates if c != name], n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
-
-
-def unknown_group(admin, group: str, *, hint: str = "") -> UnknownGroupError:
-    """The error for a consumer group the cluster does not have, with the closest existing
-    group as a suggestion (the group list is read only here, when a group is missing)."""
-    try:
-        known = [g.group_id for g in admin.list_groups()]
-    except Exception:  # the suggestion is a courtesy: never let it hide the real error
-        known = []
-    return UnknownGroupError(f"consumer group '{group}' does not exist"
-                             f"{did_you_mean(group, known)}{hint}", group=group)
 
 
 class MissingExtraError(UsageError):

@@ -7,7 +7,8 @@
 - connecting: `connection_failure` (SASL login, TLS handshake);
 - delivery reports of producers: `delivery_message` (DELIVERABLE, DELIVERY_ADVICE);
 - client configuration refused by librdkafka: `client_config_error` (secret values masked);
-- the end of a partition while reading, which is not a failure: `PARTITION_EOF`.
+- the end of a partition while reading, which is not a failure: `PARTITION_EOF`;
+- a consumer group the cluster does not have: `unknown_group` (with the closest name).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from offsetkeeper.errors import (
     OffsetkeeperError,
     UnknownGroupError,
     UnknownTopicError,
+    did_you_mean,
 )
+from offsetkeeper.kafka.ports import GroupsPort
 from offsetkeeper.redact import MASK, is_secret_key, redact_text
 
 # Error names that go away on their own: a retry with backoff is the right answer.
@@ -441,3 +444,14 @@ def client_config_error(exc: BaseException, props: Mapping[str, str], *,
     elif text.startswith("Invalid value"):
         text += " (check the value: librdkafka's CONFIGURATION.md lists the allowed ones)"
     return ConfigError(f"{where}: {text}")
+
+
+def unknown_group(admin: GroupsPort, group: str, *, hint: str = "") -> UnknownGroupError:
+    """The error for a consumer group the cluster does not have, with the closest existing
+    group as a suggestion (the group list is read only here, when a group is missing)."""
+    try:
+        known = [g.group_id for g in admin.list_groups()]
+    except Exception:  # the suggestion is a courtesy: never let it hide the real error
+        known = []
+    return UnknownGroupError(f"consumer group '{group}' does not exist"
+                             f"{did_you_mean(group, known)}{hint}", group=group)

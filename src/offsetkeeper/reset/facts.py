@@ -6,7 +6,8 @@ into a plan without any I/O. `build_plan` / `build_delete_plan` do both steps.
 
 from __future__ import annotations
 
-from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError, unknown_group
+from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError
+from offsetkeeper.kafka.errors import unknown_group
 from offsetkeeper.kafka.ports import AdminPort, GroupsPort, KafkaPort
 from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress

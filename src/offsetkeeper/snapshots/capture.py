@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from offsetkeeper.errors import unknown_group
+from offsetkeeper.kafka.errors import unknown_group
 from offsetkeeper.kafka.ports import AdminPort, GroupsPort, unwrap_each
 from offsetkeeper.models import GroupType, TopicPartition, check_names
 from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot, format_time, new_snapshot_id
