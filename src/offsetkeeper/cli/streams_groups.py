@@ -175,6 +175,6 @@ def reset_offsets(
                                                                config_path=config))
     with connect(bootstrap, command_config, cluster, config) as admin, \
             progress_bar(output) as progress:
-        outcome = reset_streams_group(admin, group, req, all_input_topics=all_input_topics,
+        outcome = reset_streams_group(admin, req, all_input_topics=all_input_topics,
                                       progress=progress)
     render_outcome(outcome, output)

@@ -21,10 +21,14 @@ from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.reset.plan import TopicSpec
 
 
-def reset_streams_group(admin: KafkaPort, group: str, req: ResetRequest, *, all_input_topics: bool = False,
+def reset_streams_group(admin: KafkaPort, req: ResetRequest, *, all_input_topics: bool = False,
                         progress: ProgressFn = no_progress) -> Outcome:
-    """Reset a streams group (refused unless it is empty). With `all_input_topics`, every
-    input topic of its topology; otherwise the request's topics."""
+    """Reset the one streams group `req.scope` names (refused unless it is empty). With
+    `all_input_topics`, every input topic of its topology; otherwise the request's topics."""
+    scope = req.scope
+    if len(scope.groups) != 1 or scope.all_groups or scope.group_patterns or not scope.groups[0]:
+        raise UsageError("a streams group reset takes exactly one --group")
+    group = scope.groups[0]
     detail = admin.describe_streams_groups([group])[group]
     if isinstance(detail, UnknownGroupError):
         from offsetkeeper.groups.listing import not_found_error
@@ -38,7 +42,6 @@ def reset_streams_group(admin: KafkaPort, group: str, req: ResetRequest, *, all_
                                f"(state {state_key(detail.state)}); stop the application and "
                                "run again",
                                group=group)
-    scope = req.scope
     if all_input_topics:
         if scope.topics:
             raise UsageError("give --topic or --all-input-topics, not both")
@@ -47,7 +50,7 @@ def reset_streams_group(admin: KafkaPort, group: str, req: ResetRequest, *, all_
         scope = replace(scope, topics=tuple(TopicSpec(t) for t in detail.input_topics))
     elif not scope.topics and not scope.all_topics:
         raise UsageError("name the topics with --topic, or use --all-input-topics")
-    scope = replace(scope, groups=(group,), all_groups=False, live=False)
+    scope = replace(scope, live=False)
     outcome = reset_offsets(admin, replace(req, scope=scope), progress=progress)
     # the offsets are committed offsets (GroupType.CONSUMER) of a streams group: say which
     return replace(outcome, plan=replace(outcome.plan, group_kind="streams"))
