@@ -129,6 +129,28 @@ def test_execute_rewrites_committed_and_pending_batch_then_rollback_restores_byt
             ck, "latest", execute=True, alive_window_s=0))
 
 
+def test_a_checkpoint_reset_is_planned_from_its_scope_as_given(tmp_path):
+    """Invariant (regression: the request's CheckpointScope once reached the liveness check
+    as the planner's ResetScope): the planner takes the scope as it is — only its topics and
+    partitions, clamped to the log by the reset planner, and its alive window: a window that
+    covers the newest batch file refuses (a running query), a zero window does not."""
+    from dataclasses import replace
+
+    from offsetkeeper.reset.plan import TopicSpec
+    from tests.fake_admin import FakeAdmin
+
+    ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5, "1": 7}}}, [0])
+    admin = FakeAdmin({"t": [(2, 20), (3, 9)]})
+    # jvm_checkpoint dates its files an hour back: a two-hour window sees them as just written
+    scope = ckreset.CheckpointScope(ck, topics=(TopicSpec("t", (1,)),), alive_window_s=7200)
+    plan = ckreset.plan_checkpoint_reset(admin, scope, ToEarliest(), label="--to-earliest")
+    assert [(p.partition, p.current, p.target) for p in plan.partitions] == [(1, 7, 3)]
+    assert any("alive" in r for r in plan.refusals), plan.refusals
+    quiet = ckreset.plan_checkpoint_reset(admin, replace(scope, alive_window_s=0), ToEarliest(),
+                                          label="--to-earliest")
+    assert quiet.refusals == () and quiet.offsets == plan.offsets
+
+
 def test_refusals_block_execute_unless_forced(tmp_path):
     ck = jvm_checkpoint(tmp_path / "ck", {0: {"t": {"0": 5}}}, [0], state=True)
     st = CheckpointStore(ck).state()

@@ -128,8 +128,8 @@ def plan_checkpoint_reset(admin: AdminPort, scope: CheckpointScope, target: Rese
     current = view.committed_offsets
     check_topic_names(current, where=f"checkpoint {location}")
     facts = _facts(admin, current, target, topics)
-    scope = ResetScope(groups=(CHECKPOINT_GROUP,), topics=topics, all_topics=not topics)
-    plan = plan_reset(facts, scope, target, label=label)
+    plan = plan_reset(facts, ResetScope(groups=(CHECKPOINT_GROUP,), topics=topics,
+                                        all_topics=not topics), target, label=label)
     parts = tuple(p for g in plan.groups for p in g.partitions)
     warnings = []
     if st.pending is not None:
