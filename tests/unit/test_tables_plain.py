@@ -79,3 +79,49 @@ def _right_aligned_table() -> Table:
     t.add_column("N", justify="right", no_wrap=True)
     t.add_row(Text("1"))
     return t
+
+
+ROWS = [{"group": "[a/b]", "topic": "日本語", "partition": 0, "lag": None, "reason": "x" * 90,
+         "last_commit": 1_700_000_000_000, "ok": True},
+        {"group": "g\nnew\x1bline", "topic": "ｆｕｌｌ", "partition": 12, "lag": 5, "reason": "",
+         "last_commit": None, "ok": False}]
+COLUMNS = ["group", "topic", "partition", "lag", "reason", "last_commit", "ok", "empty"]
+
+
+@pytest.mark.parametrize(("title", "rows"), [(None, ROWS), ("Title [x] — ünï\tcode", ROWS),
+                                             ("", []), ("t", ROWS[:1])])
+def test_rows_and_notes_to_a_pipe_are_what_rich_writes(title, rows, monkeypatch, capsys):
+    """Invariant (issue 32): on a pipe or file, `render_rows` tables and `say` lines are written
+    without importing Rich, byte for byte what Rich writes there."""
+    from offsetkeeper.cli import output
+
+    def both(call) -> tuple[str, str]:
+        call()
+        direct = capsys.readouterr()
+        monkeypatch.setattr(output, "rich_would_style", lambda stream: True)  # Rich's own path
+        call()
+        monkeypatch.undo()
+        via_rich = capsys.readouterr()
+        assert direct == via_rich
+        return direct
+
+    out, _ = both(lambda: output.render_rows(rows, COLUMNS, output.OutputFormat.table, title=title))
+    assert out.count("\n") == len(rows) + 1 + bool(title)
+    _, err = both(lambda: output.say("group [b] has 3\nmembers\x1b[2J", style="bold red",
+                                     prefix="error:"))
+    assert err == "error: group [b] has 3\\nmembers\\x1b[2J\n"
+    both(lambda: output.say("plain ünïcode note"))
+
+
+def test_terminal_rules_are_rich_rules(monkeypatch):
+    """`rich_would_style` agrees with Rich's Console.is_terminal for the environment switches."""
+    from offsetkeeper.tables import rich_would_style
+
+    for env in [{}, {"FORCE_COLOR": "1"}, {"FORCE_COLOR": ""}, {"TTY_COMPATIBLE": "1"},
+                {"TTY_COMPATIBLE": "0", "FORCE_COLOR": "1"}]:
+        for k in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+            monkeypatch.delenv(k, raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        stream = io.StringIO()
+        assert rich_would_style(stream) == Console(file=stream).is_terminal, env

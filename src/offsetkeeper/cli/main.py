@@ -7,8 +7,10 @@ traceback reaches the user only with `--verbose`, which also shows librdkafka's 
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
+import pathlib
 import re
 import sys
 import traceback
@@ -191,28 +193,123 @@ def _word(param: Any) -> str:
     return (param.name or "value").upper().replace("_", "-")
 
 
-class _AsciiInts:
-    """Runtime coercion of an integer parameter that accepts ASCII digits only (Typer's
-    pydantic coercion takes `1_000` and ` 5`)."""
+_MISS = object()
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
+
+class _Coercion:
+    """A parameter's runtime value coercion (Typer's `RuntimeParam` contract).
+
+    Typer coerces every value through a pydantic TypeAdapter it builds per parameter: importing
+    pydantic and building the adapters cost ~0.1 s at every start, more than the rest of
+    `groups list`. The values a command line holds nearly always are plain: text for a str
+    option, a flag, a choice, a path, an integer within its range, a Duration, a default. Those
+    are converted here to what Typer's adapter returns for them (tests/unit/test_cli_coercion.py
+    compares the two over every parameter of the command tree); any other value — and every
+    value Typer would refuse, so its error message stays Typer's own — goes to Typer's runtime
+    parameter, built only then.
+
+    Integer parameters accept ASCII digits only (Typer's pydantic coercion takes `1_000` and ` 5`).
+    """
+
+    def __init__(self, param: Any) -> None:
+        self.descriptor = param.type_descriptor
+        self.ascii_ints = _base_annotation(param) is int
+        self._typer: Any = None
+
+    @property
+    def parameter_info(self) -> Any:
+        return self.descriptor.parameter_info
+
+    @property
+    def annotation(self) -> Any:
+        return self.descriptor.annotation
+
+    def typer_param(self) -> Any:
+        """Typer's own runtime parameter (imports pydantic)."""
+        if self._typer is None:
+            from typer._coercion import build_runtime_param
+
+            self._typer = build_runtime_param(self.descriptor)
+        return self._typer
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        for v in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(v, str) and not _ASCII_INT.fullmatch(v):
-                # One line, exit 2 (not Click's three-line usage error): like every bad input.
-                name = (getattr(param, "opts", None) or [None])[0] or (param.name or "").upper()
-                raise UsageError(f"{name} {v!r} is not an integer (ASCII digits only)")
-        return self.inner.coerce(value, param=param, ctx=ctx)
+        if self.ascii_ints:
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(v, str) and not _ASCII_INT.fullmatch(v):
+                    # One line, exit 2 (not Click's three-line usage error): like every bad input.
+                    name = (getattr(param, "opts", None) or [None])[0] or (param.name or "").upper()
+                    raise UsageError(f"{name} {v!r} is not an integer (ASCII digits only)")
+        fast = self.fast(value, param, ctx)
+        if fast is not _MISS:
+            return fast
+        return self.typer_param().coerce(value, param=param, ctx=ctx)
+
+    def fast(self, value: Any, param: Any, ctx: Any) -> Any:
+        """What Typer's coercion returns for `value`, or _MISS when Typer is to decide."""
+        multi = param.multiple or param.nargs == -1
+        if value is None:  # as Typer: no value is None, or () for a multi-value parameter
+            return () if multi else None
+        ann, info = self.descriptor.annotation, self.descriptor.parameter_info
+        if self.descriptor.file_annotation is not None:
+            return _MISS
+        if typing.get_origin(ann) is list and len(typing.get_args(ann)) == 1:
+            if not isinstance(value, (list, tuple)):
+                return _MISS
+            items = [self._leaf(typing.get_args(ann)[0], info, v, param, ctx) for v in value]
+            return _MISS if any(x is _MISS for x in items) else items
+        if multi or typing.get_origin(ann) is not None:
+            return _MISS
+        return self._leaf(ann, info, value, param, ctx)
+
+    @staticmethod
+    def _leaf(ann: Any, info: Any, value: Any, param: Any, ctx: Any) -> Any:
+        try:
+            if info.parser is not None:
+                return info.parser(value)
+            if isinstance(ann, type) and issubclass(ann, enum.Enum):
+                from typer._param_types import coerce_cli_choice
+
+                return coerce_cli_choice(value, choices=list(ann), case_sensitive=info.case_sensitive,
+                                         ctx=ctx)
+            if ann is str or ann is bool:
+                return value if type(value) is ann else _MISS
+            if ann is int:
+                if type(value) is str and _ASCII_INT.fullmatch(value) and len(value) < 19:
+                    value = int(value)
+                if type(value) is not int or info.clamp or (
+                        info.min is not None and value < info.min) or (
+                        info.max is not None and value > info.max):
+                    return _MISS
+                return value
+            if isinstance(ann, type) and issubclass(ann, pathlib.Path) and info.path_type is None:
+                from typer._param_types import coerce_cli_path
+
+                path = ann(value) if type(value) is str and value else value
+                if not isinstance(path, ann):
+                    return _MISS
+                return coerce_cli_path(path, info, path_type=ann, param=param, ctx=ctx)
+        except Exception:  # Typer's coercion then decides, with its own error
+            return _MISS
+        return _MISS
+
+
+def _own_coercion(param: Any) -> Any:
+    if param is not None and hasattr(param, "type_descriptor") and not isinstance(
+            param._runtime_param, _Coercion):
+        param._runtime_param = _Coercion(param)
+    return param
 
 
 def _harden(cmd: Any) -> None:
+    if "get_help_option" not in vars(cmd):  # --help: an option Click makes when first asked
+        def get_help_option(ctx: Any, _made: Any = cmd.get_help_option) -> Any:
+            return _own_coercion(_made(ctx))
+
+        cmd.get_help_option = get_help_option
     for param in cmd.params:
         if not hasattr(param, "type_descriptor"):
             continue
-        if _base_annotation(param) is int and not isinstance(param.get_runtime_param(), _AsciiInts):
-            param._runtime_param = _AsciiInts(param.get_runtime_param())
+        _own_coercion(param)
         if param.metavar is None and not getattr(param, "is_flag", False):
             param.metavar = _word(param)
         if param.param_type_name == "argument":

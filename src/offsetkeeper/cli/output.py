@@ -24,15 +24,13 @@ import re
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
-from offsetkeeper.tables import print_table, printable
+from offsetkeeper.tables import plain_lines, print_table, printable, rich_would_style
 from offsetkeeper.times import human_duration_ms, iso_ms
+
+if TYPE_CHECKING:  # Rich is imported where it draws (a terminal): ~20 ms of every start
+    from rich.console import Console
 
 
 class OutputFormat(StrEnum):
@@ -42,20 +40,32 @@ class OutputFormat(StrEnum):
 
 
 def stdout_console() -> Console:
+    from rich.console import Console
+
     return Console(soft_wrap=True, highlight=False)
 
 
 def stderr_console() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, soft_wrap=True, highlight=False)
 
 
 def safe(text: object) -> str:
     """`text` ready to embed in a Rich markup string: control characters escaped, markup escaped."""
+    from rich.markup import escape
+
     return escape(printable(text))
 
 
 def say(message: str, *, style: str | None = None, prefix: str = "") -> None:
     """One line for people on stderr; `message` is shown literally (no markup parsed)."""
+    if not rich_would_style(sys.stderr):  # what Rich writes there, without importing it
+        sys.stderr.write(f"{prefix + ' ' if prefix else ''}{printable(message)}\n")
+        sys.stderr.flush()
+        return
+    from rich.text import Text
+
     line = Text()
     if prefix:
         line.append(prefix, style=style)
@@ -199,6 +209,19 @@ def render_rows(
     else:
         shown = [c for c in columns
                  if c in always or not rows or not all(_blank(r.get(c)) for r in rows)]
+        headers = [_header(c) for c in shown]
+        # What print_table writes to a stream that is no terminal, without Rich (a header
+        # holding `[`, `:` or a newline is Rich markup: Rich renders it)
+        if shown and not rich_would_style(sys.stdout) and not any(
+                ch in h for h in headers for ch in "[:\n"):
+            lines = plain_lines(printable(title) if title else None, headers,
+                                [[printable(table_cell(c, r.get(c), times)) for r in rows] for c in shown])
+            sys.stdout.write("".join(x + "\n" for x in lines))
+            sys.stdout.flush()
+            return
+        from rich.table import Table
+        from rich.text import Text
+
         table = Table(title=Text(printable(title)) if title else None, header_style="bold",
                       box=None, pad_edge=False)
         for c in shown:

@@ -1,7 +1,8 @@
 """Configuration: the YAML config file, property files, and the Connection value.
 
 - `file`: the config file (``--config``; its format is in that module's docstring) and its models;
-- `loading`: reading YAML files safely (size and alias bounds, strict UTF-8, ``${VAR}``);
+- `textfile`: reading configuration text strictly (size bound, UTF-8) and ``${VAR}`` expansion;
+- `loading`: reading YAML files safely (alias and node bounds) into pydantic models;
 - `properties`: Java-style client property files (``--command-config``);
 - `connection`: `Connection`, one cluster's bootstrap servers and librdkafka properties.
 
@@ -19,9 +20,10 @@ _LAZY = {
     **dict.fromkeys(("ClusterModel", "ClusterRef",
                      "ConfigFile", "SnapshotsModel", "SparkModel", "UiCheckpointModel", "UiModel",
                      "connect_url", "load_config_file"), "offsetkeeper.config.file"),
-    **dict.fromkeys(("MAX_CONFIG_BYTES", "MAX_YAML_ALIASES", "MAX_YAML_NODES", "InputTooLarge",
-                     "expand_env", "expanded_size", "load_yaml_model", "read_text_strict"),
-                    "offsetkeeper.config.loading"),
+    **dict.fromkeys(("MAX_YAML_ALIASES", "MAX_YAML_NODES", "InputTooLarge", "expanded_size",
+                     "load_yaml_model"), "offsetkeeper.config.loading"),
+    **dict.fromkeys(("MAX_CONFIG_BYTES", "expand_env", "read_text_strict"),
+                    "offsetkeeper.config.textfile"),
     **dict.fromkeys(("java_jaas_to_librdkafka", "load_properties_file", "parse_properties",
                      "prop_str"), "offsetkeeper.config.properties"),
 }

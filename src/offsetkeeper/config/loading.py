@@ -4,45 +4,22 @@ ConfigErrors naming the file (and the line or key) on any problem."""
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+# reading text and ${VAR} expansion live apart, where commands that read no YAML file
+# (a --command-config properties file, a named cluster) find them without importing YAML
+from offsetkeeper.config.textfile import expand_env, read_text_strict
 from offsetkeeper.errors import ConfigError
-
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def expand_env(value: Any, *, where: str = "config") -> Any:
-    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string inside `value`."""
-    if isinstance(value, str):
-
-        def sub(m: re.Match[str]) -> str:
-            name, default = m.group(1), m.group(2)
-            if name in os.environ:
-                return os.environ[name]
-            if default is not None:
-                return default
-            raise ConfigError(f"{where}: environment variable {name} is not set (used as ${{{name}}})")
-
-        return _ENV_REF.sub(sub, value)
-    if isinstance(value, dict):
-        return {k: expand_env(v, where=where) for k, v in value.items()}
-    if isinstance(value, list):
-        return [expand_env(v, where=where) for v in value]
-    return value
-
 
 M = TypeVar("M", bound=BaseModel)
 
 
-# Bounds of every YAML and properties file, checked before and while parsing: a config with
+# Bounds of every YAML file (besides MAX_CONFIG_BYTES), checked before and while parsing: a config with
 # nested anchors (a "billion laughs" YAML bomb) once grew to 4.8 GB when its aliases were expanded.
-MAX_CONFIG_BYTES = 4 * 1024 * 1024   # the file
 MAX_YAML_ALIASES = 1_000             # `*name` references in one document
 MAX_YAML_NODES = 1_000_000           # scalars, lists and mappings, aliases expanded
 
@@ -137,25 +114,6 @@ _Loader.yaml_implicit_resolvers = {
     k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
     for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-
-
-def read_text_strict(path: Path, *, kind: str, limit: int = MAX_CONFIG_BYTES) -> str:
-    """A file's text, decoded as UTF-8 strictly; ConfigError naming the file and line. Files
-    larger than `limit` bytes are refused before they are read further."""
-    try:
-        with path.open("rb") as f:
-            data = f.read(limit + 1)
-    except OSError as exc:
-        raise ConfigError(f"{kind} {path} cannot be read: {exc.strerror or exc}") from exc
-    if len(data) > limit:
-        raise ConfigError(f"{kind} {path} is larger than {limit // (1024 * 1024)} MiB (the limit "
-                          "of a configuration file)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"{kind} {path} line {line}: not UTF-8 text "
-                          f"(byte 0x{data[exc.start]:02x})") from None
 
 
 def load_yaml_model(path: str | Path, model: type[M], *, kind: str, lazy: tuple[str, ...] = ()) -> M:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from offsetkeeper.config.loading import expand_env, read_text_strict
+from offsetkeeper.config.textfile import expand_env, read_text_strict
 from offsetkeeper.errors import ConfigError
 
 
