@@ -56,3 +56,61 @@ def test_other_group_types_are_seen_without_java(admin, share, streams):  # noqa
     assert note is None
     got = {r.group_id: r.group_type for r in rows}
     assert got[share["group"]] == "share" and got[streams["group"]] == "streams"
+
+
+_MODULES_PROBE = """
+import json, sys
+from offsetkeeper.cli import main as m
+try:
+    m.main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+sys.stdout.flush()
+print(json.dumps([code, sorted({k.split(".")[0] for k in sys.modules})]), file=sys.stderr)
+"""
+
+
+def test_everyday_commands_write_to_a_pipe_without_rich_or_pydantic(bootstrap, unique, tmp_path):
+    """Invariant (issue 32, goal 7): against a cluster, `groups list`, `groups describe G` and
+    `offsets reset ... --execute` (snapshot, plan and report tables, notes) with their output
+    to a pipe and no config file import neither Rich nor pydantic nor YAML, and still print
+    every row; the reset is read back by an independent client."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from platformdirs import user_cache_dir
+
+    from tests.kafkatools import committed, produce_n
+
+    topic, group = unique("fastcli"), unique("fastcli-g")
+    create_topic(bootstrap, topic, 2)
+    produce_n(bootstrap, topic, 2, 5)
+    commit(bootstrap, group, {(topic, 0): 0, (topic, 1): 0})
+    env = {**{k: v for k, v in os.environ.items()
+              if k not in ("OFFSETKEEPER_CONFIG", "FORCE_COLOR", "TTY_COMPATIBLE")},
+           "HOME": str(tmp_path), "XDG_CACHE_HOME": str(Path(user_cache_dir("offsetkeeper")).parent)}
+
+    def run(*argv: str) -> str:
+        proc = subprocess.run([sys.executable, "-c", _MODULES_PROBE, *argv, "-b", bootstrap],
+                              capture_output=True, text=True, timeout=120, env=env,
+                              stdin=subprocess.DEVNULL)
+        code, mods = json.loads(proc.stderr.strip().splitlines()[-1])
+        assert code == 0, proc.stderr[-2000:]
+        heavy = set(mods) & {"rich", "pydantic", "pydantic_core", "yaml", "pyspark", "pyarrow"}
+        assert not heavy, (argv, heavy)
+        return proc.stdout
+
+    listed = run("groups", "list")
+    assert listed.startswith("GROUP-ID ") and f"\n{group} " in listed
+    described = run("groups", "describe", group)
+    assert described.startswith("GROUP ") and described.count(f"\n{group} ") == 2
+    reset = run("offsets", "reset", "--group", group, "--topic", topic, "--to-offset", "3",
+                "--execute", "--snapshot-store", str(tmp_path / "snaps"))
+    assert reset.startswith("GROUP ") and "\nExecution report\n" in reset
+    assert reset.count(f"\n{group} ") == 3  # two planned partitions, one report row
+    assert committed(bootstrap, group, topic, 2) == {0: 3, 1: 3}

@@ -73,3 +73,63 @@ def test_no_config_file_no_config_models(tmp_path):
     cfg.parent.mkdir(parents=True)
     cfg.write_text("default_cluster: null\n")
     assert loads_models(tmp_path / "with-config") is True
+
+
+ALL_MODULES_PROBE = """
+import json, sys
+from offsetkeeper.cli import main as m
+try:
+    m.main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print(json.dumps([code, sorted({k.split(".")[0] for k in sys.modules})]), file=sys.stderr)
+"""
+
+# Heavy modules an everyday command must not import when it does not need them: Rich (tables
+# and notes to a pipe are written directly), pydantic (Typer's coercion of plain values, the
+# config file's models without a config file), YAML, fsspec (snapshot stores), Spark, Arrow.
+HEAVY = {"rich", "pydantic", "pydantic_core", "yaml", "pyspark", "pyarrow", "pandas", "numpy"}
+
+
+def _imported_top_level(*argv: str, home) -> tuple[int, set[str], str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OFFSETKEEPER_CONFIG", "FORCE_COLOR",
+                                                            "TTY_COMPATIBLE")}
+    proc = subprocess.run([sys.executable, "-c", ALL_MODULES_PROBE, *argv], capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL,
+                          env={**env, "HOME": str(home)})
+    code, mods = json.loads(proc.stderr.strip().splitlines()[-1])
+    return code, set(mods), proc.stderr
+
+
+def test_everyday_commands_import_no_heavy_module(tmp_path):
+    """Invariant (issue 32, goal 7): `groups list`, `groups describe`, `offsets reset` and
+    `--version`, run with --bootstrap-server, no config file and output to a pipe, import none
+    of Rich, pydantic, YAML, Spark or Arrow (each costs 20-100 ms of every start). Port 1
+    refuses at once, so each command parses and coerces its options, resolves the connection
+    and prints its one-line error."""
+    down = ["-b", "127.0.0.1:1"]
+    for argv in (["groups", "list", *down], ["groups", "list", *down, "-o", "json"],
+                 ["groups", "describe", "g1", "g2", "--members", *down, "-o", "csv"],
+                 ["offsets", "reset", "--group-pattern", "svc-*", "--topic", "t:0,1",
+                  "--to-offset", "5", "--max-concurrent", "50", "--deadline", "30s", "--execute",
+                  *down],
+                 ["--version"]):
+        code, mods, stderr = _imported_top_level(*argv, home=tmp_path)
+        assert code == (0 if argv == ["--version"] else 1), stderr
+        assert not mods & HEAVY, (argv, sorted(mods & HEAVY))
+        if argv != ["--version"]:
+            assert "error: cannot reach the cluster at 127.0.0.1:1" in stderr, stderr
+
+
+def test_a_bad_value_still_gets_typers_own_error(tmp_path):
+    """Values the command line does not convert itself go to Typer's coercion, whose message
+    stays the one users saw before (here: a choice that does not exist, an integer out of
+    range)."""
+    code, _, stderr = _imported_top_level("groups", "list", "-o", "yaml", home=tmp_path)
+    assert code == 2 and "'yaml' is not one of 'table', 'json', 'csv'" in stderr, stderr
+    code, _, stderr = _imported_top_level("offsets", "reset", "--max-concurrent", "0", home=tmp_path)
+    assert code == 2 and "--max-concurrent" in stderr and "greater than or equal to 1" in stderr, stderr

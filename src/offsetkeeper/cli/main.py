@@ -8,6 +8,7 @@ traceback reaches the user only with `--verbose`, which also shows librdkafka's 
 from __future__ import annotations
 
 import enum
+import gc
 import logging
 import os
 import pathlib
@@ -393,6 +394,10 @@ def _verbose(argv: list[str] | None) -> bool:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turn every error into one line on stderr and an exit code."""
     args = sys.argv[1:] if argv is None else argv
+    # Python's cyclic GC runs every 700 new container objects: importing a command's modules
+    # and building a 1,600-row plan made 150 collections, 20-90 ms of a command's CPU. The
+    # objects of a command live until it ends, so collecting that often frees nothing.
+    gc.set_threshold(50_000, *gc.get_threshold()[1:])
     if args == ["--version"]:  # nothing else to parse: no command tree to build
         from offsetkeeper import __version__
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from offsetkeeper.config import load_config_file
 from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.ports import OFFSET_DELETE_API, AdminPort, ClusterPort
 from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
@@ -142,7 +141,15 @@ class Outcome:
 def snapshot_store_url(store: str | None, config_path: Path | None) -> str:
     """The snapshot store: the flag, $OFFSETKEEPER_SNAPSHOT_STORE, the config file, the default.
     The one place it is resolved (reset, rollback, delete, restore three-phase)."""
+    import os
+
+    from offsetkeeper.config.paths import CONFIG_ENV, DEFAULT_CONFIG_PATH
     from offsetkeeper.snapshots.store import resolve_store_url
+
+    if config_path is None and CONFIG_ENV not in os.environ \
+            and not DEFAULT_CONFIG_PATH.expanduser().exists():
+        return resolve_store_url(store)  # no config file: its models (pydantic, YAML) unneeded
+    from offsetkeeper.config import load_config_file
 
     return resolve_store_url(store, load_config_file(config_path))
 

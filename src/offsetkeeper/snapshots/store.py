@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import fsspec
 import platformdirs
 
-from offsetkeeper.config import ConfigFile
 from offsetkeeper.errors import NotFoundError, StoreError, UsageError
 from offsetkeeper.redact import mask_url
 from offsetkeeper.snapshots.model import (
@@ -33,6 +33,9 @@ LATEST = "latest"
 # A snapshot of 800 groups x 100 partitions is ~10 MB of JSON; a file far beyond that is not
 # one of ours, and reading it whole would cost the reader its memory.
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+
+if TYPE_CHECKING:  # the config file's models load pydantic and YAML
+    from offsetkeeper.config import ConfigFile
 
 
 def default_store_url() -> str:
