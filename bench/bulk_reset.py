@@ -176,24 +176,26 @@ def _summary(xs: list[float]) -> dict:
 def requests_of_one_run(bootstrap: str, topic: str, pattern: str, offset: int, store: str) -> dict:
     """One `offsets reset --execute` through the library (what the command calls), counting the
     Kafka requests of planning and of the executor (snapshot included) apart."""
+    from offsetkeeper.kafka.admin import LibrdkafkaAdmin
     from offsetkeeper.ops.reset import ExecuteOptions, ResetRequest, reset_offsets
     from offsetkeeper.ops.targets import TargetKind, TargetSpec
 
     counts: Counter = Counter()
-
-    class CountingAdmin(KafkaAdmin):
-        @property
-        def admin(self):
-            return _Counting(KafkaAdmin.admin.fget(self), counts)
+    # the facade's librdkafka half sends every group request through its AdminClient
+    real = LibrdkafkaAdmin.admin
 
     req = ResetRequest(target=TargetSpec(TargetKind.TO_OFFSET, str(offset)),
                        scope=ResetScope(group_patterns=(pattern,), topics=(TopicSpec(topic),)),
                        execute=True,
                        options=ExecuteOptions(snapshot_store=store))
-    with CountingAdmin(Connection(bootstrap)) as admin:
-        t0 = time.perf_counter()
-        outcome = reset_offsets(admin, req)
-        took = time.perf_counter() - t0
+    LibrdkafkaAdmin.admin = property(lambda self: _Counting(real.fget(self), counts))
+    try:
+        with KafkaAdmin(Connection(bootstrap)) as admin:
+            t0 = time.perf_counter()
+            outcome = reset_offsets(admin, req)
+            took = time.perf_counter() - t0
+    finally:
+        LibrdkafkaAdmin.admin = real
     assert outcome.report is not None and outcome.ok, outcome.report.summary()
     return {"requests": dict(sorted(counts.items())), "requests_total": sum(counts.values()),
             "seconds": round(took, 3), "partitions_changed": outcome.report.partitions_changed}
