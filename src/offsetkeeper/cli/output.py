@@ -19,6 +19,7 @@ tables, whole in JSON; names printed literally, exactly once escaped (here, nowh
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 import sys
@@ -138,25 +139,34 @@ def table_cell(column: str, v: Any, time_columns: Sequence[str] = ()) -> str:
     if column in time_columns and isinstance(v, int | float) and not isinstance(v, bool):
         return iso_ms(v) or str(v)
     if isinstance(v, int | float) and not isinstance(v, bool):
-        if _rate_unit(column):
-            return f"{v:g}{_rate_unit(column)}"
-        if _SECONDS.fullmatch(column):
+        if rate := _rate_unit(column):
+            return f"{v:g}{rate}"
+        length = _length_unit(column)
+        if length == "s":
             return human_duration_ms(v * 1000) or str(v)
-        if _MILLIS.fullmatch(column):
+        if length == "ms":
             return human_duration_ms(v) or str(v)
     if column in LONG_TEXT and isinstance(v, str):
         return shorten(v)
     return _cell(v)
 
 
+# per column name, not per cell: a 1,600-row plan has 13,000 cells
+@functools.cache
 def _rate_unit(column: str) -> str | None:
     if column == "rate" or column.endswith("_per_s"):
         return "/s"
     return "/min" if column.endswith("_per_minute") else None
 
 
+@functools.cache
+def _length_unit(column: str) -> str | None:
+    """"s" or "ms" for a column holding a length of time in that unit (by its name)."""
+    return "s" if _SECONDS.fullmatch(column) else "ms" if _MILLIS.fullmatch(column) else None
+
+
 def _header(column: str) -> str:
-    if _rate_unit(column) is None and (_SECONDS.fullmatch(column) or _MILLIS.fullmatch(column)):
+    if _rate_unit(column) is None and _length_unit(column) is not None:
         column = column.rsplit("_", 1)[0]
     return column.upper().replace("_", "-")
 

@@ -42,6 +42,7 @@ from offsetkeeper.models import (
     MemberInfo,
     TopicPartition,
     Watermarks,
+    shared_tp,
 )
 
 DEFAULT_TIMEOUT = 15.0
@@ -79,7 +80,7 @@ def _state_name(state: Any) -> str:
 
 
 def _tp(ck: CkTopicPartition) -> TopicPartition:
-    return TopicPartition(ck.topic, ck.partition)
+    return shared_tp(ck.topic, ck.partition)
 
 
 def commit_metadata(ck: Any) -> str | None:

@@ -13,7 +13,14 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from offsetkeeper.errors import UsageError
-from offsetkeeper.models import CommittedOffset, GroupInfo, GroupType, TopicPartition, Watermarks
+from offsetkeeper.models import (
+    CommittedOffset,
+    GroupInfo,
+    GroupType,
+    TopicPartition,
+    Watermarks,
+    shared_tp,
+)
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.targets import (
     FromOffsets,
@@ -161,7 +168,7 @@ class PartitionPlan:
 
     @property
     def tp(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
+        return shared_tp(self.topic, self.partition)
 
     @property
     def changes(self) -> bool:
