@@ -146,8 +146,16 @@ def main() -> None:
     app = JvmApp(conf, "share-consume", {"group": share, "topics": [topic]})
     try:
         deadline = time.monotonic() + 60
+        from offsetkeeper.errors import OffsetkeeperError
+
         with KafkaAdmin(Connection(bootstrap)) as admin:
-            while share not in admin.all_group_ids():
+            while True:
+                try:  # a coordinator still loading (a busy machine) answers again shortly
+                    if share in admin.all_group_ids():
+                        break
+                except OffsetkeeperError as exc:
+                    if not getattr(exc, "retriable", False) and "loading" not in exc.message:
+                        raise
                 if time.monotonic() > deadline:
                     raise SystemExit("the share group did not appear")
                 time.sleep(0.5)
