@@ -40,6 +40,8 @@ def check_client_properties(props: dict[str, str], *, source: str = "client prop
         if key in JAVA_ONLY:
             raise ConfigError(f"{source}: '{key}' is a Java client property that librdkafka does "
                               f"not support; use {JAVA_ONLY[key]}")
+    if not props:  # nothing librdkafka could refuse: no client handle made and destroyed
+        return
     import logging
 
     from confluent_kafka import KafkaException, Producer
