@@ -12,9 +12,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import fsspec
-import platformdirs
-
 from offsetkeeper.errors import NotFoundError, StoreError, UsageError
 from offsetkeeper.redact import mask_url
 from offsetkeeper.snapshots.model import (
@@ -35,11 +32,15 @@ LATEST = "latest"
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 
 if TYPE_CHECKING:  # the config file's models load pydantic and YAML
+    import fsspec
+
     from offsetkeeper.config import ConfigFile
 
 
 def default_store_url() -> str:
     """``user_data_dir("offsetkeeper")/snapshots`` (e.g. ~/.local/share/offsetkeeper/snapshots)."""
+    import platformdirs
+
     return str(Path(platformdirs.user_data_dir("offsetkeeper")) / "snapshots")
 
 
@@ -72,6 +73,8 @@ class SnapshotStore:
     def __init__(self, url: str | None = None) -> None:
         self.url = str(url) if url else resolve_store_url(None)
         target = self.url if "://" in self.url else str(Path(self.url).expanduser())
+        import fsspec  # here: a dry run resolves the store's URL only (fsspec: ~20 ms to import)
+
         try:
             self.fs, self.root = fsspec.core.url_to_fs(target)
         except (ValueError, ImportError) as exc:
