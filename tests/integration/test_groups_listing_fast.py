@@ -74,9 +74,10 @@ print(json.dumps([code, sorted({k.split(".")[0] for k in sys.modules})]), file=s
 
 def test_everyday_commands_write_to_a_pipe_without_rich_or_pydantic(bootstrap, unique, tmp_path):
     """Invariant (issue 32, goal 7): against a cluster, `groups list`, `groups describe G` and
-    `offsets reset ... --execute` (snapshot, plan and report tables, notes) with their output
-    to a pipe and no config file import neither Rich nor pydantic nor YAML, and still print
-    every row; the reset is read back by an independent client."""
+    `offsets reset` (a dry run, which needs no fsspec either, then --execute: snapshot, plan
+    and report tables, notes) with their output to a pipe and no config file import neither
+    Rich nor pydantic nor YAML, and still print every row; the reset is read back by an
+    independent client."""
     import json
     import os
     import subprocess
@@ -95,13 +96,14 @@ def test_everyday_commands_write_to_a_pipe_without_rich_or_pydantic(bootstrap, u
               if k not in ("OFFSETKEEPER_CONFIG", "FORCE_COLOR", "TTY_COMPATIBLE")},
            "HOME": str(tmp_path), "XDG_CACHE_HOME": str(Path(user_cache_dir("offsetkeeper")).parent)}
 
-    def run(*argv: str) -> str:
+    def run(*argv: str, also: frozenset = frozenset()) -> str:
         proc = subprocess.run([sys.executable, "-c", _MODULES_PROBE, *argv, "-b", bootstrap],
                               capture_output=True, text=True, timeout=120, env=env,
                               stdin=subprocess.DEVNULL)
         code, mods = json.loads(proc.stderr.strip().splitlines()[-1])
         assert code == 0, proc.stderr[-2000:]
-        heavy = set(mods) & {"rich", "pydantic", "pydantic_core", "yaml", "pyspark", "pyarrow"}
+        heavy = set(mods) & {"rich", "pydantic", "pydantic_core", "yaml", "pyspark", "pyarrow",
+                             *also}
         assert not heavy, (argv, heavy)
         return proc.stdout
 
@@ -109,6 +111,10 @@ def test_everyday_commands_write_to_a_pipe_without_rich_or_pydantic(bootstrap, u
     assert listed.startswith("GROUP-ID ") and f"\n{group} " in listed
     described = run("groups", "describe", group)
     assert described.startswith("GROUP ") and described.count(f"\n{group} ") == 2
+    # a dry run opens no snapshot store (nor fsspec)
+    dry = run("offsets", "reset", "--group", group, "--topic", topic, "--to-offset", "3",
+              also=frozenset({"fsspec"}))
+    assert dry.startswith("Reset plan (") and dry.count(f"\n{group} ") == 2
     reset = run("offsets", "reset", "--group", group, "--topic", topic, "--to-offset", "3",
                 "--execute", "--snapshot-store", str(tmp_path / "snaps"))
     assert reset.startswith("GROUP ") and "\nExecution report\n" in reset
