@@ -186,6 +186,39 @@ def test_share_reset_of_a_missing_group_is_one_error(tmp_path, group, error):
                                               options=ExecuteOptions(snapshot=False)))
 
 
+@pytest.mark.parametrize("members", [0, 2])
+def test_share_group_page_rows(members):
+    """Invariant: the share group page's data (ops, not web/) holds per partition the start
+    offset, log start/end and the broker's lag, the total lag, and every member."""
+    from offsetkeeper.ops.typed_group_pages import share_group_page
+
+    v = share_group_page(share_cluster(members), SG)
+    assert (v.group, v.group_type, v.error) == (SG, "share", None)
+    assert v.state == ("Stable" if members else "Empty")
+    assert [(p["partition"], p["start_offset"], p["log_start"], p["log_end"], p["lag"])
+            for p in v.partitions] == [(0, 10, 5, 100, 3), (1, 20, 0, 80, 0)]
+    assert v.total_lag == 3
+    assert [m["client_id"] for m in v.members] == [f"share-client-{i}" for i in range(members)]
+
+
+def test_typed_group_page_without_the_jvm_helper_is_its_sentence():
+    """Invariant: without the JVM helper a share or streams group page is the group's name and
+    the helper's one sentence, never an exception."""
+    from offsetkeeper.errors import JvmHelperUnavailable
+    from offsetkeeper.ops.typed_group_pages import share_group_page, streams_group_page
+
+    def missing(_admin):
+        raise JvmHelperUnavailable("the JVM admin helper is not installed")
+
+    admin = share_cluster()
+    admin.before("describe_share_groups", missing)
+    admin.before("describe_streams_groups", missing)
+    for page, kind in ((share_group_page, "share"), (streams_group_page, "streams")):
+        v = page(admin, SG)
+        assert (v.group, v.group_type, v.error) == (SG, kind, "the JVM admin helper is not installed")
+        assert v.partitions == [] and v.total_lag == 0
+
+
 def test_share_delete_removes_a_topics_start_offsets(tmp_path):
     admin = share_cluster()
     req = DeleteRequest(ResetScope(groups=(SG,), topics=(TopicSpec(TOPIC),)), execute=True,
