@@ -5,6 +5,8 @@ Table-driven: resets, snapshots, share group resets and deletes, history samplin
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from offsetkeeper.config import Connection
@@ -97,6 +99,23 @@ def test_a_group_with_members_is_refused_and_left_alone(tmp_path, members, execu
     assert refused == (["g"] if members else [])
     assert admin.committed("g") == ({P0: 50, P1: 50} if not members and execute
                                     else {P0: 10, P1: 20})
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_a_missing_group_is_created_only_when_the_scope_says_so(tmp_path, create):
+    """Invariant: a reset never creates a named group the cluster lacks (a typo) unless its
+    scope allows it (`ResetScope.create_groups`, --create-groups): refused as bad input before
+    anything is committed, or created with exactly the planned offsets."""
+    admin = cluster()
+    req = request(tmp_path, TargetKind.TO_OFFSET, "50", execute=True)
+    req = replace(req, scope=replace(req.scope, groups=("fresh",), create_groups=create))
+    if not create:
+        with pytest.raises(UnknownGroupError, match="--create-groups"):
+            reset_offsets(admin, req)
+        assert "fresh" not in admin.groups and admin.count("alter_offsets_async") == 0
+        return
+    out = reset_offsets(admin, req)
+    assert out.ok and admin.committed("fresh") == {P0: 50, P1: 50}
 
 
 def test_from_group_copies_another_groups_offsets(tmp_path):

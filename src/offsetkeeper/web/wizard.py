@@ -137,8 +137,8 @@ async def reset_preview(dash: Dashboard, request: Request) -> Response:
             target=spec,
             scope=ResetScope(groups=tuple(dict.fromkeys(groups_)),
                              all_groups=form.get("all_groups") == "on", topics=tuple(topics),
-                             all_topics=form.get("all_topics") == "on" and not topics),
-            create_groups=form.get("create_groups") == "on",
+                             all_topics=form.get("all_topics") == "on" and not topics,
+                             create_groups=form.get("create_groups") == "on"),
             options=replace(dash.settings.execute,
                             allow_unknown_state=form.get("allow_unknown_state") == "on"))
         change = await in_thread(prepare_reset, admin, req)
