@@ -1,7 +1,8 @@
 """The operations (`offsetkeeper.ops`) against the in-memory cluster (tests/fake_admin.py): the
 same request objects the command line and the dashboard build, the real planner, executor,
 share view, sampler and stores (in a temporary directory); only the cluster is fake.
-Table-driven: resets, snapshots, share group resets and deletes, history sampling."""
+Table-driven: resets, snapshots, share group resets and deletes, the share group page, history
+sampling."""
 
 from __future__ import annotations
 
