@@ -23,10 +23,10 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
+from offsetkeeper.ops import ExecuteOptions
 from offsetkeeper.ops.group_pages import ListingCache
 from offsetkeeper.ops.history_view import HistoryView
 from offsetkeeper.ops.itemerr import guarded
-from offsetkeeper.ops.reset import ExecuteOptions
 from offsetkeeper.redact import mask_url
 from offsetkeeper.tables import printable
 from offsetkeeper.times import iso_ms

@@ -34,8 +34,8 @@ class ServeOptions:
 
 def build(opts: ServeOptions):
     """The app plus the host and port to bind; UsageError for unsafe or malformed settings."""
+    from offsetkeeper.ops import ExecuteOptions
     from offsetkeeper.ops.history_view import open_history
-    from offsetkeeper.ops.reset import ExecuteOptions
     from offsetkeeper.web.app import UiSettings, create_app
     from offsetkeeper.web.checkpoints import entries
     from offsetkeeper.web.clusters import Clusters
