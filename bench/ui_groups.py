@@ -47,6 +47,7 @@ from offsetkeeper.history.model import Cycle, Sample
 from offsetkeeper.history.store import open_store
 from offsetkeeper.kafka.admin import KafkaAdmin
 from offsetkeeper.ops.history_view import open_history
+from offsetkeeper.ops.reset import ExecuteOptions
 from offsetkeeper.web.app import UiSettings, create_app
 from offsetkeeper.web.clusters import Clusters
 
@@ -213,7 +214,7 @@ def main() -> None:
             if args.store_rtt_ms and args.history_store:
                 hist, _proxy = via_proxy(hist, args.store_rtt_ms)
             samples = fill_history(hist, topic, groups, args.partitions, args.cycles)
-            settings = UiSettings(snapshot_store=str(Path(d) / "snaps"),
+            settings = UiSettings(execute=ExecuteOptions(snapshot_store=str(Path(d) / "snaps")),
                                   allowed_hosts=("127.0.0.1",))
 
             def client(history_url):

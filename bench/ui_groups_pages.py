@@ -41,6 +41,7 @@ from offsetkeeper import devbroker
 from offsetkeeper.config import ConfigFile
 from offsetkeeper.ops.group_pages import filter_sort, overview
 from offsetkeeper.ops.history_view import open_history
+from offsetkeeper.ops.reset import ExecuteOptions
 from offsetkeeper.web.app import UiSettings, create_app
 from offsetkeeper.web.clusters import Clusters
 
@@ -120,7 +121,7 @@ def main() -> None:
             samples = fill_history(hist, topic, groups, args.partitions, args.cycles)
             setup_s = time.perf_counter() - t0
             log(f"set up in {setup_s:.0f} s; timing")
-            app = create_app(UiSettings(snapshot_store=str(Path(d) / "snaps"),
+            app = create_app(UiSettings(execute=ExecuteOptions(snapshot_store=str(Path(d) / "snaps")),
                                         allowed_hosts=("127.0.0.1",)),
                              Clusters(ConfigFile(), bootstrap=bootstrap), open_history(hist))
             c = TestClient(app, base_url="http://127.0.0.1")
@@ -157,7 +158,7 @@ def main() -> None:
             by_lag_warm = median_time(lambda: get(**lag_desc), args.repeat)
             # the store's order: the first row has the largest lag of the last cycle
             no_store = TestClient(create_app(
-                UiSettings(snapshot_store=str(Path(d) / "snaps"), allowed_hosts=("127.0.0.1",)),
+                UiSettings(execute=ExecuteOptions(snapshot_store=str(Path(d) / "snaps")), allowed_hosts=("127.0.0.1",)),
                 Clusters(ConfigFile(), bootstrap=bootstrap), None), base_url="http://127.0.0.1")
 
             def get_no_store():

@@ -9,6 +9,7 @@ from offsetkeeper.config import ConfigFile
 from offsetkeeper.history.model import Cycle, Sample
 from offsetkeeper.history.store import open_store
 from offsetkeeper.ops.history_view import open_history
+from offsetkeeper.ops.reset import ExecuteOptions
 from offsetkeeper.web.app import UiSettings, create_app
 from offsetkeeper.web.clusters import Clusters
 
@@ -47,11 +48,12 @@ def fill_history(url: str, group: str, topic: str, *, partitions: int = 2, cycle
             st.write(samples, Cycle(ts, interval_ms, 1, partitions, 5))
 
 
-def make_app(bootstrap: str, tmp_path, *, history_url: str | None = None, **settings):
-    """The dashboard app on the test broker with a snapshot store in tmp_path."""
-    kw = {"snapshot_store": str(tmp_path / "snapshots"),
-          "allowed_hosts": ("127.0.0.1", "localhost"), **settings}
-    s = UiSettings(history_store=history_url, **kw)
+def make_app(bootstrap: str, tmp_path, *, history_url: str | None = None,
+             snapshot_store: str | None = None, **settings):
+    """The dashboard app on the test broker with a snapshot store (default: in tmp_path)."""
+    kw = {"allowed_hosts": ("127.0.0.1", "localhost"), **settings}
+    store = snapshot_store or str(tmp_path / "snapshots")
+    s = UiSettings(history_store=history_url, execute=ExecuteOptions(snapshot_store=store), **kw)
     return create_app(s, Clusters(ConfigFile(), bootstrap=bootstrap), open_history(history_url))
 
 

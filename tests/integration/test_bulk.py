@@ -91,8 +91,8 @@ def test_exhausted_retries_reported_per_group(unique, bootstrap):
     topic = unique("nr")
     create_topic(bootstrap, topic, 1)
     with KafkaAdmin(Connection(bootstrap)) as admin:
-        plan = build_plan(admin, ResetScope(groups=(unique("g"),), topics=(TopicSpec(topic),)), ToEarliest(),
-                          create_groups=True)
+        plan = build_plan(admin, ResetScope(groups=(unique("g"),), topics=(TopicSpec(topic),),
+                                            create_groups=True), ToEarliest())
     with KafkaAdmin(dead, timeout=0.5) as admin:
         report = apply_plan(admin, plan, ApplyOptions(ExecuteOptions(retries=1, backoff_base_s=0.01)))
     assert report.status == "FAILED"

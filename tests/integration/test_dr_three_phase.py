@@ -19,6 +19,7 @@ from confluent_kafka import TopicPartition as CkTP
 from offsetkeeper.backup.config import BackupConfig
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.errors import PARTITION_EOF
+from offsetkeeper.reset.options import ExecuteOptions
 from offsetkeeper.restore.config import RestoreOptions
 from offsetkeeper.restore.resume import RESTORE_HEADERS
 from offsetkeeper.restore.three_phase import ThreePhaseOptions, run_three_phase
@@ -141,7 +142,7 @@ def test_dr_three_phase_groups_resume_at_the_same_record(bootstrap, dr_bootstrap
         restore=RestoreOptions(dest, "dr-drill", Connection(dr_bootstrap), restore_id="drill-1",
                                chunk_records=16),
         backup_config=bcfg, groups=(g_end, g_mid, g_part, g_848),
-        snapshot_store=str(tmp_path / "snaps"))
+        execute=ExecuteOptions(snapshot_store=str(tmp_path / "snaps")))
     rep = run_three_phase(opts, spark=spark)
     summary = {k: v for k, v in rep.to_dict().items() if k in ("phases", "commit")}
     assert rep.ok, summary

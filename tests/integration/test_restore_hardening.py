@@ -167,6 +167,7 @@ def test_three_phase_live_offsets_are_read_once_and_validated_as_used(capsys, tm
     from offsetkeeper.config import Connection
     from offsetkeeper.kafka.admin import KafkaAdmin
     from offsetkeeper.progress import ProgressEvent
+    from offsetkeeper.reset.options import ExecuteOptions
     from offsetkeeper.restore import translate
     from offsetkeeper.restore.config import RestoreOptions
     from offsetkeeper.restore.three_phase import ThreePhaseOptions, run_three_phase
@@ -185,7 +186,8 @@ def test_three_phase_live_offsets_are_read_once_and_validated_as_used(capsys, tm
     events: list[ProgressEvent] = []
     rep = run_three_phase(ThreePhaseOptions(
         restore=RestoreOptions(dest, "b", Connection(dr_bootstrap), restore_id="l1", rename={topic: target}),
-        groups=(group,), offsets_source="live", source=Connection(bootstrap), snapshot=False),
+        groups=(group,), offsets_source="live", source=Connection(bootstrap),
+        execute=ExecuteOptions(snapshot=False)),
         spark=spark, progress=events.append)
     assert rep.ok, rep.to_dict()
     assert len(reads) == 1

@@ -11,6 +11,7 @@ import warnings
 import pytest
 
 from offsetkeeper.config import ClusterModel, ConfigFile
+from offsetkeeper.ops.reset import ExecuteOptions
 from offsetkeeper.web.app import UiSettings, create_app
 from offsetkeeper.web.clusters import Clusters
 from tests.kafkatools import LiveConsumer, commit, committed, create_topic, produce_n
@@ -309,7 +310,7 @@ def test_secrets_never_returned(bootstrap, tmp_path, group):
     secret = "sasl-S3cret-pw"
     cfg = ConfigFile(clusters={"prod": ClusterModel(bootstrap_servers=bootstrap, properties={
         "sasl.username": "ops", "sasl.password": secret})})
-    app = create_app(UiSettings(snapshot_store=str(tmp_path / "s"), token="tkn-1234",
+    app = create_app(UiSettings(execute=ExecuteOptions(snapshot_store=str(tmp_path / "s")), token="tkn-1234",
                                 allowed_hosts=("127.0.0.1",)), Clusters(cfg))
     c = client(app)
     h = {"Authorization": "Bearer tkn-1234"}

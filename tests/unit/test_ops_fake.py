@@ -1,9 +1,12 @@
 """The operations (`offsetkeeper.ops`) against the in-memory cluster (tests/fake_admin.py): the
 same request objects the command line and the dashboard build, the real planner, executor,
 share view, sampler and stores (in a temporary directory); only the cluster is fake.
-Table-driven: resets, snapshots, share group resets and deletes, history sampling."""
+Table-driven: resets, snapshots, share group resets and deletes, the share group page, history
+sampling."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -99,6 +102,23 @@ def test_a_group_with_members_is_refused_and_left_alone(tmp_path, members, execu
                                     else {P0: 10, P1: 20})
 
 
+@pytest.mark.parametrize("create", [False, True])
+def test_a_missing_group_is_created_only_when_the_scope_says_so(tmp_path, create):
+    """Invariant: a reset never creates a named group the cluster lacks (a typo) unless its
+    scope allows it (`ResetScope.create_groups`, --create-groups): refused as bad input before
+    anything is committed, or created with exactly the planned offsets."""
+    admin = cluster()
+    req = request(tmp_path, TargetKind.TO_OFFSET, "50", execute=True)
+    req = replace(req, scope=replace(req.scope, groups=("fresh",), create_groups=create))
+    if not create:
+        with pytest.raises(UnknownGroupError, match="--create-groups"):
+            reset_offsets(admin, req)
+        assert "fresh" not in admin.groups and admin.count("alter_offsets_async") == 0
+        return
+    out = reset_offsets(admin, req)
+    assert out.ok and admin.committed("fresh") == {P0: 50, P1: 50}
+
+
 def test_from_group_copies_another_groups_offsets(tmp_path):
     admin = cluster()
     admin.add_group("template", committed={P0: 70, P1: 3})
@@ -184,6 +204,39 @@ def test_share_reset_of_a_missing_group_is_one_error(tmp_path, group, error):
         reset_share_group(admin, ResetRequest(target=TargetSpec(TargetKind.TO_EARLIEST, None),
                                               scope=ResetScope(groups=(group,)),
                                               options=ExecuteOptions(snapshot=False)))
+
+
+@pytest.mark.parametrize("members", [0, 2])
+def test_share_group_page_rows(members):
+    """Invariant: the share group page's data (ops, not web/) holds per partition the start
+    offset, log start/end and the broker's lag, the total lag, and every member."""
+    from offsetkeeper.ops.typed_group_pages import share_group_page
+
+    v = share_group_page(share_cluster(members), SG)
+    assert (v.group, v.group_type, v.error) == (SG, "share", None)
+    assert v.state == ("Stable" if members else "Empty")
+    assert [(p["partition"], p["start_offset"], p["log_start"], p["log_end"], p["lag"])
+            for p in v.partitions] == [(0, 10, 5, 100, 3), (1, 20, 0, 80, 0)]
+    assert v.total_lag == 3
+    assert [m["client_id"] for m in v.members] == [f"share-client-{i}" for i in range(members)]
+
+
+def test_typed_group_page_without_the_jvm_helper_is_its_sentence():
+    """Invariant: without the JVM helper a share or streams group page is the group's name and
+    the helper's one sentence, never an exception."""
+    from offsetkeeper.errors import JvmHelperUnavailable
+    from offsetkeeper.ops.typed_group_pages import share_group_page, streams_group_page
+
+    def missing(_admin):
+        raise JvmHelperUnavailable("the JVM admin helper is not installed")
+
+    admin = share_cluster()
+    admin.before("describe_share_groups", missing)
+    admin.before("describe_streams_groups", missing)
+    for page, kind in ((share_group_page, "share"), (streams_group_page, "streams")):
+        v = page(admin, SG)
+        assert (v.group, v.group_type, v.error) == (SG, kind, "the JVM admin helper is not installed")
+        assert v.partitions == [] and v.total_lag == 0
 
 
 def test_share_delete_removes_a_topics_start_offsets(tmp_path):

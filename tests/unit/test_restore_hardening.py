@@ -303,4 +303,4 @@ def test_three_phase_request_loads_the_file_once_and_uses_the_config_snapshot_st
     assert len(loads) == 1
     assert (o.restore.restore_id, o.restore.chunk_records, o.restore.backup_id) == ("from-flag", 7, "nightly")
     assert (o.strategy, o.groups, o.offsets_source) == ("translate", ("a",), "live")
-    assert o.snapshot_store == o.offsets_snapshot_store == f"{tmp_path}/snaps"
+    assert o.execute.snapshot_store == o.offsets_snapshot_store == f"{tmp_path}/snaps"

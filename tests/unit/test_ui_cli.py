@@ -59,3 +59,31 @@ def test_ui_checkpoints_from_config_and_flags(tmp_path, monkeypatch, capsys):
     bad.write_text("ui:\n  checkpoints: [{name: a}]\n")
     r = run_cli(capsys, "ui", "--config", str(bad), "-b", "127.0.0.1:1")
     assert r.code == 2 and "path" in r.err
+
+
+def test_ui_builds_its_execute_options_once_and_every_page_uses_them(tmp_path, monkeypatch):
+    """Invariant: `ui`'s snapshot flags become the dashboard's one ExecuteOptions at start
+    (`UiSettings.execute`, what its resets and rollbacks execute with), and the snapshots page
+    reads the store those options name — here the config file's `snapshots.store`."""
+    from starlette.testclient import TestClient
+
+    from offsetkeeper.ops import ExecuteOptions
+    from offsetkeeper.snapshots.model import GroupSnapshot, Snapshot
+    from offsetkeeper.snapshots.store import SnapshotStore
+    from offsetkeeper.web.server import ServeOptions, build
+
+    monkeypatch.delenv("OFFSETKEEPER_UI_TOKEN", raising=False)
+    monkeypatch.delenv("OFFSETKEEPER_SNAPSHOT_STORE", raising=False)
+    monkeypatch.setenv("OFFSETKEEPER_HISTORY_STORE", str(tmp_path / "history.db"))
+    store = tmp_path / "snaps"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("clusters:\n  prod: {bootstrap_servers: '127.0.0.1:1'}\n"
+                   f"snapshots:\n  store: '{store}'\n")
+    sid = SnapshotStore(str(store)).save(Snapshot(
+        "snap-20261121T194501.123Z-1a2b", "2026-11-21T19:45:01.123Z", "c", "127.0.0.1:1",
+        "before reset", {"g": GroupSnapshot("empty")}))
+    app, _, _ = build(ServeOptions(config_path=cfg))
+    assert app.state.dash.settings.execute == ExecuteOptions(config_path=cfg)
+    page = TestClient(app, base_url="http://127.0.0.1").get("/c/prod/snapshots?format=json")
+    assert page.status_code == 200
+    assert [s["id"] for s in page.json()["snapshots"]] == [sid]

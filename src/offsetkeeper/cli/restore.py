@@ -345,13 +345,15 @@ def three_phase_cmd(
     Example: offsetkeeper restore three-phase /backups/nightly -b dr-kafka:9092 --restore-id dr-1
     """
     require_extra("spark", "restore three-phase")
+    from offsetkeeper.ops import ExecuteOptions
     from offsetkeeper.ops.restore import ThreePhaseRequest, three_phase
 
     req = ThreePhaseRequest(
         restore=_request(locals()), source_bootstrap_server=source_bootstrap,
         source_cluster=source_cluster, run_backup=run_backup, strategy=strategy,
-        groups=tuple(group or ()), group_offsets=group_offsets, snapshot=not no_snapshot,
-        snapshot_store=snapshot_store, validate=not no_validate)
+        groups=tuple(group or ()), group_offsets=group_offsets,
+        options=ExecuteOptions(snapshot=not no_snapshot, snapshot_store=snapshot_store),
+        validate=not no_validate)
     with native_output_to_log(), progress_bar(output) as on_progress:
         rep = three_phase(req, progress=on_progress)
     _render_three_phase(rep.to_dict(), output)

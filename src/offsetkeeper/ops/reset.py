@@ -53,10 +53,11 @@ class ResetRequest:
 
     target: TargetSpec
     # Groups, patterns, topics; `scope.live`: a live reset, published to the group's RUNNING
-    # members (offsetkeeper.consumer), which apply it at their next poll.
+    # members (offsetkeeper.consumer), which apply it at their next poll; `scope.create_groups`:
+    # named groups the cluster lacks may be created.
     scope: ResetScope = field(default_factory=ResetScope)
     execute: bool = False
-    create_groups: bool = False
+    # --from-snapshot may be a snapshot of another cluster (the provider's check, which says so)
     allow_cluster_mismatch: bool = False
     # A live reset waits up to live_timeout_s for every partition; it is signed with the
     # operator's Ed25519 private key (PEM): the group's consumers apply only requests signed by
@@ -225,7 +226,6 @@ def plan_reset_request(admin: AdminPort, req: ResetRequest, *, progress: Progres
                         scope=req.scope, progress=progress)
     resolved = resolve_target(req.target, ctx)
     plan = build_plan(admin, req.scope, resolved.target, label=resolved.label,
-                      create_groups=req.create_groups,
                       allow_unknown_state=req.options.allow_unknown_state, progress=progress)
     return plan, resolved.notes + _missing_named_groups(plan, req)
 

@@ -63,7 +63,7 @@ def reset_share_group(admin: AdminPort, req: ResetRequest, *, progress: Progress
     scope = req.scope
     if len(scope.groups) != 1 or scope.all_groups or scope.group_patterns:
         raise UsageError("a share group reset takes exactly one --group")
-    if scope.live or req.create_groups:
+    if scope.live or scope.create_groups:
         raise UsageError("--live and --create-groups do not apply to share groups")
     view = share_view(admin)
     current = _one_group(view, scope.groups[0])

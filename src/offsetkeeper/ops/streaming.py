@@ -8,11 +8,11 @@ one executor with its snapshot first, like every other offset change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 from offsetkeeper.kafka.ports import AdminPort
-from offsetkeeper.ops.reset import ExecuteOptions, Outcome, execute_plan
+from offsetkeeper.ops.reset import Outcome, execute_plan
 from offsetkeeper.ops.targets import TargetContext, TargetKind, TargetSpec, resolve_target
 from offsetkeeper.progress import ProgressFn, no_progress
 from offsetkeeper.streaming.reset import (
@@ -20,6 +20,7 @@ from offsetkeeper.streaming.reset import (
     CheckpointResetPlan,
     CheckpointRollbackRequest,
     CheckpointScope,
+    CommitToGroupRequest,
     RollbackResult,
     commit_plan,
     execute_checkpoint_reset,
@@ -53,7 +54,7 @@ TARGET_KINDS = (TargetKind.TO_EARLIEST, TargetKind.TO_LATEST, TargetKind.TO_CURR
 @dataclass(frozen=True)
 class CheckpointResetRequest:
     """`streaming reset`: which checkpoint and partitions with the safety switches (`scope`,
-    what the planner and the executor take as it is), to what, and whether to apply it."""
+    what the planner takes as it is), to what, and whether to apply it."""
 
     scope: CheckpointScope
     target: TargetSpec
@@ -89,23 +90,12 @@ def roll_back_checkpoint(req: CheckpointRollbackRequest) -> RollbackResult:
     return rollback_checkpoint(req)
 
 
-@dataclass(frozen=True)
-class CommitToGroupRequest:
-    """`streaming commit-to-group`: commit the checkpoint's position to a consumer group."""
-
-    location: str
-    group: str
-    source: int | None = None
-    execute: bool = False
-    options: ExecuteOptions = field(default_factory=ExecuteOptions)
-
-
 def commit_to_group(admin: AdminPort, req: CommitToGroupRequest, *,
                     progress: ProgressFn = no_progress) -> Outcome:
     """Plan committing the end offsets of the checkpoint's last committed batch to the group
     and, with `req.execute`, apply it through the one executor: the group is snapshotted first
     (unless `options.snapshot` is False), refused while it has active members, read back."""
-    plan = commit_plan(admin, req.location, req.group, source=req.source)
+    plan = commit_plan(admin, req)
     report = execute_plan(admin, plan, req.options,
                           description=f"before streaming commit-to-group {req.group}",
                           progress=progress) if req.execute else None

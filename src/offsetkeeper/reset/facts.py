@@ -166,14 +166,14 @@ def gather_facts(admin: AdminPort, scope: ResetScope, target: ResetTarget, group
 
 
 def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, label: str = "",
-               create_groups: bool = False, allow_unknown_state: bool = False,
-               progress: ProgressFn = no_progress) -> ResetPlan:
+               allow_unknown_state: bool = False, progress: ProgressFn = no_progress) -> ResetPlan:
     """Read the cluster and plan the reset (nothing is changed).
 
     Groups that do not exist are marked in the plan; they may be created by executing it only
-    when `create_groups` is set or the target's input names them (a several-group CSV, a
+    when `scope.create_groups` is set or the target's input names them (a several-group CSV, a
     snapshot, a mapping) — see `check_creatable`. A scope that selects no partition at all is
-    a UsageError: nothing to do is not a success.
+    a UsageError: nothing to do is not a success. `allow_unknown_state`: the executor's option
+    of that name (`ExecuteOptions`), which planning applies the same way.
     """
     if not (scope.topics or scope.all_topics or isinstance(target, FromOffsets)):
         raise UsageError("no topic given: use --topic TOPIC[:P,...] (repeatable) or --all-topics")
@@ -183,7 +183,7 @@ def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, labe
     named = target.named_groups if isinstance(target, FromOffsets) else frozenset()
     progress(ProgressEvent("reading groups from the cluster", 0, len(groups), "groups"))
     facts = gather_facts(admin, scope, target, groups, allow_unknown_state=allow_unknown_state,
-                         may_create=frozenset(groups) if create_groups else named)
+                         may_create=frozenset(groups) if scope.create_groups else named)
     progress(ProgressEvent("reading groups from the cluster", len(groups), len(groups), "groups"))
     plan = _typed(plan_reset(facts, scope, target, label=label, progress=progress), admin)
     if plan.group_type == "share" and isinstance(admin, KafkaPort):

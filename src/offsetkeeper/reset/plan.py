@@ -113,6 +113,9 @@ class ResetScope:
     # Commit without commit metadata (as kafka-consumer-groups.sh does) instead of keeping each
     # partition's; metadata an input names (a rollback's snapshot) is committed either way.
     clear_metadata: bool = False
+    # Named groups the cluster does not have may be created by the commit (--create-groups);
+    # without it only the groups an input names (a CSV, a snapshot, a mapping) may be.
+    create_groups: bool = False
 
 
 @dataclass(frozen=True)

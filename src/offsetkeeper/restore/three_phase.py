@@ -17,12 +17,13 @@ One report; `ok` is False on any mismatch or failure. `ThreePhaseRequest` is wha
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from offsetkeeper.config import Connection
 from offsetkeeper.errors import UsageError
 from offsetkeeper.progress import ProgressFn, no_progress
+from offsetkeeper.reset.options import ExecuteOptions
 from offsetkeeper.restore.config import (
     RestoreOptions,
     RestoreRequest,
@@ -48,8 +49,9 @@ class ThreePhaseOptions:
     offsets_source: str = "backup"            # backup | live | snapshot:ID
     offsets_snapshot_store: str | None = None # where snapshot:ID is read from
     source: Connection | None = None          # the live source cluster (offsets_source=live)
-    snapshot: bool = True                     # auto-snapshot the target groups before committing
-    snapshot_store: str | None = None
+    # How the group commits execute, as the request gave them (its snapshot store resolved):
+    # `snapshot` auto-snapshots the target groups before committing.
+    execute: ExecuteOptions = field(default_factory=ExecuteOptions)
     validate: bool = True
 
 
@@ -65,8 +67,9 @@ class ThreePhaseRequest:
     strategy: str | None = None
     groups: tuple[str, ...] = ()
     group_offsets: str | None = None
-    snapshot: bool = True
-    snapshot_store: str | None = None
+    # How the group commits execute (the snapshot switch and store: --no-snapshot,
+    # --snapshot-store), passed to the executor as they are.
+    options: ExecuteOptions = field(default_factory=ExecuteOptions)
     validate: bool = True
 
 
@@ -99,7 +102,7 @@ def build_three_phase_options(req: ThreePhaseRequest) -> ThreePhaseOptions:
         backup_cfg = BackupConfig(connection=source, include=include or ("*",),
                                   destination=ropts.destination, backup_id=ropts.backup_id,
                                   master=ropts.master or "local[*]", spark_conf=dict(ropts.spark_conf))
-    store = resolve_store_url(req.snapshot_store, cfg)
+    store = resolve_store_url(req.options.snapshot_store, cfg)
     file_groups = fg.get("groups", []) or []
     if isinstance(file_groups, str):
         file_groups = [file_groups]
@@ -108,7 +111,8 @@ def build_three_phase_options(req: ThreePhaseRequest) -> ThreePhaseOptions:
         strategy=req.strategy or fg.get("strategy") or "translate",
         groups=tuple(req.groups) or tuple(str(g) for g in file_groups),
         offsets_source=req.group_offsets or fg.get("offsets") or "backup",
-        source=source, snapshot=req.snapshot, snapshot_store=store, offsets_snapshot_store=store,
+        source=source, execute=replace(req.options, snapshot_store=store),
+        offsets_snapshot_store=store,
         validate=req.validate and (f.validate_after if f else True))
 
 
@@ -245,7 +249,7 @@ def _translate_and_commit(o: ThreePhaseOptions, r: RestoreOptions, restore_id: s
         plan = build_plan(admin, ResetScope(groups=(), all_groups=False, topics=(), all_topics=True),
                           target, label=target.source)
         report = apply_plan(admin, plan, ApplyOptions(
-            snapshot_fn=snapshot_fn(o.snapshot_store) if o.snapshot else None,
+            o.execute, snapshot_fn=snapshot_fn(o.execute.snapshot_store) if o.execute.snapshot else None,
             description=f"before three-phase restore {restore_id}"))
     rep.commit = report.to_dict()
     ok = report.failed == 0 and not plan.refused

@@ -23,6 +23,7 @@ from offsetkeeper.errors import CheckpointBusyError, UsageError
 from offsetkeeper.kafka.ports import AdminPort
 from offsetkeeper.models import CommittedOffset, GroupInfo, TopicPartition
 from offsetkeeper.reset.facts import build_plan
+from offsetkeeper.reset.options import ExecuteOptions
 from offsetkeeper.reset.plan import (
     GroupFacts,
     PartitionPlan,
@@ -44,7 +45,8 @@ DEFAULT_ALIVE_WINDOW_S = 120.0
 @dataclass(frozen=True)
 class CheckpointScope:
     """Which checkpoint a reset changes, which partitions of it, and its safety switches (what
-    `streaming reset` asks, passed to the planner and the executor as it is)."""
+    `streaming reset` asks): the planner takes it as it is; the executor writes the plan and
+    takes of it only `force`, the override of the refusals the plan carries."""
 
     location: str
     topics: tuple[TopicSpec, ...] = ()   # none: every partition of the checkpoint
@@ -248,13 +250,23 @@ def rollback_checkpoint(req: CheckpointRollbackRequest) -> RollbackResult:
 
 
 # -- commit to a group ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class CommitToGroupRequest:
+    """`streaming commit-to-group`: commit the checkpoint's position to a consumer group (the
+    planner takes the request as it is, the executor its `options`)."""
+
+    location: str
+    group: str
+    source: int | None = None      # index of the query's Kafka source (when it has several)
+    execute: bool = False
+    options: ExecuteOptions = field(default_factory=ExecuteOptions)
 
 
-# -- commit to a group ----------------------------------------------------------------------
-def commit_plan(admin: AdminPort, location: str, group: str, *, source: int | None = None) -> ResetPlan:
+def commit_plan(admin: AdminPort, req: CommitToGroupRequest) -> ResetPlan:
     """The reset plan that commits the checkpoint's position (end of the last committed batch)
-    to `group`; the caller executes it through the one executor."""
-    view = load_view(location, source=source)
+    to the request's group; the caller executes it through the one executor."""
+    location, group = req.location, req.group
+    view = load_view(location, source=req.source)
     offsets = view.committed_offsets
     if not offsets:
         raise UsageError(f"checkpoint {location} has no committed batch to commit")

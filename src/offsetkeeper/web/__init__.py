@@ -1,8 +1,9 @@
 """The web dashboard (`offsetkeeper ui`): groups, lag over time, a reset wizard with plan
 preview, snapshots, backups. Built on the operations layer (`offsetkeeper.ops`): it can do
 nothing the command line cannot, and nothing unsafely. The group pages' data (overview, group
-detail, history reads) comes from `ops.group_pages` and `ops.history_view`; one bad item of a
-page becomes its row's error through `ops.itemerr`.
+detail, history reads) comes from `ops.group_pages` and `ops.history_view`, a share or streams
+group's page from `ops.typed_group_pages`; one bad item of a page becomes its row's error
+through `ops.itemerr`.
 
     app.py        create_app: routes and middleware
     core.py       settings, application state, guards (auth, CSRF, read-only), rendering

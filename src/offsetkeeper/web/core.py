@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from offsetkeeper.errors import OffsetkeeperError, UnknownGroupError
+from offsetkeeper.ops import ExecuteOptions
 from offsetkeeper.ops.group_pages import ListingCache
 from offsetkeeper.ops.history_view import HistoryView
 from offsetkeeper.ops.itemerr import guarded
@@ -51,8 +52,9 @@ class UiSettings:
     checkpoints: tuple[CheckpointEntry, ...] = ()
     connect_workers: tuple[WorkerEntry, ...] = ()
     mm2_flows: tuple[Mm2Entry, ...] = ()
-    snapshot_store: str | None = None
-    config_path: Path | None = None
+    # How the dashboard's resets and rollbacks execute, built once from `ui`'s flags: the
+    # snapshot store (and the config file naming one) the snapshot pages read, too.
+    execute: ExecuteOptions = field(default_factory=ExecuteOptions)
     allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]", "::1")
     tls: bool = False
 
@@ -142,12 +144,6 @@ class Dashboard:
         if cluster not in self.clusters.names:
             raise HttpError(404, f"cluster '{cluster}' is not configured")
         return self.clusters.admin(cluster)
-
-    def exec_options(self, **kw):
-        from offsetkeeper.ops import ExecuteOptions
-
-        return ExecuteOptions(snapshot_store=self.settings.snapshot_store,
-                              config_path=self.settings.config_path, **kw)
 
 
 # -- middleware ----------------------------------------------------------------------------------

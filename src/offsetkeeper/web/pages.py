@@ -225,9 +225,10 @@ async def group(dash: Dashboard, request: Request) -> Response:
 
 async def typed_group(dash: Dashboard, request: Request, cluster: str, admin, name: str,
                       kind: str) -> Response:
-    from offsetkeeper.web.typed_groups import share_view, streams_view
+    from offsetkeeper.ops.typed_group_pages import share_group_page, streams_group_page
 
-    view = await in_thread(share_view if kind == "share" else streams_view, admin, name)
+    view = await in_thread(share_group_page if kind == "share" else streams_group_page, admin,
+                           name)
     return dash.page(request, "typed_group.html", {"cluster": cluster, "v": view},
                      data={"group": view})
 
@@ -242,9 +243,9 @@ async def snapshots(dash: Dashboard, request: Request) -> Response:
     dash.admin(cluster)
     # The store unreadable as a whole (e.g. s3:// without s3fs): the page says so; a bad file
     # is a row with its error (the store's listing does that).
+    opts = dash.settings.execute
     snaps, err = await in_thread(safe_call, lambda: list_snapshots(
-        store=dash.settings.snapshot_store, config_path=dash.settings.config_path), [],
-        what="snapshot store")
+        store=opts.snapshot_store, config_path=opts.config_path), [], what="snapshot store")
     snaps = list(reversed(snaps))
     return dash.page(request, "snapshots.html", {"cluster": cluster, "snaps": snaps,
                                                  "store_error": err},
@@ -258,8 +259,9 @@ async def snapshot_diff(dash: Dashboard, request: Request) -> Response:
     cluster = request.path_params["cluster"]
     sid = request.path_params["sid"]
     admin = dash.admin(cluster)
-    diffs = await in_thread(diff_with_live, admin, sid, store=dash.settings.snapshot_store,
-                          config_path=dash.settings.config_path)
+    opts = dash.settings.execute
+    diffs = await in_thread(diff_with_live, admin, sid, store=opts.snapshot_store,
+                            config_path=opts.config_path)
     rows = [d.as_row() for d in diffs]
     return dash.page(request, "snapshot.html", {"cluster": cluster, "sid": sid, "rows": rows},
                      data={"snapshot_id": sid, "diff": rows})

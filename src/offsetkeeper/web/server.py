@@ -34,6 +34,7 @@ class ServeOptions:
 
 def build(opts: ServeOptions):
     """The app plus the host and port to bind; UsageError for unsafe or malformed settings."""
+    from offsetkeeper.ops import ExecuteOptions
     from offsetkeeper.ops.history_view import open_history
     from offsetkeeper.web.app import UiSettings, create_app
     from offsetkeeper.web.checkpoints import entries
@@ -59,7 +60,7 @@ def build(opts: ServeOptions):
         read_only=opts.read_only, token=token, history_store=history_url,
         backup_destinations=tuple(opts.backup_destinations) or tuple(cfg.ui.backup_destinations),
         checkpoints=checkpoints, connect_workers=workers, mm2_flows=flows,
-        snapshot_store=opts.snapshot_store, config_path=opts.config_path,
+        execute=ExecuteOptions(snapshot_store=opts.snapshot_store, config_path=opts.config_path),
         allowed_hosts=allowed, tls=opts.tls_cert is not None)
     history = open_history(history_url)
     if history is not None:

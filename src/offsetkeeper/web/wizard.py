@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from starlette.requests import Request
@@ -52,8 +53,9 @@ async def reset_form(dash: Dashboard, request: Request) -> Response:
     from offsetkeeper.ops import list_snapshots
 
     # off the event loop: a slow or hostile store must not stall every other request
+    opts = dash.settings.execute
     snaps, _ = await in_thread(safe_call, lambda: list_snapshots(
-        store=dash.settings.snapshot_store, config_path=dash.settings.config_path), [])
+        store=opts.snapshot_store, config_path=opts.config_path), [])
     groups_given = request.query_params.getlist("g")
     return dash.page(request, "reset.html", {
         "cluster": cluster, "groups_text": "\n".join(groups_given), "kinds": _target_kinds(dash),
@@ -135,9 +137,10 @@ async def reset_preview(dash: Dashboard, request: Request) -> Response:
             target=spec,
             scope=ResetScope(groups=tuple(dict.fromkeys(groups_)),
                              all_groups=form.get("all_groups") == "on", topics=tuple(topics),
-                             all_topics=form.get("all_topics") == "on" and not topics),
-            create_groups=form.get("create_groups") == "on",
-            options=dash.exec_options(allow_unknown_state=form.get("allow_unknown_state") == "on"))
+                             all_topics=form.get("all_topics") == "on" and not topics,
+                             create_groups=form.get("create_groups") == "on"),
+            options=replace(dash.settings.execute,
+                            allow_unknown_state=form.get("allow_unknown_state") == "on"))
         change = await in_thread(prepare_reset, admin, req)
     return _show_plan(dash, request, cluster, *dash.plans.put(cluster, change))
 
@@ -206,6 +209,6 @@ async def rollback_preview(dash: Dashboard, request: Request) -> Response:
     await dash.form(request)
     admin = dash.admin(cluster)
     change = await in_thread(prepare_rollback, admin,
-                             RollbackRequest(snapshot_id=sid, options=dash.exec_options()))
+                             RollbackRequest(snapshot_id=sid, options=dash.settings.execute))
     return _show_plan(dash, request, cluster, *dash.plans.put(cluster, change))
 

@@ -1,9 +1,10 @@
-"""The group page of a share group (KIP-932) and of a streams group (KIP-1071): what
-`share-groups describe` and `streams-groups describe` show, as the templates' data.
+"""What the page of a share group (KIP-932) and of a streams group (KIP-1071) shows: what
+`share-groups describe` and `streams-groups describe` show, as rows the dashboard renders (the
+consumer groups' pages are `ops.group_pages`).
 
-Both come from Kafka's Java admin client (`ops.groups`). Without the JVM helper the
-describe raises `JvmHelperUnavailable`, whose one sentence the page shows (HTTP 200 with the
-group's name and that sentence, never a 500).
+Both come from Kafka's Java admin client (the group facade `ops.groups`). Without the JVM
+helper the describe raises `JvmHelperUnavailable`: the page is the group's name and that one
+sentence (`error`), never a failure.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from offsetkeeper.errors import JvmHelperUnavailable
+from offsetkeeper.kafka.ports import KafkaPort
+from offsetkeeper.ops.groups import share_group, streams_group
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,9 @@ def _tasks(kind) -> str:
     return "; ".join(f"{sub}:[{','.join(str(p) for p in ps)}]" for sub, ps in kind) or "-"
 
 
-def share_view(admin, group: str) -> TypedGroupView:
+def share_group_page(admin: KafkaPort, group: str) -> TypedGroupView:
     """State, members and their assignments, and per partition the start offset, log start
     and end, and lag (KIP-1226: computed by the broker)."""
-    from offsetkeeper.ops.groups import share_group
-
     try:
         v = share_group(admin, group)
     except JvmHelperUnavailable as exc:
@@ -61,11 +62,9 @@ def share_view(admin, group: str) -> TypedGroupView:
                           members, parts, sum(max(0, p["lag"] or 0) for p in parts))
 
 
-def streams_view(admin, group: str) -> TypedGroupView:
+def streams_group_page(admin: KafkaPort, group: str) -> TypedGroupView:
     """Members with their processes and tasks, the topology (subtopologies, input topics), and
     per input partition the committed offset, log end and lag."""
-    from offsetkeeper.ops.groups import streams_group
-
     try:
         v = streams_group(admin, group)
     except JvmHelperUnavailable as exc:
