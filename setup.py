@@ -4,11 +4,11 @@
 admin helper and the jars it needs at run time in ``offsetkeeper/_jvm/`` of the wheel:
 
     offsetkeeper/_jvm/admin-helper.jar
-    offsetkeeper/_jvm/lib/*.jar            kafka-clients, jackson, slf4j
+    offsetkeeper/_jvm/lib/*.jar            kafka-clients, slf4j
     offsetkeeper/_jvm/kafka-dist/pom.xml   what `dev-broker` fetches on first use
 
-kafka-streams (the helper's test aid only) and the record compression codecs (the Admin client
-reads no record batches) stay out: they would double the wheel. An editable install builds
+The record compression codecs (the Admin client reads no record batches) stay out: they would
+double the wheel. An editable install builds
 nothing here (scripts/setup.sh builds the developer's cache). Everything else is pyproject.toml.
 """
 
@@ -25,7 +25,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 #: jar name prefixes of the helper's runtime dependencies that the wheel ships
-SHIPPED = ("kafka-clients-", "jackson-", "slf4j-")
+SHIPPED = ("kafka-clients-", "slf4j-")
 
 
 class BuildPyWithJvm(build_py):

@@ -98,6 +98,19 @@ build_helper() {
 }
 build_into "$cache/admin-helper-$helper_version" "$(digest jvm/admin-helper)" build_helper
 
+# The tests' own Java clients (never shipped): a KafkaShareConsumer, a Kafka Streams application
+# and MirrorMaker 2's RemoteClusterUtils, run by tests/jvm_apps.py from
+# $cache/test-apps-<version>/{test-apps.jar,lib/*.jar} (OFFSETKEEPER_TEST_APPS points elsewhere).
+apps_version=$(sed -n 's:^  <version>\(.*\)</version>.*:\1:p' tests/jvm/test-apps/pom.xml | head -1)
+build_test_apps() {
+    echo "setup: building the tests' Java clients with Maven" >&2
+    mvn -q -B -f tests/jvm/test-apps/pom.xml package dependency:copy-dependencies -DskipTests \
+        -Dapps.build.dir="$out/build" -DoutputDirectory="$out/lib" >&2
+    mv "$out/build/test-apps.jar" "$out/test-apps.jar"
+    rm -rf "$out/build"
+}
+build_into "$cache/test-apps-$apps_version" "$(digest tests/jvm/test-apps)" build_test_apps
+
 # Kafka Connect (distributed worker, FileStream connectors) and MirrorMaker 2, pinned in the pom:
 # the real components behind the tests and the demo of `connect` and `mm2`; read by
 # offsetkeeper.devbroker.connect (OFFSETKEEPER_CONNECT_LIBS points a run at other jars).

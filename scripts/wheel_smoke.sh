@@ -43,6 +43,10 @@ step="install the wheel into a fresh venv"
 # the dev venv's pip installs into it (no ensurepip: faster, and nothing else on its PATH)
 python3 -m venv --without-pip "$venv"
 .venv/bin/python -m pip --python "$venv/bin/python" install --quiet "$wheel"
+# the tests' Java clients (a KafkaShareConsumer) come from the clone's build (scripts/setup.sh),
+# never from the wheel: locate them before the user cache is redirected
+OFFSETKEEPER_TEST_APPS=$(.venv/bin/python -c 'from tests.jvm_apps import apps_dir; print(apps_dir())')
+export OFFSETKEEPER_TEST_APPS
 cd "$work"  # nothing of the clone on sys.path from here on
 export XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/share"
 export OFFSETKEEPER_CONFIG="$work/none.yaml" OFFSETKEEPER_SNAPSHOT_STORE="$work/snapshots"
@@ -116,8 +120,8 @@ step="snapshots rollback of the reset's snapshot"
 step="share-groups describe of a real share group (the wheel's JVM helper)"
 "$venv/bin/offsetkeeper" dev-broker kafka-tool kafka-configs --bootstrap-server "$b" --alter \
     --entity-type groups --entity-name smoke-share --add-config share.auto.offset.reset=earliest >/dev/null
-# a KafkaShareConsumer run by the wheel's helper (tests/jvm_apps.py, loaded by path: it imports
-# only offsetkeeper, which is the wheel's here)
+# a KafkaShareConsumer from the tests' own jar (tests/jvm_apps.py, loaded by path: it imports
+# only offsetkeeper, which is the wheel's here); the describe runs the wheel's helper
 "$venv/bin/python" - "$b" "$work/share.json" "$clone/tests/jvm_apps.py" <<'EOF'
 import importlib.util, json, subprocess, sys
 from offsetkeeper.kafka import jvm

@@ -2,9 +2,9 @@
 the release's own tools (kafka-groups, kafka-share-groups, kafka-streams-groups,
 kafka-consumer-groups) as the oracle.
 
-The clients are real Java ones driven through the admin helper (`tests/jvm_apps.py`): Kafka's
-KafkaShareConsumer for share groups, and a Kafka Streams application (a stateless topology,
-group.protocol=streams) for streams groups.
+The clients are real Java ones from the tests' own jar (tests/jvm/test-apps, run by
+`tests/jvm_apps.py`): Kafka's KafkaShareConsumer for share groups, and a Kafka Streams
+application (a stateless topology, group.protocol=streams) for streams groups.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ from offsetkeeper.kafka.group_types import (
 from offsetkeeper.models import TopicPartition
 from offsetkeeper.redact import redact_text
 
-HELPER_VERSION = "3"  # = <version> of jvm/admin-helper/pom.xml
+HELPER_VERSION = "5"  # = <version> of jvm/admin-helper/pom.xml
 HELPER_ENV = "OFFSETKEEPER_ADMIN_HELPER"
 MAIN_CLASS = "io.offsetkeeper.admin.Main"
 JVM_FLAGS = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")

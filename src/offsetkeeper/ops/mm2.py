@@ -17,7 +17,7 @@ from offsetkeeper.mm2.records import OffsetSync, latest_checkpoints, latest_offs
 from offsetkeeper.mm2.target import source_topic
 from offsetkeeper.models import TopicPartition
 
-__all__ = ["MM2Report", "MM2Row", "mm2_status", "remote_cluster_translation"]
+__all__ = ["MM2Report", "MM2Row", "mm2_status"]
 
 
 @dataclass(frozen=True)
@@ -156,16 +156,3 @@ def _committed(admin: CommittedOffsetsPort, groups: set[str]) -> dict[str, dict[
             continue
         out[g] = {tp: c.offset for tp, c in got.items()}
     return out
-
-
-def remote_cluster_translation(target_admin: ClusterPort, source_alias: str, groups: tuple[str, ...], *,
-                               timeout_s: float = 15.0) -> dict[str, dict[TopicPartition, int]]:
-    """MirrorMaker 2's own translation (`RemoteClusterUtils.translateOffsets`, Java, through
-    the admin helper) of each group's offsets onto the target cluster."""
-    from offsetkeeper.kafka.jvm import call
-
-    answer = call(target_admin.conn.client_config(), "mm2-translate",
-                  {"source_alias": source_alias, "groups": list(groups),
-                   "timeout_ms": int(timeout_s * 1000)}, timeout=timeout_s * (len(groups) + 1))
-    return {g: {TopicPartition(e["topic"], int(e["partition"])): int(e["offset"])
-                for e in entries} for g, entries in answer.items()}

@@ -1,10 +1,5 @@
 package io.offsetkeeper.admin;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -24,8 +19,6 @@ import org.apache.kafka.common.protocol.Errors;
  * <p>stdin, first line: {"op": NAME, "config": {java client properties}, "args": {...}}.
  * stdout: {"ok": true, "result": ...} or {"ok": false, "error": {"code", "exception", "message"}}.
  * Exit code 0 when an answer was written (even an error answer), 2 for a malformed request.
- * Long-running test aids (share-consume, streams-app) write one JSON event per line and run
- * until stdin is closed.
  *
  * <p>{"op": "session", "config": {...}} keeps one Admin client for many requests: every further
  * stdin line is a request {"op", "args"} (its config is the session's), answered by one line, in
@@ -35,8 +28,6 @@ import org.apache.kafka.common.protocol.Errors;
  * <p>Client properties arrive on stdin only (never argv), and the error answer never echoes them.
  */
 public final class Main {
-    static final ObjectMapper JSON = new ObjectMapper();
-
     private Main() {
     }
 
@@ -49,7 +40,7 @@ public final class Main {
         String line = in.readLine();
         JsonNode req;
         try {
-            req = JSON.readTree(line == null ? "" : line);
+            req = Json.parse(line == null ? "" : line);
             if (req == null || !req.isObject() || !req.path("op").isTextual()) {
                 throw new IllegalArgumentException("no op");
             }
@@ -65,20 +56,9 @@ public final class Main {
         ObjectNode answer;
         try {
             switch (op) {
-                case "ping" -> answer = ok(JSON.getNodeFactory().textNode("pong"));
-                case "mm2-translate" -> answer = ok(Mirror.translate(props, args));
-                case "share-consume" -> {
-                    TestApps.shareConsume(props, args, out, in);
-                    System.exit(0);
-                    return;
-                }
+                case "ping" -> answer = ok(JsonNode.text("pong"));
                 case "session" -> {
                     session(props, in, out);
-                    System.exit(0);
-                    return;
-                }
-                case "streams-app" -> {
-                    TestApps.streamsApp(props, args, out, in);
                     System.exit(0);
                     return;
                 }
@@ -91,7 +71,7 @@ public final class Main {
         } catch (Throwable t) {
             answer = error(t);
         }
-        out.println(JSON.writeValueAsString(answer));
+        out.println(Json.write(answer));
         out.flush();
         System.exit(0);
     }
@@ -99,12 +79,12 @@ public final class Main {
     /** Answers requests on one Admin client until stdin ends; a malformed line is an error answer. */
     static void session(Properties props, BufferedReader in, PrintStream out) throws Exception {
         try (Admin admin = Admin.create(props)) {
-            out.println(JSON.writeValueAsString(ok(JSON.getNodeFactory().textNode("ready"))));
+            out.println(Json.write(ok(JsonNode.text("ready"))));
             String line;
             while ((line = in.readLine()) != null) {
                 ObjectNode answer;
                 try {
-                    JsonNode req = JSON.readTree(line);
+                    JsonNode req = Json.parse(line);
                     if (req == null || !req.isObject() || !req.path("op").isTextual()) {
                         answer = error("INVALID_REQUEST", "", "malformed request: expected one JSON object with an op");
                     } else {
@@ -113,7 +93,7 @@ public final class Main {
                 } catch (Throwable t) {
                     answer = error(t);
                 }
-                out.println(JSON.writeValueAsString(answer));
+                out.println(Json.write(answer));
                 out.flush();
             }
         }
@@ -130,14 +110,14 @@ public final class Main {
     }
 
     static ObjectNode ok(JsonNode result) {
-        ObjectNode n = JSON.createObjectNode();
+        ObjectNode n = new ObjectNode();
         n.put("ok", true);
         n.set("result", result);
         return n;
     }
 
     static ObjectNode error(String code, String exception, String message) {
-        ObjectNode n = JSON.createObjectNode();
+        ObjectNode n = new ObjectNode();
         n.put("ok", false);
         ObjectNode e = n.putObject("error");
         e.put("code", code);
@@ -178,6 +158,6 @@ public final class Main {
     }
 
     static ArrayNode array() {
-        return JSON.createArrayNode();
+        return new ArrayNode();
     }
 }

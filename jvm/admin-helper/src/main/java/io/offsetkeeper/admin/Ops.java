@@ -1,9 +1,5 @@
 package io.offsetkeeper.admin;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -53,7 +49,7 @@ final class Ops {
     static JsonNode run(Admin admin, String op, JsonNode args) throws Exception {
         long timeoutMs = args.path("timeout_ms").asLong(15000);
         return switch (op) {
-            case "ping" -> Main.JSON.getNodeFactory().textNode("pong");
+            case "ping" -> JsonNode.text("pong");
             case "list-groups" -> listGroups(admin, args, timeoutMs);
             case "describe-consumer-groups" -> describeConsumerGroups(admin, groups(args), timeoutMs);
             case "describe-share-groups" -> describeShareGroups(admin, groups(args), timeoutMs);
@@ -118,7 +114,7 @@ final class Ops {
     }
 
     static ObjectNode groupError(String group, Object ex) {
-        ObjectNode o = Main.JSON.createObjectNode();
+        ObjectNode o = new ObjectNode();
         o.put("group", group);
         o.set("error", Main.itemError((Throwable) ex));
         return o;
@@ -384,7 +380,7 @@ final class Ops {
     }
 
     static ObjectNode tasks(StreamsGroupMemberAssignment a) {
-        ObjectNode o = Main.JSON.createObjectNode();
+        ObjectNode o = new ObjectNode();
         if (a == null) {
             return o;
         }

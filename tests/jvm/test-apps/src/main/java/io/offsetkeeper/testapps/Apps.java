@@ -1,4 +1,4 @@
-package io.offsetkeeper.admin;
+package io.offsetkeeper.testapps;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -24,12 +24,12 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
- * Real clients for tests and demos, driven through the helper: a KafkaShareConsumer and a Kafka
+ * Real clients for tests and benchmarks: a KafkaShareConsumer and a Kafka
  * Streams application with group.protocol=streams. Both write JSON events, one per line, and run
  * until stdin is closed (the caller's way to stop them), then close cleanly.
  */
-final class TestApps {
-    private TestApps() {
+final class Apps {
+    private Apps() {
     }
 
     static void event(PrintStream out, String name, long count) {

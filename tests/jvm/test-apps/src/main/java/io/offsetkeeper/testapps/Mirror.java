@@ -1,4 +1,4 @@
-package io.offsetkeeper.admin;
+package io.offsetkeeper.testapps;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -13,7 +13,7 @@ import org.apache.kafka.connect.mirror.RemoteClusterUtils;
 
 /**
  * MirrorMaker 2's own translation of a group's offsets (the oracle of offsetkeeper's
- * `--from-mm2`): RemoteClusterUtils.translateOffsets against the target cluster the helper's
+ * `--from-mm2`): RemoteClusterUtils.translateOffsets against the target cluster the request.s
  * properties name, for the source alias and groups given.
  *
  * <p>args: {"source_alias": "A", "groups": ["g1", ...], "timeout_ms": 15000}; answer:
