@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from offsetkeeper.connect.offsets_topic import read_source_offsets
+from offsetkeeper.connect.offsets_topic import read_all_source_offsets
 from offsetkeeper.connect.rest import ConnectClient, ConnectError, parse_target
 from offsetkeeper.errors import UsageError
 from offsetkeeper.ops import connect as ops_connect
@@ -109,7 +109,8 @@ def test_source_rewind_reemits_exactly_the_records_after_the_target(
     _wait("position flushed", lambda: _position(client, name) == end)
     assert _values(bootstrap, topic) == lines + lines[5:]
     # the independent reader sees what the worker says
-    [entry] = read_source_offsets(admin.conn.client_config(), connect_worker.offsets_topic, name)
+    [entry] = read_all_source_offsets(admin.conn.client_config(), connect_worker.offsets_topic,
+                                      {name})[name]
     assert entry.offset == {"position": end}
 
 

@@ -74,8 +74,7 @@ def check_transaction_fields(store):
     store.write(txn, Cycle(2_000_000, 1000, 1, 2, 1))
     back = store.latest("txn")
     assert back == txn
-    assert [(s.lag, s.lag_raw, s.waiting_on_transaction) for s in back] == [(0, 3, True),
-                                                                            (3, 3, False)]
+    assert [(s.lag, s.lag_raw, s.open_transaction) for s in back] == [(0, 3, True), (3, 3, False)]
 
 
 def check_prune(store):

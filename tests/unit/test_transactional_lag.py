@@ -68,7 +68,7 @@ def _s(ts, committed=10, log_end=12, lso=10, since=1_000, readable=None, consume
 
 def test_sample_lag_and_raw_lag():
     s = _s(5)
-    assert (s.lag, s.lag_raw, s.open_transaction, s.waiting_on_transaction) == (0, 2, True, True)
+    assert (s.lag, s.lag_raw, s.open_transaction) == (0, 2, True)
     old = Sample(ts=1, group="g", topic="t", partition=0, committed=3, log_start=0, log_end=9)
     assert (old.lag, old.lag_raw, old.open_transaction) == (6, 6, False)   # schema <= 3 samples
     assert _s(5, committed=9, log_end=10, lso=10, readable=0).lag == 0      # markers only

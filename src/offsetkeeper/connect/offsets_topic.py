@@ -34,13 +34,6 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, OffsetEn
     return k[0], OffsetEntry(part, off)
 
 
-def read_source_offsets(client_config: dict, topic: str, connector: str, *,
-                        timeout_s: float = 60.0) -> tuple[OffsetEntry, ...]:
-    """The connector's current positions in `topic` (entries with an offset only)."""
-    return read_all_source_offsets(client_config, topic, {connector},
-                                   timeout_s=timeout_s).get(connector, ())
-
-
 def read_all_source_offsets(client_config: dict, topic: str, connectors: set[str], *,
                             timeout_s: float = 60.0) -> dict[str, tuple[OffsetEntry, ...]]:
     """The current positions of `connectors` in `topic`, in one read of the topic."""

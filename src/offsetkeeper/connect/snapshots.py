@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from offsetkeeper.connect.model import OffsetEntry, entries_json, parse_entries
+from offsetkeeper.connect.model import entries_json, parse_entries
 from offsetkeeper.connect.plan import ConnectorFacts
 from offsetkeeper.errors import NotFoundError, SnapshotFormatError, UsageError
 from offsetkeeper.times import id_stamp, iso_datetime
@@ -101,14 +101,4 @@ class ConnectSnapshotStore:
             raise NotFoundError(f"no connector snapshot {sid} in {self.store.display_url}") from None
         return parse_snapshot(text, where=f"snapshot {sid}")
 
-    def list_ids(self) -> list[str]:
-        try:
-            names = self.store.fs.ls(self.dir, detail=False)
-        except FileNotFoundError:
-            return []
-        return sorted(n.rsplit("/", 1)[-1][:-5] for n in names
-                      if n.endswith(".json") and n.rsplit("/", 1)[-1].startswith(PREFIX))
 
-
-def facts_of(entries: tuple[OffsetEntry, ...], name: str, type_: str, state: str) -> ConnectorFacts:
-    return ConnectorFacts(name, type_, state, entries)

@@ -62,12 +62,6 @@ class Sample:
         return self.lso is not None and self.lso < self.log_end
 
     @property
-    def waiting_on_transaction(self) -> bool:
-        """The group has read everything it may read and waits for an open transaction to end
-        (not the consumer's fault)."""
-        return self.open_transaction and self.lag == 0
-
-    @property
     def time_lag_s(self) -> float:
         """Best time lag in seconds: exact when known, else interpolated, else 0 (never NaN)."""
         if self.lag == 0:
@@ -98,8 +92,6 @@ class Gap:
     end: int
     reason: str
 
-
-SAMPLE_FIELDS = tuple(Sample.__dataclass_fields__)
 
 
 

@@ -47,9 +47,6 @@ from offsetkeeper.models import (
 
 DEFAULT_TIMEOUT = 15.0
 PROBE_TIMEOUT = 10.0
-# Errors of a group coordinator that is loading or moving: asking again shortly succeeds.
-COORDINATOR_LOADING = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
-                                 "COORDINATOR_NOT_AVAILABLE"})
 LIBRDKAFKA_LOG = logging.getLogger("offsetkeeper.librdkafka")
 
 

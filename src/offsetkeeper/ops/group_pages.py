@@ -134,9 +134,9 @@ PER_PAGE = 100
 MAX_PER_PAGE = 500
 # Sorting by these needs no describe: the listing (one ListGroups request) has name, state, type.
 LISTING_SORTS = ("group", "state", "type")
-# Sorting by these needs a fact of every group the filter keeps: from the history store's last
-# cycle when one is configured, else by describing each of them (up to LIVE_SORT_MAX groups).
-FACT_SORTS = ("members", "lag", "time_lag", "status")
+# Sorting by the others (members, lag, time_lag, status) needs a fact of every group the filter
+# keeps: from the history store's last cycle when one is configured, else by describing each of
+# them (up to LIVE_SORT_MAX groups).
 LIVE_SORT_MAX = 1000
 
 

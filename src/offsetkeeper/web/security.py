@@ -24,9 +24,7 @@ from offsetkeeper.netaddr import parse_listen  # noqa: F401  (the one parser; we
 
 SESSION_COOKIE = "offsetkeeper_session"
 CSRF_FIELD = "csrf"
-CSRF_HEADER = "x-csrf-token"
 SESSION_TTL_S = 12 * 3600
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
 def is_loopback(host: str) -> bool:

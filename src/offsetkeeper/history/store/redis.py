@@ -40,7 +40,6 @@ from offsetkeeper.history.store.base import (
 from offsetkeeper.models import TopicPartition
 
 DEFAULT_PREFIX = "offsetkeeper:history"
-_MAX = 2**62
 
 
 def _encode(ts: int, samples: Sequence[Sample]) -> str:
