@@ -239,10 +239,6 @@ class KafkaPort(AdminPort, TopicsPort, TypedGroupsPort, Protocol):
     """Every role: what the admin facade is."""
 
 
-ROLES = (ClusterPort, GroupsPort, CommittedOffsetsPort, LogOffsetsPort, TopicsPort,
-         TypedGroupsPort)
-
-
 def unwrap_each(results: Mapping[str, T | Exception]) -> dict[str, T]:
     """The answers of a per-group call, raising the first group's error if any failed."""
     out: dict[str, T] = {}
