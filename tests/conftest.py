@@ -38,12 +38,20 @@ def pytest_runtest_logreport(report):
 settings.register_profile("offsetkeeper", deadline=None)
 settings.load_profile("offsetkeeper")
 
+# Spark commands run Spark in their own process, as they always did here: the warm server
+# (offsetkeeper.spark.warm) would outlive the tests. tests/integration/test_spark_warm.py turns
+# it on for itself, with its own state directory.
+os.environ.setdefault("OFFSETKEEPER_SPARK_WARM", "0")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_snapshot_store(tmp_path_factory):
     """Snapshots taken by tests go to a temporary store, never the user's default directory."""
     if "OFFSETKEEPER_SNAPSHOT_STORE" not in os.environ:
         os.environ["OFFSETKEEPER_SNAPSHOT_STORE"] = str(tmp_path_factory.mktemp("snapshot-store"))
+    # nor the user's warm Spark server state (each xdist worker has its own)
+    if "OFFSETKEEPER_SPARK_SERVER_DIR" not in os.environ:
+        os.environ["OFFSETKEEPER_SPARK_SERVER_DIR"] = str(tmp_path_factory.mktemp("spark-server"))
     yield
 
 

@@ -23,6 +23,15 @@ def open_fs(url: str) -> tuple[Any, str]:
     return url_to_fs(str(url))
 
 
+def absolute(url: str) -> str:
+    """A local path made absolute (URLs stay as they are): Spark's tasks may run in another
+    working directory than the command's (the warm Spark server's)."""
+    url = str(url)
+    if "://" in url or not url:
+        return url
+    return os.path.abspath(os.path.expanduser(url))
+
+
 def is_local(fs: Any) -> bool:
     """True for fsspec's local filesystem (where os.replace gives an atomic rename)."""
     return type(fs).__name__ == "LocalFileSystem"

@@ -39,7 +39,7 @@ from offsetkeeper.config import (
 from offsetkeeper.errors import UsageError
 from offsetkeeper.kafka.connect import connect_ref
 from offsetkeeper.models import compile_pattern
-from offsetkeeper.spark.session import DEFAULT_MASTER
+from offsetkeeper.storage import absolute
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ class BackupConfig:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     min_partitions: int | None = None
     max_records_per_task: int | None = 500_000
+    spark_warm: bool = True  # False: no warm Spark server (spark.warm in the config file)
 
     def __post_init__(self) -> None:
         if not self.backup_id:
@@ -130,11 +131,15 @@ def build_backup_config(
         connection=conn,
         include=tuple(include or f.topics.include),
         exclude=tuple(exclude or f.topics.exclude),
-        destination=destination or f.destination or "",
+        destination=absolute(destination or f.destination or ""),
         backup_id=backup_id or f.backup_id or "",
+        # the main config's master only when it names one (its default local[*] would hide
+        # the warm server and SPARK_REMOTE)
         master=master or f.spark.remote or f.spark.master or (
-            config.spark.location if config.spark.location != DEFAULT_MASTER else None),
+            config.spark.location if {"master", "remote"} & config.spark.model_fields_set
+            else None),
         spark_conf=conf,
         min_partitions=f.min_partitions,
         max_records_per_task=max_records_per_task or f.max_records_per_task or 500_000,
+        spark_warm=config.spark.warm,
     )

@@ -38,7 +38,7 @@ from offsetkeeper.backup.manifest import (
     save_manifest,
 )
 from offsetkeeper.backup.plan import RunPlan, cap_plan, plan_run
-from offsetkeeper.backup.task import BackupTaskConfig, backup_task
+from offsetkeeper.backup.task import BackupTaskConfig, backup_task, spec_context
 from offsetkeeper.backup.topics import select_topics
 from offsetkeeper.errors import OffsetkeeperError, StoreError, UnknownGroupError, UsageError
 from offsetkeeper.kafka.admin import KafkaAdmin
@@ -218,15 +218,6 @@ def _check_files(files: dict[tuple[str, int], list[str]], reports: list[dict]) -
                              f"; the run is not recorded", topic=key[0], partition=key[1])
 
 
-def _spec_context(spec: str) -> str:
-    """'backing up orders:0 [10, 70)' for a task spec — one range or a list of them (see
-    `_balanced_specs`) — so a failure names the partitions."""
-    ranges = json.loads(spec)
-    if not (ranges and isinstance(ranges[0], list)):
-        ranges = [ranges]
-    return "backing up " + ", ".join(f"{t}:{p} [{s}, {e})" for t, p, s, e in ranges)
-
-
 def _job_error(exc: Exception, backup_id: str) -> OffsetkeeperError:
     """One sentence for a Spark job that failed outside the tasks (their failures come back as
     typed TaskFailure rows): the first line of Spark's message."""
@@ -334,7 +325,8 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
 
             ts = time.monotonic()
             session_parts: dict[str, float] = {}
-            spark = get_spark(config.master, config.spark_conf, app_name=f"offsetkeeper backup {config.backup_id}",
+            spark = get_spark(config.master, config.spark_conf, warm=config.spark_warm,
+                              app_name=f"offsetkeeper backup {config.backup_id}",
                               timings=session_parts)
             spark_seconds = time.monotonic() - ts
             # session start = the JVM session + Spark's Python workers (started before the job)
@@ -346,7 +338,7 @@ def run_backup(config: BackupConfig, *, spark=None, progress: ProgressFn | None 
         with ProgressPoller(notify, lambda: _read_progress(config.backup_id, plan, report_path),
                             first=_event(config.backup_id, "reading", 0, len(plan.to_read), 0)):
             try:
-                rows = run_tasks(spark, partial(guarded, backup_task, cfg, context=_spec_context),
+                rows = run_tasks(spark, partial(guarded, backup_task, cfg, context=spec_context),
                                  specs)
             except Exception as exc:
                 if type(exc).__module__.startswith(("pyspark", "py4j")):

@@ -160,6 +160,17 @@ def warm_up() -> int:
     return checksum
 
 
+def spec_context(spec: str) -> str:
+    """'backing up orders:0 [10, 70)' for a task spec — one range or a list of them (see
+    `backup.run._balanced_specs`) — so a failure names the partitions. Here, not in
+    backup.run: a task's pickled context must not make every Python worker import the
+    driver's modules (config, admin client: 0.5 s per worker)."""
+    ranges = json.loads(spec)
+    if not (ranges and isinstance(ranges[0], list)):
+        ranges = [ranges]
+    return "backing up " + ", ".join(f"{t}:{p} [{s}, {e})" for t, p, s, e in ranges)
+
+
 def backup_task(cfg: BackupTaskConfig, specs: Iterator[str]) -> Iterator[dict[str, Any]]:
     """Spark task (`RDD.mapPartitions` over JSON range specs ``[topic, partition, start, end]``
     or lists of them):

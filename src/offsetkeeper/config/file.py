@@ -18,6 +18,7 @@ The YAML file (``--config``, else ``$OFFSETKEEPER_CONFIG``, else
     spark:
       master: local[*]            # or remote: sc://HOST:PORT, a Spark Connect server (wins)
       conf: {spark.driver.memory: 2g}
+      warm: false                 # no warm Spark server (offsetkeeper.spark.warm; default true)
     ui:                                                  # `offsetkeeper ui` (docs/dashboard.md)
       token: ${OFFSETKEEPER_UI_TOKEN}
       history_store: /var/lib/offsetkeeper/history.db
@@ -72,6 +73,8 @@ class SparkModel(_Strict):
     master: str = "local[*]"
     remote: str | None = None       # a Spark Connect server, sc://HOST:PORT (wins over master)
     conf: dict[str, str | int | bool] = Field(default_factory=dict)
+    # data commands attach to the warm local Spark server by default (offsetkeeper.spark.warm)
+    warm: bool = True
 
     @field_validator("remote")
     @classmethod

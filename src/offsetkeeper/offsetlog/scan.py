@@ -35,7 +35,7 @@ from offsetkeeper.config import Connection
 from offsetkeeper.errors import StoreError, UsageError
 from offsetkeeper.offsetlog.decode import partition_for_group
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
-from offsetkeeper.storage import join, open_fs, write_text_atomic
+from offsetkeeper.storage import absolute, join, open_fs, write_text_atomic
 from offsetkeeper.times import iso_datetime
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -84,7 +84,7 @@ def backup_source(ref: str, topic: str = OFFSETS_TOPIC) -> BackupSource:
     dest, _, backup_id = ref.rstrip("/").rpartition("/")
     if not dest or not backup_id:
         raise UsageError(f"--backup '{ref}' must be a backup directory DEST/BACKUP_ID, e.g. /backups/nightly")
-    return BackupSource(dest, backup_id, topic)
+    return BackupSource(absolute(dest), backup_id, topic)
 
 
 @dataclass(frozen=True)
@@ -417,7 +417,8 @@ def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress)
     if spark is None:
         from offsetkeeper.spark.session import get_spark
 
-        spark = get_spark(cfg.master, cfg.spark_conf, app_name="offsetkeeper-commits-scan")
+        spark = get_spark(cfg.master, cfg.spark_conf, app_name="offsetkeeper-commits-scan",
+                          warm=True)
     progress(ProgressEvent("scan", 1, 3, "steps", f"decoding {cfg.source.describe()}"))
     work = join(cfg.out, f".scan-{uuid.uuid4().hex[:12]}")
     fs, work_path = open_fs(work)

@@ -46,7 +46,9 @@ def scan_commits(req: ScanRequest, *, progress: ProgressFn = no_progress) -> Sca
         source = KafkaSource(req.connection, req.topic)
     else:
         raise UsageError("commits scan needs a cluster connection or --backup")
-    cfg = ScanConfig(source=source, out=req.out, group=req.group, master=req.master,
+    from offsetkeeper.storage import absolute
+
+    cfg = ScanConfig(source=source, out=absolute(req.out), group=req.group, master=req.master,
                      spark_conf=parse_conf_pairs(list(req.spark_conf)))
     return run_scan(cfg, progress=progress)
 

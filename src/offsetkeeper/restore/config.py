@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from offsetkeeper.config import ClusterRef, Connection, connect_url, load_yaml_model, prop_str
 from offsetkeeper.errors import UsageError
+from offsetkeeper.storage import absolute
 
 DEFAULT_CHUNK_RECORDS = 50_000
 
@@ -51,6 +52,7 @@ class RestoreOptions:
     dry_run: bool = False
     master: str | None = None
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    spark_warm: bool = True  # False: no warm Spark server (spark.warm in the config file)
     # a new restore id refuses target partitions that already hold records unless this is set
     allow_non_empty_target: bool = False
 
@@ -361,7 +363,7 @@ def build_restore_options(req: RestoreRequest, *, file: RestoreFile | None = Non
     spark_conf = {**{k: prop_str(v) for k, v in cfg.spark.conf.items()}, **dict(base.spark_conf),
                   **parse_properties(req.spark_conf, flag="--conf")}
     changes: dict[str, Any] = {
-        "destination": dest, "backup_id": bid, "restore_id": req.restore_id,
+        "destination": absolute(dest), "backup_id": bid, "restore_id": req.restore_id,
         "topics": tuple(req.topics) or None,
         "exclude_topics": tuple(req.exclude_topics) or None,
         "rename": {**base.rename, **parse_rename(list(req.rename))} if req.rename else None,
@@ -381,8 +383,12 @@ def build_restore_options(req: RestoreRequest, *, file: RestoreFile | None = Non
         "compression": parse_compression(req.compression, flag="--compression"),
         "dry_run": req.dry_run or None,
         "allow_non_empty_target": req.allow_non_empty_target or None,
-        "master": req.master or base.master or cfg.spark.location,
+        # the main config's master only when it names one (its default local[*] would hide
+        # the warm server and SPARK_REMOTE)
+        "master": req.master or base.master or (
+            cfg.spark.location if {"master", "remote"} & cfg.spark.model_fields_set else None),
         "spark_conf": spark_conf,
+        "spark_warm": cfg.spark.warm,
     }
     opts = base.with_(**{k: v for k, v in changes.items() if v is not None})
     validate_options(opts)

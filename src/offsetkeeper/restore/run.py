@@ -335,7 +335,8 @@ def _run_tasks(o: RestoreOptions, view: BackupView, routes: list[Route],
         from offsetkeeper.spark.session import get_spark
 
         notify(ProgressEvent(task, 0, None, "records", "starting Spark"))
-        spark = get_spark(o.master, o.spark_conf, app_name=f"offsetkeeper-restore-{state.restore_id}")
+        spark = get_spark(o.master, o.spark_conf, app_name=f"offsetkeeper-restore-{state.restore_id}",
+                          warm=o.spark_warm)
     n_slots = max(1, min(len(routes), task_slots(spark)))
     work = join(backup_root(o.destination, o.backup_id), "_work", "restores", state.restore_id)
     _clear(work)

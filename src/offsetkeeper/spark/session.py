@@ -66,7 +66,8 @@ def spark_location(master: str | None = None, remote: str | None = None) -> str 
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *,
               app_name: str = "offsetkeeper", start_workers: bool | None = None,
-              timings: dict[str, float] | None = None, kafka_connector: bool | None = None):
+              timings: dict[str, float] | None = None, kafka_connector: bool | None = None,
+              warm: bool = False):
     """Return a SparkSession for `master` with `conf` applied (imports pyspark lazily).
 
     Executors run the interpreter running this code, so they can import offsetkeeper.
@@ -79,12 +80,22 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, 
 
     `master` ``sc://HOST:PORT`` — or, when no master is given, the ``SPARK_REMOTE`` environment
     variable — returns a Spark Connect session instead (`connect_session`).
+
+    `warm` (what the data commands pass): when no master is given by any of those, nor by
+    spark-submit, and this process has no Spark session yet, a Connect session on the user's
+    warm local server, started on first use (`offsetkeeper.spark.warm`; timings ``server``
+    when this call started it, ``connect``); when that server cannot be used, one line on
+    stderr and a session in this process.
     """
     if master is None and not os.environ.get("PYSPARK_GATEWAY_PORT") and is_remote(
             os.environ.get("SPARK_REMOTE")):
         master = os.environ["SPARK_REMOTE"]
     if is_remote(master):
         return connect_session(master, conf, timings=timings)
+    if master is None and warm and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        spark = _warm_session(conf, kafka_connector, timings)
+        if spark is not None:
+            return spark
     # an explicit master wins over SPARK_REMOTE (pyspark refuses to be given both)
     if master is not None:
         os.environ.pop("SPARK_REMOTE", None)
@@ -133,6 +144,36 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None, 
     if timings is not None:
         timings.update(started)
     return spark
+
+
+def _warm_session(conf: Mapping[str, str] | None, kafka_connector: bool | None,
+                  timings: dict[str, float] | None):
+    """A session on the warm server (see `get_spark`), or None: run in this process."""
+    from offsetkeeper.errors import OffsetkeeperError
+    from offsetkeeper.spark import warm
+
+    if not warm.enabled():
+        return None
+    pyspark = sys.modules.get("pyspark")
+    if pyspark is not None and pyspark.SparkContext._active_spark_context is not None:
+        return None  # this process already has its Spark (a notebook, a test, a library caller)
+    reason = warm.why_not(conf, kafka_connector if kafka_connector is not None
+                          else connector.wanted())
+    if reason is None:
+        parts: dict[str, float] = {}
+        try:
+            spark = connect_session(warm.warm_url(parts), timings=parts)
+        except (warm.WarmUnavailable, OffsetkeeperError) as exc:
+            reason = str(exc)
+            # a failed Connect attempt leaves pyspark in Connect mode: the local session needs
+            # the classic builder
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        else:
+            if timings is not None:
+                timings.update(parts)
+            return spark
+    warm.note_fallback(reason)
+    return None
 
 
 def connect_session(url: str, conf: Mapping[str, str] | None = None, *,

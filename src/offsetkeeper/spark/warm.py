@@ -1,0 +1,99 @@
+"""Warm Spark by default: the commands that run Spark jobs (backup run, restore run, commits
+scan) attach to the user's local Spark Connect server when nothing names where Spark runs
+(no ``--master``/``--remote``, no SPARK_REMOTE, no ``spark.master``/``spark.remote`` in the
+config files, no Spark settings of their own), and start it in the background on first use.
+
+The server (`offsetkeeper.spark.server`, the same one ``offsetkeeper spark-server start``
+runs) keeps its JVM, Python workers and planner warm between commands and stops after
+``OFFSETKEEPER_SPARK_IDLE_TIMEOUT`` seconds without a job (default 30 min). Its state directory
+(``OFFSETKEEPER_SPARK_SERVER_DIR``, default ~/.local/share/offsetkeeper/spark-server) has a lock,
+so two commands starting it at the same moment start one server; a server of another
+offsetkeeper, pyspark or Python (`server.identity`) is replaced, a dead one restarted.
+
+When the server cannot be used (the Connect client libraries are missing, it fails to start)
+the command runs Spark in its own process, as before, after one line on stderr saying why.
+``OFFSETKEEPER_SPARK_WARM=0`` (or ``spark: {warm: false}`` in the config file) turns it off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+WARM_ENV = "OFFSETKEEPER_SPARK_WARM"
+IDLE_ENV = "OFFSETKEEPER_SPARK_IDLE_TIMEOUT"
+# the warm server's master: every core of this machine, as an in-process session would use
+WARM_MASTER = "local[*]"
+
+
+class WarmUnavailable(Exception):
+    """The warm server cannot be used; the message says why (one clause)."""
+
+
+def enabled() -> bool:
+    """False when OFFSETKEEPER_SPARK_WARM is 0/false/no/off."""
+    return os.environ.get(WARM_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def idle_timeout() -> float:
+    """Seconds the server stays without a job: OFFSETKEEPER_SPARK_IDLE_TIMEOUT, else 30 min."""
+    from offsetkeeper.errors import ConfigError
+    from offsetkeeper.spark.server import DEFAULT_IDLE_TIMEOUT
+
+    text = os.environ.get(IDLE_ENV, "").strip()
+    if not text:
+        return DEFAULT_IDLE_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise ConfigError(f"{IDLE_ENV}={text!r} is not a number of seconds (0: never stop)")
+    return value
+
+
+def why_not(conf, kafka_connector: bool) -> str | None:
+    """Why a command with these settings runs Spark in its own process rather than on the
+    warm server (None: it can attach). The server was started with its own settings, and
+    a Connect session can change runtime SQL settings only."""
+    if conf:
+        return "the command has Spark settings of its own (--conf, spark.conf)"
+    if kafka_connector:
+        return "Spark's Kafka connector was asked for"
+    return None
+
+
+def warm_url(timings: dict[str, float] | None = None) -> str:
+    """The URL of the user's warm server, started (and waited for) when none runs; the
+    seconds it took to start go into `timings['server']`. WarmUnavailable when it cannot
+    be used."""
+    from offsetkeeper.errors import OffsetkeeperError
+    from offsetkeeper.spark import server
+
+    try:
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as exc:
+        raise WarmUnavailable(f"the Spark Connect client is not installed ({exc})") from None
+    st = server.server_status()
+    if st.running and st.identity == server.identity():
+        return st.url or ""
+    t = time.monotonic()
+    try:
+        st = server.start_background(None, master=WARM_MASTER, idle_timeout=idle_timeout(),
+                                     replace_other=True)
+    except OffsetkeeperError as exc:
+        raise WarmUnavailable(str(exc)) from None
+    except OSError as exc:  # the state directory cannot be written
+        raise WarmUnavailable(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
+    if timings is not None:
+        timings["server"] = time.monotonic() - t
+    return st.url or ""
+
+
+def note_fallback(reason: str) -> None:
+    """The one line that says a command runs Spark in its own process, and why."""
+    print(f"offsetkeeper: not using the warm Spark server: {reason}; starting Spark in this "
+          f"process (slower; {WARM_ENV}=0 skips the warm server)", file=sys.stderr, flush=True)
