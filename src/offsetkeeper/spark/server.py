@@ -140,6 +140,7 @@ class ServerStatus:
     state_dir: str = ""
     log: str = ""
     identity: dict = field(default_factory=dict)  # `identity()` of the process that started it
+    started: bool = False  # `start_background` started it (rather than found it running)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -290,7 +291,8 @@ def _start(d: Path, port: int | None, master: str, idle_timeout: float,
     (d / "state.json").write_text(json.dumps({"pid": proc.pid, "port": port, "url": url,
                                               "master": master, "idle_timeout": idle_timeout,
                                               "identity": ident}))
-    return ServerStatus(True, url, proc.pid, master, idle_timeout, str(d), str(log_path), ident)
+    return ServerStatus(True, url, proc.pid, master, idle_timeout, str(d), str(log_path), ident,
+                        started=True)
 
 
 def stop_background(state_dir: str | Path | None = None) -> ServerStatus:

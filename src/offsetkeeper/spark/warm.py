@@ -88,7 +88,7 @@ def warm_url(timings: dict[str, float] | None = None) -> str:
         raise WarmUnavailable(str(exc)) from None
     except OSError as exc:  # the state directory cannot be written
         raise WarmUnavailable(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
-    if timings is not None:
+    if timings is not None and st.started:
         timings["server"] = time.monotonic() - t
     return st.url or ""
 
