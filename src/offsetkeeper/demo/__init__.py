@@ -78,6 +78,13 @@ def run_demo(*, port: int | None = None, keep: bool = False, spark: bool = True)
                           "remove the directory when done)")
 
 
+def _stop_spark_server(state_dir: Path) -> None:
+    if state_dir.is_dir():
+        from offsetkeeper.spark.server import stop_background
+
+        stop_background(state_dir)
+
+
 def _run_parts(console: Console, work: Path, *, port: int | None, keep: bool, spark: bool) -> None:
     with ExitStack() as stack:
         prod = devbroker.start(port or devbroker.free_port(), work / "prod", tied=not keep)
@@ -85,8 +92,13 @@ def _run_parts(console: Console, work: Path, *, port: int | None, keep: bool, sp
             stack.callback(devbroker.stop, prod.data_dir)
         console.print(f"started a local broker 'prod' at {prod.bootstrap} (data in {prod.data_dir})")
         seed(prod.bootstrap)
+        # the Spark commands use the warm Spark server, as a user's do, but the demo's own:
+        # started on first use, stopped when the demo ends (even with --keep)
+        spark_server = work / "spark-server"
+        stack.callback(_stop_spark_server, spark_server)
         env = {**os.environ, "OFFSETKEEPER_SNAPSHOT_STORE": str(work / "snapshots"),
-               "PYSPARK_PYTHON": sys.executable, "OFFSETKEEPER_CONFIG": str(work / "none.yaml")}
+               "PYSPARK_PYTHON": sys.executable, "OFFSETKEEPER_CONFIG": str(work / "none.yaml"),
+               "OFFSETKEEPER_SPARK_SERVER_DIR": str(spark_server)}
         (work / "none.yaml").write_text("{}\n")
         run = Runner(console, env)
         ctx = DemoContext(run=run, console=console, prod=prod.bootstrap or "", work=work, env=env,

@@ -170,7 +170,8 @@ def run_three_phase(o: ThreePhaseOptions, *, spark=None, progress: ProgressFn | 
     if spark is None:
         from offsetkeeper.spark.session import get_spark
 
-        spark = get_spark(r.master, r.spark_conf, app_name="offsetkeeper-three-phase")
+        spark = get_spark(r.master, r.spark_conf, app_name="offsetkeeper-three-phase",
+                          warm=r.spark_warm)
 
     # Phase 1: backup
     if o.backup_config is not None:
