@@ -17,6 +17,7 @@ Python workers, which must be able to import offsetkeeper).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -196,7 +197,7 @@ def connect_session(url: str, conf: Mapping[str, str] | None = None, *,
         for k, v in (conf or {}).items():
             builder = builder.config(k, str(v))
         spark = builder.getOrCreate()
-        spark.version  # noqa: B018 - the round trip that proves the server answers
+        connect_conf(spark)  # the round trip that proves the server answers
     except ImportError as exc:
         raise UsageError(f"Spark Connect needs its client libraries ({exc}); install them with "
                          "pip install 'offsetkeeper[spark-connect]'") from None
@@ -208,6 +209,22 @@ def connect_session(url: str, conf: Mapping[str, str] | None = None, *,
     if timings is not None:
         timings["connect"] = time.monotonic() - t0
     return spark
+
+
+def connect_conf(spark) -> dict[str, str]:
+    """The settings of a Connect session (``spark.master``, ...), asked once (one round trip)
+    and kept on the session: each ``spark.conf.get`` is a round trip of its own."""
+    cached = getattr(spark, "_offsetkeeper_conf", None)
+    if cached is not None:
+        return cached
+    try:
+        got = dict(spark.conf.getAll)
+    except AttributeError:  # a client without getAll
+        got = {k: v for k in ("spark.master", "spark.default.parallelism")
+               if (v := spark.conf.get(k, None)) is not None}
+    with contextlib.suppress(AttributeError):
+        spark._offsetkeeper_conf = got
+    return got
 
 
 def _check_listening(url: str, timeout: float = 10.0) -> None:

@@ -76,12 +76,13 @@ def task_slots(spark) -> int:
     the partitions Spark gives a range by default (its default parallelism)."""
     if not is_connect(spark):
         return max(1, spark.sparkContext.defaultParallelism)
-    from offsetkeeper.spark.session import local_cores
+    from offsetkeeper.spark.session import connect_conf, local_cores
 
-    conf = spark.conf.get("spark.default.parallelism", None)
+    settings = connect_conf(spark)
+    conf = settings.get("spark.default.parallelism")
     if conf and str(conf).isdigit():
         return max(1, int(conf))
-    master = spark.conf.get("spark.master", None) or ""
+    master = settings.get("spark.master") or ""
     cores = local_cores(master) if master else None
     if cores is not None:
         return cores

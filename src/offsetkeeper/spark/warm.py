@@ -8,7 +8,7 @@ runs) keeps its JVM, Python workers and planner warm between commands and stops 
 ``OFFSETKEEPER_SPARK_IDLE_TIMEOUT`` seconds without a job (default 30 min). Its state directory
 (``OFFSETKEEPER_SPARK_SERVER_DIR``, default ~/.local/share/offsetkeeper/spark-server) has a lock,
 so two commands starting it at the same moment start one server; a server of another
-offsetkeeper, pyspark or Python (`server.identity`) is replaced, a dead one restarted.
+offsetkeeper, pyspark or Python (`background.identity`) is replaced, a dead one restarted.
 
 When the server cannot be used (the Connect client libraries are missing, it fails to start)
 the command runs Spark in its own process, as before, after one line on stderr saying why.
@@ -39,7 +39,7 @@ def enabled() -> bool:
 def idle_timeout() -> float:
     """Seconds the server stays without a job: OFFSETKEEPER_SPARK_IDLE_TIMEOUT, else 30 min."""
     from offsetkeeper.errors import ConfigError
-    from offsetkeeper.spark.server import DEFAULT_IDLE_TIMEOUT
+    from offsetkeeper.spark.background import DEFAULT_IDLE_TIMEOUT
 
     text = os.environ.get(IDLE_ENV, "").strip()
     if not text:
@@ -69,7 +69,7 @@ def warm_url(timings: dict[str, float] | None = None) -> str:
     seconds it took to start go into `timings['server']`. WarmUnavailable when it cannot
     be used."""
     from offsetkeeper.errors import OffsetkeeperError
-    from offsetkeeper.spark import server
+    from offsetkeeper.spark import background as server
 
     try:
         from pyspark.sql.connect.utils import check_dependencies

@@ -1,0 +1,224 @@
+"""The background Spark Connect server's state directory: start it (`start_background`, one at
+a time per directory: `state_lock`), ask whether it runs (`server_status`), stop it
+(`stop_background`). The server process itself is `offsetkeeper.spark.server`.
+
+The state directory (``$OFFSETKEEPER_SPARK_SERVER_DIR``, else the user data directory's
+``spark-server``) holds ``state.json`` (pid, port, URL, master, idle timeout and the `identity`
+of the offsetkeeper that started it), the server's ``server.out`` (its ready line) and
+``server.log``, and ``start.lock``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from offsetkeeper.procs import pid_alive
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 15002
+DEFAULT_IDLE_TIMEOUT = 1800.0
+STALL_SECONDS = 180.0
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """A background server as its state directory describes it."""
+
+    running: bool
+    url: str | None = None
+    pid: int | None = None
+    master: str | None = None
+    idle_timeout: float | None = None
+    state_dir: str = ""
+    log: str = ""
+    identity: dict = field(default_factory=dict)  # `identity()` of the process that started it
+    started: bool = False  # `start_background` started it (rather than found it running)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+STATE_DIR_ENV = "OFFSETKEEPER_SPARK_SERVER_DIR"
+
+
+def default_state_dir() -> Path:
+    """$OFFSETKEEPER_SPARK_SERVER_DIR, else ~/.local/share/offsetkeeper/spark-server (the
+    platform's user data directory)."""
+    if os.environ.get(STATE_DIR_ENV):
+        return Path(os.environ[STATE_DIR_ENV])
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("offsetkeeper")) / "spark-server"
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex((HOST, port)) == 0
+
+
+def identity() -> dict[str, str]:
+    """What a server must share with a command that attaches to it by default: the same
+    offsetkeeper (its tasks run there, in Python workers that imported its modules once — so
+    the same files, not only the same version: an editable install changes under a running
+    server), pyspark (client and server) and Python."""
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    def _version(dist: str) -> str:
+        try:
+            return version(dist)
+        except PackageNotFoundError:  # a source tree: the files below still tell
+            return ""
+
+    package = Path(__file__).resolve().parents[1]
+    files = hashlib.sha256()
+    for f in sorted(package.rglob("*.py")):
+        with contextlib.suppress(OSError):
+            st = f.stat()
+            files.update(f"{f}:{st.st_mtime_ns}:{st.st_size};".encode())
+    return {"offsetkeeper": _version("offsetkeeper"), "code": files.hexdigest()[:16],
+            "pyspark": _version("pyspark"), "python": sys.executable}
+
+
+def server_status(state_dir: str | Path | None = None) -> ServerStatus:
+    """Whether the background server of `state_dir` runs (its process is alive and its port
+    answers), with its URL."""
+    d = Path(state_dir) if state_dir else default_state_dir()
+    log = str(d / "server.log")
+    try:
+        st = json.loads((d / "state.json").read_text())
+        pid, port = int(st["pid"]), int(st["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ServerStatus(False, state_dir=str(d), log=log)
+    running = pid_alive(pid) and _listening(port)
+    return ServerStatus(running, st.get("url"), pid, st.get("master"),
+                        st.get("idle_timeout"), str(d), log, st.get("identity") or {})
+
+
+@contextlib.contextmanager
+def state_lock(state_dir: Path) -> Iterator[None]:
+    """Hold the state directory's lock (``start.lock``, flock: released when the holder dies):
+    one process at a time checks, starts or stops its server."""
+    import fcntl
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with (state_dir / "start.lock").open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def free_port_near(port: int) -> int:
+    """`port` when nothing listens there, else a free port the system picks."""
+    import socket
+
+    if not _listening(port):
+        return port
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def start_background(port: int | None = DEFAULT_PORT, *, master: str = "local[*]",
+                     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+                     conf: Mapping[str, str] | None = None,
+                     state_dir: str | Path | None = None,
+                     replace_other: bool = False) -> ServerStatus:
+    """Start a server in the background (or return the running one) and wait until it accepts
+    sessions — as long as its log grows; OffsetkeeperError when it exits or stalls, with the
+    last line of its log. `port` None: DEFAULT_PORT, or any free port when that is taken.
+    `replace_other`: a running server of another `identity` is stopped and replaced.
+    Concurrent calls on one state directory start one server (`state_lock`)."""
+    d = Path(state_dir) if state_dir else default_state_dir()
+    with state_lock(d):
+        current = server_status(d)
+        if current.running and not (replace_other and current.identity != identity()):
+            return current
+        # another version's server, or one whose process lives but does not answer
+        _stop(d, current)
+        return _start(d, port, master, idle_timeout, conf)
+
+
+def _start(d: Path, port: int | None, master: str, idle_timeout: float,
+           conf: Mapping[str, str] | None) -> ServerStatus:
+    import subprocess
+
+    from offsetkeeper.errors import OffsetkeeperError, UsageError
+
+    if port is None:
+        port = free_port_near(DEFAULT_PORT)
+    elif _listening(port):
+        raise UsageError(f"port {port} on {HOST} is taken by another process; choose --port")
+    (d / "state.json").unlink(missing_ok=True)
+    out_path, log_path = d / "server.out", d / "server.log"
+    cmd = [sys.executable, "-m", "offsetkeeper.spark.server", "--port", str(port),
+           "--master", master, "--idle-timeout", str(idle_timeout)]
+    for k, v in (conf or {}).items():
+        cmd += ["--conf", f"{k}={v}"]
+    # in its state directory: the server outlives the command's working directory
+    with out_path.open("w") as out, log_path.open("w") as log:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=d)
+    last, changed = -1, time.monotonic()
+    while '"ready": true' not in out_path.read_text():
+        if proc.poll() is not None:
+            tail = [ln for ln in log_path.read_text().splitlines() if ln.strip()][-1:] or ["-"]
+            raise OffsetkeeperError(f"the Spark Connect server exited with {proc.returncode} "
+                                    f"before it was ready: {tail[0][:300]} (log: {log_path})")
+        size = log_path.stat().st_size
+        if size != last:
+            last, changed = size, time.monotonic()
+        elif time.monotonic() - changed > STALL_SECONDS:
+            proc.terminate()
+            raise OffsetkeeperError(f"the Spark Connect server made no progress for "
+                                    f"{STALL_SECONDS:.0f} s; stopped it (log: {log_path})")
+        time.sleep(0.3)
+    url = f"sc://{HOST}:{port}"
+    ident = identity()
+    (d / "state.json").write_text(json.dumps({"pid": proc.pid, "port": port, "url": url,
+                                              "master": master, "idle_timeout": idle_timeout,
+                                              "identity": ident}))
+    return ServerStatus(True, url, proc.pid, master, idle_timeout, str(d), str(log_path), ident,
+                        started=True)
+
+
+def stop_background(state_dir: str | Path | None = None) -> ServerStatus:
+    """Stop the background server (SIGTERM, SIGKILL after 30 s) and forget it."""
+    d = Path(state_dir) if state_dir else default_state_dir()
+    with state_lock(d):
+        st = server_status(d)
+        _stop(d, st)
+    return ServerStatus(False, st.url, st.pid, st.master, st.idle_timeout, str(d), st.log,
+                        st.identity)
+
+
+def _is_server(pid: int) -> bool:
+    """Whether `pid` is still a server process (not another one that got its pid since)."""
+    try:
+        return b"offsetkeeper.spark.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return pid_alive(pid)  # no /proc: trust the pid
+
+
+def _stop(d: Path, st: ServerStatus) -> None:
+    if st.pid is not None and pid_alive(st.pid) and _is_server(st.pid):
+        os.kill(st.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while pid_alive(st.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if pid_alive(st.pid):
+            os.kill(st.pid, signal.SIGKILL)
+    (d / "state.json").unlink(missing_ok=True)
