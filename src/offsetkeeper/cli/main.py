@@ -123,8 +123,9 @@ _COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
     ("mm2", "offsetkeeper.cli.mm2", "app", "group",
      "MirrorMaker 2: its checkpoints as a failover would use them."),
     ("spark-server", "offsetkeeper.cli.spark_server", "app", "group",
-     "A warm local Spark Connect server: Spark commands attached to it (--remote, "
-     "SPARK_REMOTE) skip the Spark session start."),
+     "The warm local Spark Connect server: backup run, restore run and commits scan start it "
+     "on first use and attach to it (skipping the Spark session start); status, stop, or start "
+     "it ahead."),
 )
 
 

@@ -10,13 +10,16 @@ import typer
 from offsetkeeper.cli.common import OutputOpt, duration_option
 from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
 
-app = typer.Typer(help="A warm local Spark Connect server: Spark commands attached to it "
-                  "(--remote, SPARK_REMOTE) skip the Spark session start.", no_args_is_help=True)
+app = typer.Typer(help="The warm local Spark Connect server: backup run, restore run and commits "
+                  "scan start it on first use and attach to it (skipping the Spark session "
+                  "start; OFFSETKEEPER_SPARK_WARM=0 turns that off); status, stop, or start it "
+                  "ahead.", no_args_is_help=True)
 
 StateDirOpt = Annotated[
     Path | None,
     typer.Option("--state-dir", help="Where the server's state and log are kept "
-                 "[default: ~/.local/share/offsetkeeper/spark-server].", show_default=False),
+                 "[default: $OFFSETKEEPER_SPARK_SERVER_DIR, else "
+                 "~/.local/share/offsetkeeper/spark-server].", show_default=False),
 ]
 
 
@@ -43,7 +46,8 @@ def start(
     output: OutputOpt = OutputFormat.table,
 ) -> None:
     """Start a local Spark Connect server in the background (or show the running one) and wait
-    until it accepts sessions; then point commands at it with SPARK_REMOTE or --remote.
+    until it accepts sessions. With the default state directory it is the warm server the data
+    commands attach to by default; elsewhere point commands at it with SPARK_REMOTE or --remote.
 
     Example: offsetkeeper spark-server start --idle-timeout 3600 && export SPARK_REMOTE=sc://127.0.0.1:15002
     """
