@@ -68,18 +68,21 @@ def warm_url(timings: dict[str, float] | None = None) -> str:
     """The URL of the user's warm server, started (and waited for) when none runs; the
     seconds it took to start go into `timings['server']`. WarmUnavailable when it cannot
     be used."""
+    import threading
+
     from offsetkeeper.errors import OffsetkeeperError
     from offsetkeeper.spark import background as server
 
-    try:
-        from pyspark.sql.connect.utils import check_dependencies
-
-        check_dependencies()
-    except ImportError as exc:
-        raise WarmUnavailable(f"the Spark Connect client is not installed ({exc})") from None
     st = server.server_status()
     if st.running and st.identity == server.identity():
+        _raise_unusable(_import_client())
         return st.url or ""
+    _raise_unusable(_missing_client())
+    # the client's imports (grpc, pandas, pyarrow: ~1 s) while the server starts, not after
+    failed: list[str | None] = [None]
+    importer = threading.Thread(target=lambda: failed.__setitem__(0, _import_client()),
+                                daemon=True)
+    importer.start()
     t = time.monotonic()
     try:
         st = server.start_background(None, master=WARM_MASTER, idle_timeout=idle_timeout(),
@@ -88,9 +91,39 @@ def warm_url(timings: dict[str, float] | None = None) -> str:
         raise WarmUnavailable(str(exc)) from None
     except OSError as exc:  # the state directory cannot be written
         raise WarmUnavailable(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
+    finally:
+        importer.join()
+    _raise_unusable(failed[0])
     if timings is not None and st.started:
         timings["server"] = time.monotonic() - t
     return st.url or ""
+
+
+def _missing_client() -> str | None:
+    """A quick look (no import) for the Connect client's main parts."""
+    from importlib.util import find_spec
+
+    for name in ("grpc", "pandas", "pyarrow", "pyspark"):
+        if find_spec(name) is None:
+            return f"No module named '{name}'"
+    return None
+
+
+def _import_client() -> str | None:
+    """Import the Connect client (pyspark checks its dependencies); the error, or None."""
+    try:
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+        import pyspark.sql.connect.session  # noqa: F401 - what the session needs, imported now
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
+def _raise_unusable(error: str | None) -> None:
+    if error is not None:
+        raise WarmUnavailable(f"the Spark Connect client is not installed ({error})")
 
 
 def note_fallback(reason: str) -> None:
