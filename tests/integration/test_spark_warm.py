@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,8 +58,9 @@ def _produce(bootstrap: str, topic: str) -> None:
 def test_warm_server_life_cycle(bootstrap, unique, tmp_path):
     """Without --master/--remote/SPARK_REMOTE, `backup run` starts the warm server and the next
     commands (`restore run`, `backup run`) attach to it: same server process, no start of their
-    own. Two first commands at once start one server (the state directory's lock). A server of
-    other code (identity) is stopped and replaced. The idle timeout stops the server. When the
+    own. A dead server's stale state is replaced, and two first commands at once start one
+    server (the state directory's lock). A server of other code (identity) is stopped and
+    replaced. The idle timeout stops the server. When the
     server cannot start, the command says why in one line on stderr and runs Spark itself."""
     topic = unique("warm")
     _produce(bootstrap, topic)
@@ -93,9 +95,11 @@ def test_warm_server_life_cycle(bootstrap, unique, tmp_path):
         assert "spark_start_connect" in again["timings"]
         assert server_status(state).pid == st1.pid
 
-        # two first commands at once: one starts the server, the other waits and attaches
-        stop_background(state)
-        assert not pid_alive(st1.pid)
+        # the server dies, its state stays behind (stale); then two first commands at once:
+        # one starts a new server, the other waits and attaches
+        os.kill(st1.pid, signal.SIGKILL)
+        wait_for("the killed server to go", lambda: not pid_alive(st1.pid))
+        assert (state / "state.json").exists() and not server_status(state).running
         both = [_done(p)[0] for p in [backup("c"), backup("d")]]
         assert sorted("spark_start_server" in s["timings"] for s in both) == [False, True]
         st2 = server_status(state)

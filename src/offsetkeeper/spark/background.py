@@ -101,7 +101,8 @@ def server_status(state_dir: str | Path | None = None) -> ServerStatus:
         pid, port = int(st["pid"]), int(st["port"])
     except (OSError, ValueError, KeyError, TypeError):
         return ServerStatus(False, state_dir=str(d), log=log)
-    running = pid_alive(pid) and _listening(port)
+    # the pid of a server that died may have been given to another process since
+    running = pid_alive(pid) and _is_server(pid) and _listening(port)
     return ServerStatus(running, st.get("url"), pid, st.get("master"),
                         st.get("idle_timeout"), str(d), log, st.get("identity") or {})
 
