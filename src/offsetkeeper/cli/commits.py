@@ -115,7 +115,8 @@ def scan(
 
     conn = None if backup else connection(bootstrap, command_config, cluster, config)
     req = ScanRequest(out=out, topic=topic, connection=conn, backup=backup, group=group,
-                      master=spark_location(master, remote), spark_conf=tuple(conf or ()))
+                      master=spark_location(master, remote), spark_conf=tuple(conf or ()),
+                      config=str(config) if config else None)
     with progress_bar(output) as progress:
         s = scan_commits(req, progress=progress)
     if output is OutputFormat.json:

@@ -96,6 +96,7 @@ class ScanConfig:
     group: str | None = None
     master: str | None = None
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    spark_warm: bool = True  # False: no warm Spark server (spark.warm in the config file)
 
 
 @dataclass(frozen=True)
@@ -418,7 +419,7 @@ def run_scan(cfg: ScanConfig, *, spark=None, progress: ProgressFn = no_progress)
         from offsetkeeper.spark.session import get_spark
 
         spark = get_spark(cfg.master, cfg.spark_conf, app_name="offsetkeeper-commits-scan",
-                          warm=True)
+                          warm=cfg.spark_warm)
     progress(ProgressEvent("scan", 1, 3, "steps", f"decoding {cfg.source.describe()}"))
     work = join(cfg.out, f".scan-{uuid.uuid4().hex[:12]}")
     fs, work_path = open_fs(work)

@@ -33,6 +33,7 @@ class ScanRequest:
     group: str | None = None             # only the partition holding this group
     master: str | None = None
     spark_conf: tuple[str, ...] = ()     # KEY=VALUE
+    config: str | None = None            # the config file (its spark.warm); None: the default
 
 
 def scan_commits(req: ScanRequest, *, progress: ProgressFn = no_progress) -> ScanSummary:
@@ -46,10 +47,12 @@ def scan_commits(req: ScanRequest, *, progress: ProgressFn = no_progress) -> Sca
         source = KafkaSource(req.connection, req.topic)
     else:
         raise UsageError("commits scan needs a cluster connection or --backup")
+    from offsetkeeper.config import load_config_file
     from offsetkeeper.storage import absolute
 
     cfg = ScanConfig(source=source, out=absolute(req.out), group=req.group, master=req.master,
-                     spark_conf=parse_conf_pairs(list(req.spark_conf)))
+                     spark_conf=parse_conf_pairs(list(req.spark_conf)),
+                     spark_warm=load_config_file(req.config).spark.warm)
     return run_scan(cfg, progress=progress)
 
 
