@@ -27,3 +27,12 @@ class SqliteStore(SqlStore):
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=30000")
         return db
+
+    def _lock_schema(self, cur) -> None:
+        """Serialise migrations between processes: SQLite's write lock, taken before the version
+        is read again. Python's sqlite3 opens no transaction for SELECT or ALTER, so without it
+        a sampler and a reader opening a new file at once both saw the old version and both ran
+        `ALTER TABLE samples ADD COLUMN lso` ("duplicate column name")."""
+        if cur.connection.in_transaction:
+            cur.connection.commit()
+        cur.execute("BEGIN IMMEDIATE")  # waits for the other writer up to busy_timeout
