@@ -14,8 +14,9 @@ from offsetkeeper.history.store.sqlite import SqliteStore
 
 
 def _store_of_schema(path: str, version: int) -> None:
-    """A store file as an offsetkeeper of schema `version` left it."""
+    """A store file as an offsetkeeper of schema `version` left it (in WAL mode, as it makes it)."""
     con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode=WAL")
     con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
     for stmts in MIGRATIONS[:version]:
         for stmt in stmts:
@@ -57,11 +58,13 @@ def test_a_migration_holds_the_write_lock_from_its_version_check_to_its_commit(t
     assert other_could_write == [False] * (SCHEMA_VERSION - 3)
 
 
-def test_processes_opening_an_old_store_at_once_migrate_it_once(tmp_path):
-    """Invariant: four processes opening a schema-3 store together all succeed, and the store
-    ends at the current schema with each migrated column once."""
+@pytest.mark.parametrize("version", [3, None])
+def test_processes_opening_an_old_or_new_store_at_once_migrate_it_once(tmp_path, version):
+    """Invariant: four processes opening a schema-3 store (or a file not there yet) together all
+    succeed, and the store ends at the current schema with each migrated column once."""
     db = str(tmp_path / "h.db")
-    _store_of_schema(db, 3)
+    if version is not None:
+        _store_of_schema(db, version)
     code = ("import sys\nfrom offsetkeeper.history.store import open_store\n"
             "with open_store(sys.argv[1]) as s: s.check()\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, db], stderr=subprocess.PIPE,
