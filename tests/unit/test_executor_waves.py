@@ -291,13 +291,32 @@ def test_a_slow_snapshot_makes_the_first_wave_read_again(clock):
     assert by_group(report)["b"].status is GroupStatus.REFUSED
 
 
-def test_a_failed_shared_read_leaves_the_snapshot_to_read_for_itself(clock):
-    """Invariant: when the shared read fails for any group, the snapshot gets no reads (it reads
-    itself, and fails the run as before) and the first wave reads again."""
+def test_a_failed_shared_read_leaves_the_snapshot_to_read_for_itself(clock, monkeypatch):
+    """Invariant: when the shared read fails for any group (after its retries: none here), the
+    snapshot gets no reads (it reads itself, and fails the run as before) and the first wave
+    reads again."""
+    from offsetkeeper.reset import facts
+
+    monkeypatch.setattr(facts, "READ_RETRY_FOR_S", 0.0)
     admin = cluster({"a": {0: 1}, "b": {0: 1}}, partitions=1)
     plan = reset_plan(admin)
     admin.fail("committed_offsets_each", TIMEOUT, group="b")
     seen: list = []
     report = run(admin, plan, snapshot_fn=_snapshot_taking_reads(seen))
     assert seen[0][1] is None
+    assert report.status is ReportStatus.SUCCESS
+
+
+def test_a_shared_read_failing_while_the_coordinator_moves_is_read_again(clock, monkeypatch):
+    """Invariant: a retriable failure of the shared read (a coordinator moving) is read again,
+    and the snapshot then gets the reads like any other run."""
+    from offsetkeeper.reset import facts
+
+    monkeypatch.setattr(facts, "READ_RETRY_PAUSES_S", (0.0,))
+    admin = cluster({"a": {0: 1}, "b": {0: 1}}, partitions=1)
+    plan = reset_plan(admin)
+    admin.fail("committed_offsets_each", TIMEOUT, group="b")
+    seen: list = []
+    report = run(admin, plan, snapshot_fn=_snapshot_taking_reads(seen))
+    assert seen[0][1] is not None
     assert report.status is ReportStatus.SUCCESS

@@ -316,3 +316,36 @@ def test_history_record_once_reports_a_group_it_cannot_read(tmp_path, code, exit
     assert out.exit_code == exit_code and list(out.denied) == ["g"]
     assert _rows("g", str(tmp_path / "h.db")) == []
     assert len(_rows("idle", str(tmp_path / "h.db"))) == 2
+
+
+@pytest.mark.parametrize("call", ["describe_groups_each", "committed_offsets_each"])
+def test_a_read_failing_while_the_coordinator_moves_is_read_again(tmp_path, monkeypatch, call):
+    """Invariant: a group whose describe or offset read fails with a retriable error (its
+    coordinator moving after a broker died) while a reset reads it is read again, so one
+    group's failover does not fail the run; the plan and the commit are as without the fault."""
+    from offsetkeeper.reset import facts
+
+    monkeypatch.setattr(facts, "READ_RETRY_PAUSES_S", (0.0,))
+    admin = cluster()
+    admin.fail(call, RETRIABLE, group="g", times=2)
+    done = reset_offsets(admin, request(tmp_path, TargetKind.TO_OFFSET, "50", execute=True))
+    assert done.report is not None and done.report.status is ReportStatus.SUCCESS
+    assert admin.committed("g") == {P0: 50, P1: 50}
+
+
+def test_a_read_that_stays_failing_or_fails_for_good_ends_the_run_before_any_change(
+        tmp_path, monkeypatch):
+    """Invariant: a retriable read error that outlasts the retry time, and a non-retriable
+    one at once, fail the run before any change (the group named in the error)."""
+    from offsetkeeper.reset import facts
+
+    monkeypatch.setattr(facts, "READ_RETRY_PAUSES_S", (0.0,))
+    monkeypatch.setattr(facts, "READ_RETRY_FOR_S", 0.0)
+    for code in (RETRIABLE, "UNKNOWN_SERVER_ERROR"):  # (denied is a refusal of its own)
+        admin = cluster()
+        admin.fail("committed_offsets_each", code, group="g", times=50)
+        before = admin.count("committed_offsets_each")
+        with pytest.raises(KafkaOperationError, match="g"):
+            reset_offsets(admin, request(tmp_path, TargetKind.TO_OFFSET, "50", execute=True))
+        assert admin.committed("g") == {P0: 10, P1: 20}
+        assert admin.count("committed_offsets_each") - before == 1

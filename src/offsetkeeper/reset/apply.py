@@ -844,18 +844,18 @@ def _read_for_snapshot(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
     """The groups' states and committed offsets, read once for both the snapshot and the first
     wave's re-check (the same two reads the re-check makes), with the time they were read; None
     where the snapshot reads for itself: its snapshot_fn does not take reads, a live reset
-    (its own checks), a group deletion, or any group whose read failed (the snapshot then
-    reads again and fails the run as before)."""
+    (its own checks), a group deletion, or any group whose read still failed after its
+    retriable errors were read again (the snapshot then reads again and fails the run as
+    before)."""
+    from offsetkeeper.reset.facts import read_groups
+
     if (not getattr(opts.snapshot_fn, "takes_reads", False) or opts.live is not None
             or plan.kind is PlanKind.DELETE_GROUPS):
         return None
     try:
-        described = admin.describe_groups_each(groups)
-        if any(isinstance(v, Exception) for v in described.values()):
-            return None
-        committed = admin.committed_offsets_each(groups, described=described)
+        described, committed = read_groups(admin, groups)
     except Exception:  # the snapshot reads again, and fails the run as it would have
         return None
-    if any(isinstance(v, Exception) for v in committed.values()):
+    if any(isinstance(v, Exception) for v in (*described.values(), *committed.values())):
         return None
     return time.monotonic(), described, committed

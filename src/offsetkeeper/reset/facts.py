@@ -71,25 +71,65 @@ def _matching_groups(admin: GroupsPort, patterns: tuple[str, ...], named: list[s
     return out
 
 
-def _group_facts(admin: AdminPort, groups: list[str]) -> dict[str, GroupFacts]:
-    """State and committed offsets of each group. A group the principal is not authorized for
-    (ACLs) is marked `denied` so the plan refuses it alone; any other error fails the run."""
+# A group whose read fails with a retriable error (its coordinator moving after a broker died,
+# a broken connection) is read again with these pauses, for up to READ_RETRY_FOR_S in all: a
+# coordinator moves within seconds, and one group's failover should not fail a 300-group run.
+READ_RETRY_PAUSES_S = (0.25, 0.5, 1.0, 2.0, 4.0)
+READ_RETRY_FOR_S = 20.0
+
+
+def _is_denied(res) -> bool:
     from offsetkeeper.errors import KafkaOperationError
     from offsetkeeper.kafka.errors import AUTHORIZATION
+
+    return isinstance(res, KafkaOperationError) and res.code in AUTHORIZATION
+
+
+def read_groups(admin: AdminPort, groups: list[str]) -> tuple[dict, dict]:
+    """Each group's describe answer and committed offsets (`*_each` form: a value or the
+    group's error), both read at once per round. Groups whose read failed with a retriable
+    error are read again (READ_RETRY_PAUSES_S, for up to READ_RETRY_FOR_S); what still fails
+    stays in the answer for the caller to report. Groups the principal may not describe are
+    not asked for offsets."""
+    import time
+
+    from offsetkeeper.errors import OffsetkeeperError
+
+    def read(ids: list[str]) -> tuple[dict, dict]:
+        infos = admin.describe_groups_each(ids)
+        readable = [g for g in ids if not _is_denied(infos.get(g))]
+        # the describe above is the coordinator check the offset read needs: not made twice
+        return infos, admin.committed_offsets_each(readable, described=infos)
+
+    def failed_retriably(g: str) -> bool:
+        return any(isinstance(r, OffsetkeeperError) and getattr(r, "retriable", False)
+                   for r in (infos.get(g), committed.get(g)))
+
+    infos, committed = read(groups)
+    give_up_at = time.monotonic() + READ_RETRY_FOR_S
+    for pause in (*READ_RETRY_PAUSES_S, *[READ_RETRY_PAUSES_S[-1]] * 8):
+        again = [g for g in groups if failed_retriably(g)]
+        if not again or time.monotonic() + pause > give_up_at:
+            break
+        time.sleep(pause)
+        more_infos, more_committed = read(again)
+        infos.update(more_infos)
+        committed.update(more_committed)
+    return infos, committed
+
+
+def _group_facts(admin: AdminPort, groups: list[str]) -> dict[str, GroupFacts]:
+    """State and committed offsets of each group (`read_groups`: retriable errors read again).
+    A group the principal is not authorized for (ACLs) is marked `denied` so the plan refuses
+    it alone; any other error fails the run."""
     from offsetkeeper.models import GroupInfo
 
-    def is_denied(res) -> bool:
-        return isinstance(res, KafkaOperationError) and res.code in AUTHORIZATION
-
-    infos = admin.describe_groups_each(groups)
-    readable = [g for g in groups if not is_denied(infos.get(g))]
-    # the describe above is the coordinator check the offset read needs: not made twice
-    committed = admin.committed_offsets_each(readable, described=infos)
+    infos, committed = read_groups(admin, groups)
     out = {}
     for g in groups:
         res = committed.get(g, infos.get(g))
-        if is_denied(infos.get(g)) or is_denied(res):
-            err = infos[g] if is_denied(infos.get(g)) else res
+        if _is_denied(infos.get(g)) or _is_denied(res):
+            err = infos[g] if _is_denied(infos.get(g)) else res
             out[g] = GroupFacts(GroupInfo(g, "unknown"), denied=err.message)
             continue
         for r in (infos[g], committed[g]):
