@@ -10,6 +10,7 @@ from confluent_kafka import Consumer
 from offsetkeeper.groups.listing import GroupRow, librdkafka_rows, list_typed_groups
 from offsetkeeper.kafka import jvm
 from offsetkeeper.kafka.group_types import state_key
+from tests.cli import MODULES_PROBE
 from tests.integration.test_share_streams_groups import share, streams, wait_until  # noqa: F401
 from tests.kafkatools import commit, create_topic
 
@@ -58,18 +59,6 @@ def test_other_group_types_are_seen_without_java(admin, share, streams):  # noqa
     assert got[share["group"]] == "share" and got[streams["group"]] == "streams"
 
 
-_MODULES_PROBE = """
-import json, sys
-from offsetkeeper.cli import main as m
-try:
-    m.main(sys.argv[1:])
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-sys.stdout.flush()
-print(json.dumps([code, sorted({k.split(".")[0] for k in sys.modules})]), file=sys.stderr)
-"""
 
 
 def test_everyday_commands_write_to_a_pipe_without_rich_or_pydantic(bootstrap, unique, tmp_path):
@@ -97,7 +86,7 @@ def test_everyday_commands_write_to_a_pipe_without_rich_or_pydantic(bootstrap, u
            "HOME": str(tmp_path), "XDG_CACHE_HOME": str(Path(user_cache_dir("offsetkeeper")).parent)}
 
     def run(*argv: str, also: frozenset = frozenset()) -> str:
-        proc = subprocess.run([sys.executable, "-c", _MODULES_PROBE, *argv, "-b", bootstrap],
+        proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv, "-b", bootstrap],
                               capture_output=True, text=True, timeout=120, env=env,
                               stdin=subprocess.DEVNULL)
         code, mods = json.loads(proc.stderr.strip().splitlines()[-1])

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+from tests.cli import MODULES_PROBE
+
 PROBE = """
 import json, sys
 from offsetkeeper.cli import main as m
@@ -75,17 +77,6 @@ def test_no_config_file_no_config_models(tmp_path):
     assert loads_models(tmp_path / "with-config") is True
 
 
-ALL_MODULES_PROBE = """
-import json, sys
-from offsetkeeper.cli import main as m
-try:
-    m.main(sys.argv[1:])
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-print(json.dumps([code, sorted({k.split(".")[0] for k in sys.modules})]), file=sys.stderr)
-"""
 
 # Heavy modules an everyday command must not import when it does not need them: Rich (tables
 # and notes to a pipe are written directly), pydantic (Typer's coercion of plain values, the
@@ -98,7 +89,7 @@ def _imported_top_level(*argv: str, home) -> tuple[int, set[str], str]:
 
     env = {k: v for k, v in os.environ.items() if k not in ("OFFSETKEEPER_CONFIG", "FORCE_COLOR",
                                                             "TTY_COMPATIBLE")}
-    proc = subprocess.run([sys.executable, "-c", ALL_MODULES_PROBE, *argv], capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv], capture_output=True,
                           text=True, timeout=120, stdin=subprocess.DEVNULL,
                           env={**env, "HOME": str(home)})
     code, mods = json.loads(proc.stderr.strip().splitlines()[-1])
