@@ -17,6 +17,7 @@ import uuid
 import pytest
 from hypothesis import settings
 
+import xdist_fix
 from offsetkeeper import devbroker
 from offsetkeeper.config import Connection
 from offsetkeeper.kafka.admin import KafkaAdmin
@@ -25,6 +26,10 @@ from offsetkeeper.kafka.admin import KafkaAdmin
 # pytest's own faulthandler prints the stacks to the run's stderr, but not which tests had failed
 # before. So every failure is written as it happens to a file scripts/test.sh prints then.
 _FAILURES_LOG = os.environ.get("OFFSETKEEPER_TEST_FAILURES_LOG")
+
+
+def pytest_configure(config):
+    xdist_fix.apply()  # a crashed worker fails its test, never hangs the run (tests/xdist_fix.py)
 
 
 def pytest_runtest_logreport(report):

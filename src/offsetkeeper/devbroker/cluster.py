@@ -448,7 +448,12 @@ def _wait_ready(d: Path, procs: list[subprocess.Popen], ports: list[int],
         probe = subprocess.Popen([sys.executable, "-m", "offsetkeeper.devbroker.probe"],
                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, text=True)
-        probe.communicate(spec)
+        try:
+            # the probe ends itself after its 15 s; a probe stuck past that is killed
+            probe.communicate(spec, timeout=60)
+        except subprocess.TimeoutExpired:
+            probe.kill()
+            probe.communicate()
         _check_alive(d, procs)
         if probe.returncode == 0:
             return

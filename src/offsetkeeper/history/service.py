@@ -47,7 +47,10 @@ def record(conn: Connection, store_url: str | None, config: SamplerConfig, *, on
     conn = Connection(conn.bootstrap_servers, {"log_level": "2", **conn.properties}, conn.name)
     server = None
     try:
-        with nullcontext(admin) if admin is not None else KafkaAdmin(conn) as port:
+        # A sampler runs for weeks, through broker restarts: a daemon facade (see
+        # KafkaAdmin.committed_offsets_each); one cycle for cron keeps the light path.
+        with nullcontext(admin) if admin is not None else KafkaAdmin(conn, daemon=not once) \
+                as port:
             sampler = Sampler(port, store, config, positions=positions)
             if listen:
                 from offsetkeeper.history.exporter import EVERYTHING, LagCollector, MetricsServer

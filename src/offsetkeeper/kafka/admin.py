@@ -30,8 +30,13 @@ from confluent_kafka.admin import (
 )
 
 from offsetkeeper.config import Connection
-from offsetkeeper.errors import KafkaOperationError, OffsetkeeperError, UnknownTopicError
-from offsetkeeper.kafka import clients
+from offsetkeeper.errors import (
+    KafkaOperationError,
+    OffsetkeeperError,
+    UnknownGroupError,
+    UnknownTopicError,
+)
+from offsetkeeper.kafka import clients, jvm
 from offsetkeeper.kafka.errors import connection_failure, error_name, translate
 from offsetkeeper.kafka.jvm import JavaAdmin
 from offsetkeeper.kafka.ports import OFFSET_DELETE_API, AdminPort, unwrap_each
@@ -844,6 +849,26 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def _group_info(group_id: str, d: Any) -> GroupInfo | OffsetkeeperError:
+    """The Java client's describe of a consumer group as librdkafka's reader gives it: Kafka's
+    state and type names in lower case, a group Kafka does not know as an empty Dead classic
+    one (what Kafka's classic describe answers librdkafka; its coordinator is not named)."""
+    from offsetkeeper.kafka.group_types import ConsumerGroupDetail, state_key
+
+    if isinstance(d, UnknownGroupError) or d is None:
+        return GroupInfo(group_id=group_id, state="dead", group_type="classic")
+    if not isinstance(d, ConsumerGroupDetail):
+        return d
+    kind = state_key(d.group_type)
+    return GroupInfo(
+        group_id=group_id, state=state_key(d.state), coordinator=d.coordinator,
+        assignor=d.assignor, group_type="" if kind == "unknown" else kind,
+        members=tuple(MemberInfo(member_id=m.member_id, client_id=m.client_id, host=m.host,
+                                 group_instance_id=m.group_instance_id,
+                                 assignment=tuple(sorted(m.assignment)))
+                      for m in d.members))
+
+
 def _rd(fn: Callable[Concatenate[LibrdkafkaAdmin, P], R]) -> Callable[Concatenate[KafkaAdmin, P], R]:
     """A facade method answered by its librdkafka client (same signature and docstring)."""
     @functools.wraps(fn)
@@ -872,8 +897,10 @@ class KafkaAdmin:
 
     group_type = "consumer"  # its committed offsets are consumer groups' (see for_group_type)
 
-    def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, conn: Connection, *, timeout: float = DEFAULT_TIMEOUT,
+                 daemon: bool = False) -> None:
         self.conn = conn
+        self.daemon = daemon
         self.java = JavaAdmin(conn, timeout=timeout)
         self.rd = LibrdkafkaAdmin(conn, timeout=timeout,
                                   correct_states=self.java.with_other_group_types,
@@ -938,10 +965,59 @@ class KafkaAdmin:
     # -- consumer groups and their committed offsets (librdkafka) --------------------------------
     list_groups = _rd(LibrdkafkaAdmin.list_groups)
     all_group_ids = _rd(LibrdkafkaAdmin.all_group_ids)
-    describe_groups = _rd(LibrdkafkaAdmin.describe_groups)
-    describe_groups_each = _rd(LibrdkafkaAdmin.describe_groups_each)
-    committed_offsets = _rd(LibrdkafkaAdmin.committed_offsets)
-    committed_offsets_each = _rd(LibrdkafkaAdmin.committed_offsets_each)
+    def _java_reads(self) -> bool:
+        """Whether group reads go to the Java client: a daemon facade, with Java here.
+
+        A daemon (the sampler, the exporter, the dashboard) runs for weeks, through broker
+        restarts; librdkafka's admin client can take the process down with a group request
+        sent to a coordinator that moves or a connection that drops (an OffsetFetch answered
+        NOT_COORDINATOR, #5040; an aborting assertion in its coordinator requests, #4605), seen
+        in a sampler that went on through a broker restart. The Java client retries instead.
+        Its JVM starts once per process; a one-off command keeps librdkafka (no JVM start)."""
+        return self.daemon and jvm.available()
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
+        """State, coordinator, assignor and members (with assignments) of each group."""
+        return unwrap_each(self.describe_groups_each(group_ids))
+
+    def describe_groups_each(self, group_ids: Iterable[str], *, real_states: bool = True,
+                             ) -> dict[str, GroupInfo | OffsetkeeperError]:
+        """Like describe_groups, but one failing group does not hide the others' answers (see
+        `LibrdkafkaAdmin.describe_groups_each`; a daemon facade asks the Java client)."""
+        if not self._java_reads():
+            return self.rd.describe_groups_each(group_ids, real_states=real_states)
+        ids = list(dict.fromkeys(group_ids))
+        if not ids:
+            return {}
+        try:
+            details = self.java.describe_consumer_groups_verbose(ids)
+        except OffsetkeeperError as exc:
+            return dict.fromkeys(ids, exc)
+        answers = {g: _group_info(g, details.get(g)) for g in ids}
+        return self.java.with_other_group_types(answers) if real_states else answers
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        """One group's committed offsets (partitions without a commit are absent); raises."""
+        return unwrap_each(self.committed_offsets_each([group_id]))[group_id]
+
+    def committed_offsets_each(
+        self, group_ids: Iterable[str], *,
+        described: Mapping[str, GroupInfo | OffsetkeeperError] | None = None,
+    ) -> dict[str, dict[TopicPartition, CommittedOffset] | OffsetkeeperError]:
+        """Committed offsets of many groups; a group that fails maps to its error (see
+        `LibrdkafkaAdmin.committed_offsets_each`).
+
+        A daemon facade asks the Java client (`_java_reads`), which also answers all groups in
+        one request per coordinator."""
+        if not self._java_reads():
+            return self.rd.committed_offsets_each(group_ids, described=described)
+        ids = list(dict.fromkeys(group_ids))
+        if not ids:
+            return {}
+        try:
+            read = self.java.exact_committed_offsets(ids)
+        except OffsetkeeperError as exc:
+            return dict.fromkeys(ids, exc)
+        return {g: read.get(g, {}) for g in ids}
     alter_offsets_async = _rd(LibrdkafkaAdmin.alter_offsets_async)
     alter_result = _rd(LibrdkafkaAdmin.alter_result)
     delete_offsets = _rd(LibrdkafkaAdmin.delete_offsets)

@@ -41,7 +41,8 @@ class Clusters:
             raise UsageError(f"cluster '{name}' is not configured")
         with self._lock:
             if name not in self._admins:
-                self._admins[name] = KafkaAdmin(self._conns[name])
+                # the dashboard runs for weeks: see KafkaAdmin.committed_offsets_each
+                self._admins[name] = KafkaAdmin(self._conns[name], daemon=True)
             return self._admins[name]
 
     def close(self) -> None:
