@@ -38,6 +38,14 @@ def test_idle_timeout(monkeypatch):
             warm.idle_timeout()
 
 
+@pytest.mark.spark_oldest
+def test_connect_client_check_on_every_supported_pyspark():
+    """Regression: pyspark 4.0's check_dependencies takes the caller's module name (4.1 takes
+    none); calling it without one raised TypeError in the warm path's import thread, a traceback
+    on every command's stderr. With the client installed, the check finds nothing missing."""
+    assert warm._import_client() is None
+
+
 def test_settings_of_its_own_keep_spark_in_process():
     """A command with Spark settings (or the Kafka connector) cannot use the warm server,
     which was started with its own; with none it can."""

@@ -118,9 +118,14 @@ def _missing_client() -> str | None:
 def _import_client() -> str | None:
     """Import the Connect client (pyspark checks its dependencies); the error, or None."""
     try:
+        from inspect import signature
+
         from pyspark.sql.connect.utils import check_dependencies
 
-        check_dependencies()
+        if signature(check_dependencies).parameters:  # pyspark 4.0: the caller's module name
+            check_dependencies(__name__)
+        else:
+            check_dependencies()
         import pyspark.sql.connect.session  # noqa: F401 - what the session needs, imported now
     except ImportError as exc:
         return str(exc)
