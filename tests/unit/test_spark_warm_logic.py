@@ -97,13 +97,19 @@ def test_token_file_is_owner_only_from_its_creation(tmp_path):
 
 def test_state_dir_made_owner_only(tmp_path):
     """Invariant: the state directory (token, logs) is 0700, also when it existed with a wider
-    mode."""
+    mode (an older offsetkeeper's); a shared directory is refused, not re-moded."""
     fresh, existing = tmp_path / "a" / "state", tmp_path / "b"
     existing.mkdir(mode=0o755)
     os.chmod(existing, 0o755)
     for d in (fresh, existing):
         background.private_dir(d)
         assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)  # as /tmp: refused, never re-moded
+    with pytest.raises(UsageError, match="is not yours alone"):
+        background.private_dir(shared)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
 
 
 def test_a_server_without_a_token_file_is_not_one_to_use(tmp_path):

@@ -130,10 +130,21 @@ def server_status(state_dir: str | Path | None = None) -> ServerStatus:
 
 def private_dir(d: Path) -> None:
     """Make the state directory (and its parents) and keep it the owner's only (0700): it holds
-    the server's token and logs."""
+    the server's token and logs. A directory of another user, or a shared one (sticky, as
+    /tmp), is refused (UsageError) rather than re-moded."""
+    import stat
+
+    from offsetkeeper.errors import UsageError
+
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if d.stat().st_mode & 0o777 != 0o700:
-        os.chmod(d, 0o700)
+    st = d.stat()
+    if st.st_mode & 0o777 == 0o700 and st.st_uid == os.geteuid():
+        return
+    if st.st_uid != os.geteuid() or st.st_mode & stat.S_ISVTX:
+        raise UsageError(f"the Spark server's state directory {d} is not yours alone (owner "
+                         f"uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}); choose one of "
+                         f"your own with --state-dir or {STATE_DIR_ENV}")
+    os.chmod(d, 0o700)  # made by an older offsetkeeper with the umask's mode
 
 
 def write_token(d: Path) -> str:
