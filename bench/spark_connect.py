@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -56,6 +57,9 @@ def start_server(tmp: Path, master: str) -> tuple[subprocess.Popen, str, float]:
 
     port = free_port()
     out = tmp / "server.out"
+    # the server takes sessions with its token only; the --remote commands (children of this
+    # process) read it from the environment, as a user attaching by hand does
+    os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = secrets.token_urlsafe(32)
     t = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "offsetkeeper.spark.server", "--port", str(port),
                              "--master", master, "--idle-timeout", "600"],
@@ -64,7 +68,7 @@ def start_server(tmp: Path, master: str) -> tuple[subprocess.Popen, str, float]:
         if proc.poll() is not None:
             raise SystemExit(f"Connect server failed: {(tmp / 'server.err').read_text()[-2000:]}")
         time.sleep(0.2)
-    return proc, f"sc://127.0.0.1:{port}", time.monotonic() - t
+    return proc, f"sc://localhost:{port}", time.monotonic() - t
 
 
 def ways(bootstrap: str, tmp: Path, args) -> dict:

@@ -29,10 +29,14 @@ from tests.services import free_port
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 ROOT = Path(__file__).resolve().parents[2]
+# the session server's token, from its token file: the commands' Connect client reads it from
+# SPARK_CONNECT_AUTHENTICATE_TOKEN, as a user attaching by hand does
+_TOKEN: dict[str, str] = {}
 
 
 def _env() -> dict[str, str]:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           **_TOKEN}
     env.pop("SPARK_REMOTE", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), str(ROOT),
                                                     env.get("PYTHONPATH")) if p)
@@ -50,10 +54,13 @@ def connect_server():
             # an orphan (pytest killed) stops by itself
             "--idle-timeout", "15m", "--conf", "spark.sql.shuffle.partitions=2", "-o", "json")
     assert r.returncode == 0, r.stderr + (state / "server.log").read_text()[-3000:]
+    started = json.loads(r.stdout)
+    _TOKEN["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = Path(started["token_file"]).read_text().strip()
     try:
-        yield state, json.loads(r.stdout)
+        yield state, started
     finally:
         cli("spark-server", "stop", "--state-dir", state)
+        _TOKEN.clear()
 
 
 @pytest.fixture(scope="session")
@@ -168,14 +175,20 @@ def test_streaming_source_on_connect(connect_url, bootstrap, unique, tmp_path):
 
 
 def test_spark_server_status_and_a_second_start(connect_server):
-    """`spark-server status` shows the running server; `start` again returns it (one server)."""
+    """`spark-server status` shows the running server and its token file, never the token;
+    `start` again returns it (one server)."""
     state, started = connect_server
     st = cli("spark-server", "status", "--state-dir", state, "-o", "json")
     assert st.returncode == 0, st.stderr
     got = json.loads(st.stdout)
     assert got["running"] and got["url"] == started["url"] and got["pid"] == started["pid"]
+    assert got["token_file"] == str(state / "token")
     again = cli("spark-server", "start", "--port", "1", "--state-dir", state, "-o", "json")
     assert again.returncode == 0 and json.loads(again.stdout)["pid"] == started["pid"]
+    table = cli("spark-server", "status", "--state-dir", state)
+    assert table.returncode == 0 and str(state / "token") in table.stdout
+    token = _TOKEN["SPARK_CONNECT_AUTHENTICATE_TOKEN"]
+    assert all(token not in r.stdout + r.stderr for r in (st, again, table))
 
 
 def test_spark_server_status_when_none_runs(tmp_path):

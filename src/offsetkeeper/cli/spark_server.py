@@ -13,11 +13,13 @@ from offsetkeeper.cli.output import OutputFormat, render_json, render_rows, say
 app = typer.Typer(help="The warm local Spark Connect server: backup run, restore run and commits "
                   "scan start it on first use and attach to it (skipping the Spark session "
                   "start; OFFSETKEEPER_SPARK_WARM=0 turns that off); status, stop, or start it "
-                  "ahead.", no_args_is_help=True)
+                  "ahead. It takes only sessions that bring its token, new at every start and "
+                  "kept in the token file of its state directory (readable by you only).",
+                  no_args_is_help=True)
 
 StateDirOpt = Annotated[
     Path | None,
-    typer.Option("--state-dir", help="Where the server's state and log are kept "
+    typer.Option("--state-dir", help="Where the server's state, token and log are kept "
                  "[default: $OFFSETKEEPER_SPARK_SERVER_DIR, else "
                  "~/.local/share/offsetkeeper/spark-server].", show_default=False),
 ]
@@ -27,8 +29,17 @@ def _show(st, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         render_json(st.to_dict())
     else:
-        render_rows([st.to_dict()], ["running", "url", "pid", "master", "idle_timeout", "log"],
-                    output)
+        render_rows([st.to_dict()], ["running", "url", "pid", "master", "idle_timeout",
+                                     "token_file", "log"], output)
+
+
+def attach_hint(st) -> str:
+    """How to attach a Spark Connect client by hand: the URL and where the token is (the
+    token itself is never shown)."""
+    import shlex
+
+    return (f"attach with: export SPARK_REMOTE={st.url} "
+            f"SPARK_CONNECT_AUTHENTICATE_TOKEN=\"$(cat {shlex.quote(st.token_file)})\"")
 
 
 @app.command("start")
@@ -47,9 +58,11 @@ def start(
 ) -> None:
     """Start a local Spark Connect server in the background (or show the running one) and wait
     until it accepts sessions. With the default state directory it is the warm server the data
-    commands attach to by default; elsewhere point commands at it with SPARK_REMOTE or --remote.
+    commands attach to by default; elsewhere point commands at it with SPARK_REMOTE or --remote
+    and the token from its token_file in SPARK_CONNECT_AUTHENTICATE_TOKEN. A running server
+    that takes no token (started by an older offsetkeeper) is replaced.
 
-    Example: offsetkeeper spark-server start --idle-timeout 3600 && export SPARK_REMOTE=sc://127.0.0.1:15002
+    Example: offsetkeeper spark-server start --idle-timeout 3600
     """
     from offsetkeeper.ops.spark import start_spark_server
 
@@ -57,12 +70,12 @@ def start(
                             state_dir=state_dir)
     _show(st, output)
     if output is OutputFormat.table:
-        say(f"attach commands with: export SPARK_REMOTE={st.url}")
+        say(attach_hint(st))
 
 
 @app.command("status")
 def status(state_dir: StateDirOpt = None, output: OutputOpt = OutputFormat.table) -> None:
-    """Show whether the server runs and its URL; exit 1 when it does not.
+    """Show whether the server runs, its URL and its token file; exit 1 when it does not.
 
     Example: offsetkeeper spark-server status -o json
     """

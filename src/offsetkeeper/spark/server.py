@@ -1,16 +1,20 @@
 """A local Spark Connect server, warm: the Spark session and its Python workers are started once
-and every command that attaches to it (``--remote sc://127.0.0.1:PORT``) skips the session start.
+and every command that attaches to it (``--remote sc://localhost:PORT`` with its token) skips
+the session start.
 
-Run as ``python -m offsetkeeper.spark.server --port P [--master local[*]] [--idle-timeout S]
-[--conf K=V ...]``, or in the background with ``offsetkeeper spark-server start|status|stop``
-(`offsetkeeper.spark.background`: a state file and the server's log in a state directory),
-or by the data commands on first use (`offsetkeeper.spark.warm`). It is a local classic session
-set up by `get_spark` (quick-start JVM, class-data sharing) with Spark's Connect plugin listening on
-127.0.0.1:P (the ``spark-connect`` jar ships in pyspark). Before it reports ready it runs one
-tiny job of offsetkeeper's task path through a Connect session of its own (`warm_up`): the
-Python workers Connect sessions use (not the classic session's), their imports, Arrow and the
-planner are then warm, and the first command's job is as fast as the later ones (measured in
-bench/README.md). It prints one JSON line, ``{"ready": true, "url": ..., "pid": ...,
+Run as ``SPARK_CONNECT_AUTHENTICATE_TOKEN=T python -m offsetkeeper.spark.server --port P
+[--master local[*]] [--idle-timeout S] [--conf K=V ...]`` — it refuses to start without a token,
+since it runs any job a session sends as the user who started it — or in the background with
+``offsetkeeper spark-server start|status|stop`` (`offsetkeeper.spark.background`: a state file,
+the token file and the server's log in a state directory), or by the data commands on first use
+(`offsetkeeper.spark.warm`). It is a local classic session set up by `get_spark` (quick-start
+JVM, class-data sharing) with Spark's Connect plugin listening on 127.0.0.1:P (the
+``spark-connect`` jar ships in pyspark); Spark Connect's pre-shared key authentication, which
+reads the token from the environment, refuses sessions without it. Before it reports ready it
+runs one tiny job of offsetkeeper's task path through a Connect session of its own (`warm_up`):
+the Python workers Connect sessions use (not the classic session's), their imports, Arrow and
+the planner are then warm, and the first command's job is as fast as the later ones (measured
+in bench/README.md). It prints one JSON line, ``{"ready": true, "url": ..., "pid": ...,
 "seconds": ..., "warm_up_seconds": ...}``, when it accepts sessions, and stops after
 `idle_timeout` seconds without a Spark job (0: never) or on SIGTERM/SIGINT.
 
@@ -33,10 +37,12 @@ from collections.abc import Mapping
 
 # the state directory's side (start, status, stop), re-exported: the CLI and ops import it here
 from offsetkeeper.spark.background import (  # noqa: F401
+    CLIENT_HOST,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_PORT,
     HOST,
     STATE_DIR_ENV,
+    TOKEN_ENV,
     ServerStatus,
     default_state_dir,
     identity,
@@ -73,8 +79,10 @@ def serve(port: int, *, master: str = "local[*]", conf: Mapping[str, str] | None
     spark = get_spark(master, server_conf(port, conf), app_name="offsetkeeper spark-server",
                       start_workers=False)
     t1 = time.monotonic()
-    warm_up(f"sc://{HOST}:{port}", spark.sparkContext.defaultParallelism)
-    out.write(json.dumps({"ready": True, "url": f"sc://{HOST}:{port}", "pid": os.getpid(),
+    # `localhost`: the client sends the token (from TOKEN_ENV, as the server reads it) there only
+    url = f"sc://{CLIENT_HOST}:{port}"
+    warm_up(url, spark.sparkContext.defaultParallelism)
+    out.write(json.dumps({"ready": True, "url": url, "pid": os.getpid(),
                           "seconds": round(time.monotonic() - t0, 2),
                           "warm_up_seconds": round(time.monotonic() - t1, 2)}) + "\n")
     out.flush()
@@ -142,6 +150,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--idle-timeout", type=float, default=0.0)
     p.add_argument("--conf", action="append", default=[])
     a = p.parse_args(argv)
+    if not os.environ.get(TOKEN_ENV, "").strip():
+        p.error(f"{TOKEN_ENV} is not set: the server takes no session without a token")
     serve(a.port, master=a.master, conf=parse_conf_pairs(a.conf), idle_timeout=a.idle_timeout)
 
 

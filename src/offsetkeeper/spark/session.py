@@ -60,8 +60,8 @@ def spark_location(master: str | None = None, remote: str | None = None) -> str 
             raise UsageError(f"--remote '{remote}' is not a Spark Connect URL; expected "
                              "sc://HOST:PORT, e.g. sc://localhost:15002")
         if master is not None and master != remote:
-            raise UsageError(f"--master '{master}' and --remote '{remote}' both name where Spark "
-                             "runs; give one")
+            raise UsageError(f"--master '{master}' and --remote '{hide_token(remote)}' both name "
+                             "where Spark runs; give one")
     return remote or master
 
 
@@ -164,7 +164,8 @@ def _warm_session(conf: Mapping[str, str] | None, kafka_connector: bool | None,
         t0 = time.monotonic()
         parts: dict[str, float] = {}
         try:
-            spark = connect_session(warm.warm_url(parts), timings=parts)
+            url, token = warm.warm_server(parts)
+            spark = connect_session(url, timings=parts, token=token)
             # the client's imports, the server check and the session: all but the server start
             parts["connect"] = time.monotonic() - t0 - parts.get("server", 0.0)
         except (warm.WarmUnavailable, OffsetkeeperError) as exc:
@@ -181,19 +182,23 @@ def _warm_session(conf: Mapping[str, str] | None, kafka_connector: bool | None,
 
 
 def connect_session(url: str, conf: Mapping[str, str] | None = None, *,
-                    timings: dict[str, float] | None = None):
+                    timings: dict[str, float] | None = None, token: str | None = None):
     """A Spark Connect session on the server at `url` (``sc://HOST:PORT``), checked with one
     round trip: an unreachable server is one sentence (OffsetkeeperError), not a gRPC trace;
     missing client libraries a UsageError naming the extra to install.
-    `conf` is applied as session settings (runtime SQL settings only, as Connect allows)."""
+    `conf` is applied as session settings (runtime SQL settings only, as Connect allows).
+    `token`: the server's token (sent as pyspark sends it: with TLS, or to ``localhost``),
+    never shown — nor a ``token=`` of `url` itself."""
     from offsetkeeper.errors import OffsetkeeperError, UsageError
+    from offsetkeeper.spark.background import client_url
 
     t0 = time.monotonic()
-    _check_listening(url)
+    shown = hide_token(url, token)
+    _check_listening(url, shown)
     try:
         from pyspark.sql import SparkSession
 
-        builder = SparkSession.builder.remote(url.strip())
+        builder = SparkSession.builder.remote(client_url(url.strip(), token))
         for k, v in (conf or {}).items():
             builder = builder.config(k, str(v))
         spark = builder.getOrCreate()
@@ -204,11 +209,20 @@ def connect_session(url: str, conf: Mapping[str, str] | None = None, *,
     except Exception as exc:
         from offsetkeeper.spark.task_failure import one_line
 
-        raise OffsetkeeperError(f"cannot use the Spark Connect server {url}: "
-                                f"{one_line(exc)}") from None
+        raise OffsetkeeperError(f"cannot use the Spark Connect server {shown}: "
+                                f"{hide_token(one_line(exc), token)}") from None
     if timings is not None:
         timings["connect"] = time.monotonic() - t0
     return spark
+
+
+def hide_token(text: str, token: str | None = None) -> str:
+    """`text` (a Connect URL, an error) with `token` and any ``token=`` parameter masked."""
+    import re
+
+    if token:
+        text = text.replace(token, "***")
+    return re.sub(r"(?i)(;\s*token\s*=)[^;]*", r"\1***", text)
 
 
 def connect_conf(spark) -> dict[str, str]:
@@ -227,9 +241,9 @@ def connect_conf(spark) -> dict[str, str]:
     return got
 
 
-def _check_listening(url: str, timeout: float = 10.0) -> None:
+def _check_listening(url: str, shown: str, timeout: float = 10.0) -> None:
     """Refuse at once a Connect URL where nothing listens (the gRPC client would retry for
-    minutes before it says so)."""
+    minutes before it says so); `shown` is the URL as errors name it."""
     import socket
     from urllib.parse import urlsplit
 
@@ -239,11 +253,11 @@ def _check_listening(url: str, timeout: float = 10.0) -> None:
         parts = urlsplit(url.strip().split(";", 1)[0].replace("sc://", "http://", 1))
         host, port = parts.hostname or "localhost", parts.port or 15002
     except ValueError as exc:
-        raise OffsetkeeperError(f"cannot use the Spark Connect server {url}: {exc}") from None
+        raise OffsetkeeperError(f"cannot use the Spark Connect server {shown}: {exc}") from None
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
-        raise OffsetkeeperError(f"cannot use the Spark Connect server {url}: nothing answers on "
+        raise OffsetkeeperError(f"cannot use the Spark Connect server {shown}: nothing answers on "
                                 f"{host}:{port} ({exc.strerror or exc})") from None
 
 

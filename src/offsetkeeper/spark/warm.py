@@ -8,7 +8,9 @@ runs) keeps its JVM, Python workers and planner warm between commands and stops 
 ``OFFSETKEEPER_SPARK_IDLE_TIMEOUT`` seconds without a job (default 30 min). Its state directory
 (``OFFSETKEEPER_SPARK_SERVER_DIR``, default ~/.local/share/offsetkeeper/spark-server) has a lock,
 so two commands starting it at the same moment start one server; a server of another
-offsetkeeper, pyspark or Python (`background.identity`) is replaced, a dead one restarted.
+offsetkeeper, pyspark or Python (`background.identity`) is replaced, a dead one restarted, and
+so is one that takes no token (an older offsetkeeper's). Commands attach with the token of the
+server's start, read from its owner-only token file and never shown (`background.write_token`).
 
 When the server cannot be used (the Connect client libraries are missing, it fails to start)
 the command runs Spark in its own process, as before, after one line on stderr saying why.
@@ -64,19 +66,20 @@ def why_not(conf, kafka_connector: bool) -> str | None:
     return None
 
 
-def warm_url(timings: dict[str, float] | None = None) -> str:
-    """The URL of the user's warm server, started (and waited for) when none runs; the
-    seconds it took to start go into `timings['server']`. WarmUnavailable when it cannot
-    be used."""
+def warm_server(timings: dict[str, float] | None = None) -> tuple[str, str]:
+    """The URL of the user's warm server and the token to attach with, the server started (and
+    waited for) when none runs; the seconds it took to start go into `timings['server']`.
+    WarmUnavailable when it cannot be used. The URL carries no token: it may be shown."""
     import threading
 
     from offsetkeeper.errors import OffsetkeeperError
     from offsetkeeper.spark import background as server
 
     st = server.server_status()
-    if st.running and st.identity == server.identity():
+    token = server.read_token(st)
+    if st.running and token and st.identity == server.identity():
         _raise_unusable(_import_client())
-        return st.url or ""
+        return st.url or "", token
     _raise_unusable(_missing_client())
     # the client's imports (grpc, pandas, pyarrow: ~1 s) while the server starts, not after
     failed: list[str | None] = [None]
@@ -94,9 +97,12 @@ def warm_url(timings: dict[str, float] | None = None) -> str:
     finally:
         importer.join()
     _raise_unusable(failed[0])
+    token = server.read_token(st)
+    if not token:
+        raise WarmUnavailable(f"cannot read the server's token file {st.token_file or '-'}")
     if timings is not None and st.started:
         timings["server"] = time.monotonic() - t
-    return st.url or ""
+    return st.url or "", token
 
 
 def _missing_client() -> str | None:
@@ -112,9 +118,14 @@ def _missing_client() -> str | None:
 def _import_client() -> str | None:
     """Import the Connect client (pyspark checks its dependencies); the error, or None."""
     try:
+        from inspect import signature
+
         from pyspark.sql.connect.utils import check_dependencies
 
-        check_dependencies()
+        if signature(check_dependencies).parameters:  # pyspark 4.0: the caller's module name
+            check_dependencies(__name__)
+        else:
+            check_dependencies()
         import pyspark.sql.connect.session  # noqa: F401 - what the session needs, imported now
     except ImportError as exc:
         return str(exc)
