@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
+from offsetkeeper.cli import usage
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 
 
@@ -306,72 +307,13 @@ def _own_coercion(param: Any) -> Any:
     return param
 
 
-def _click_exceptions() -> Any:
-    """Click's exceptions module as Typer uses it (its own copy of Click, or Click itself)."""
-    return sys.modules[typer.BadParameter.__module__]
-
-
-def _strict_parser(cmd: Any, ctx: Any) -> Any:
-    """`cmd`'s option parser, stricter: an option that takes one value, given twice with two
-    different values, is bad input (Click keeps the last one silently: `--to-offset 5
-    --to-offset 6` would reset to 6); and its errors carry the command's context (Click's
-    parser raises some without, so they could not name the command)."""
-    parser = cmd.make_parser.__wrapped__(ctx)
-    options = {id(o): o for o in (*getattr(parser, "_long_opt", {}).values(),
-                                  *getattr(parser, "_short_opt", {}).values())}
-    for option in options.values():
-        if option.action == "store":
-            option.process = _once(option)
-    parse = parser.parse_args
-
-    def parse_args(args: list[str]) -> Any:
-        try:
-            return parse(args=args)
-        except _click_exceptions().UsageError as exc:
-            if exc.ctx is None:
-                exc.ctx = ctx
-            raise
-
-    parser.parse_args = parse_args
-    return parser
-
-
-def _once(option: Any) -> Any:
-    def process(value: Any, state: Any, _process: Any = option.process) -> None:
-        before = state.opts.get(option.dest, _MISS)
-        if before is not _MISS and before != value:
-            name = max(option._long_opts or option._short_opts, key=len)
-            exc = _click_exceptions().BadOptionUsage(name, f"option {name!r} given twice")
-            exc.given_twice = (before, value)
-            raise exc
-        _process(value, state)
-
-    return process
-
-
 def _harden(cmd: Any) -> None:
     if "get_help_option" not in vars(cmd):  # --help: an option Click makes when first asked
         def get_help_option(ctx: Any, _made: Any = cmd.get_help_option) -> Any:
             return _own_coercion(_made(ctx))
 
         cmd.get_help_option = get_help_option
-    if "make_parser" not in vars(cmd):
-        def make_parser(ctx: Any, _cmd: Any = cmd) -> Any:
-            return _strict_parser(_cmd, ctx)
-
-        make_parser.__wrapped__ = cmd.make_parser  # type: ignore[attr-defined]
-        cmd.make_parser = make_parser
-    if hasattr(cmd, "resolve_command") and "resolve_command" not in vars(cmd):
-        def resolve_command(ctx: Any, args: list[str], _made: Any = cmd.resolve_command) -> Any:
-            try:
-                return _made(ctx, args)
-            except _click_exceptions().UsageError as exc:
-                # Click's "No such command" is a bare UsageError (NoSuchCommand from Click 8.4)
-                if type(exc) is _click_exceptions().UsageError and args:
-                    exc.command_name = args[0]
-                raise
-
-        cmd.resolve_command = resolve_command
+    usage.harden(cmd)
     for param in cmd.params:
         if not hasattr(param, "type_descriptor"):
             continue
@@ -421,18 +363,14 @@ def lazy_command() -> Any:
         def make_context(self, *args: Any, **kwargs: Any) -> Any:
             try:
                 return super().make_context(*args, **kwargs)
-            except _click_exceptions().ClickException as exc:
-                from offsetkeeper.cli.usage import translate
-
-                raise translate(exc) from exc
+            except usage.ClickException as exc:
+                raise usage.translate(exc) from exc
 
         def invoke(self, ctx: Any) -> Any:
             try:
                 return super().invoke(ctx)
-            except _click_exceptions().ClickException as exc:
-                from offsetkeeper.cli.usage import translate
-
-                raise translate(exc) from exc
+            except usage.ClickException as exc:
+                raise usage.translate(exc) from exc
 
         def list_commands(self, ctx: Any) -> list[str]:
             return [e[0] for e in _COMMANDS]

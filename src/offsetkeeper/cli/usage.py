@@ -5,18 +5,18 @@ a "Try --help" line, "Error: ..." — and Typer may draw them in a Rich box. off
 every bad input the same way: one line on stderr, exit 2, e.g.
 
     error: offsetkeeper offsets reset: no such option '--to-earlist' (did you mean
-    '--to-earliest'?); see 'offsetkeeper offsets reset --help'
+    '--to-earliest', '--to-latest' or '--to-history'?); see 'offsetkeeper offsets reset --help'
 
-(one line; wrapped here). `cli.main` hands every Click exception to `translate`, and prints the
-`OffsetkeeperError` it returns the way it prints every error. The hooks in `cli.main` leave a
-few facts on the exception that Click does not keep (the bad value, the command name that was
-not found, an option's two values); this module is imported only when a command line is wrong.
+(one line; wrapped here). `cli.main` hands every Click exception of the command tree to
+`translate` and prints the `OffsetkeeperError` it returns the way it prints every error.
+`harden` (run on each command as it is loaded) leaves on Click's exceptions the facts Click
+does not keep — the command's context, the command name that was not found, an option's two
+values — and refuses a one-value option given twice with two values. Only the standard
+library's cheap modules are imported here: this module loads at every start.
 """
 
 from __future__ import annotations
 
-import difflib
-import re
 import sys
 from typing import Any
 
@@ -24,20 +24,90 @@ import typer
 
 from offsetkeeper.errors import OffsetkeeperError, UsageError
 
+# Click's exceptions module as Typer uses it (its own copy of Click, or Click itself)
+_exceptions = sys.modules[typer.BadParameter.__module__]
+ClickException = _exceptions.ClickException
+_UsageError = _exceptions.UsageError
+
 
 class _Absent(Exception):
     """Stands for an exception class this Click version does not have: nothing is one."""
 
 
 def _click(name: str) -> Any:
-    return getattr(sys.modules[typer.BadParameter.__module__], name, _Absent)
+    return getattr(_exceptions, name, _Absent)
 
+
+# -- hooks on the command tree ------------------------------------------------------------------
+
+def harden(cmd: Any) -> None:
+    """Give `cmd` (one command or group, not its children) the stricter parser and, for a
+    group, the record of a command name that was not found."""
+    if "make_parser" not in vars(cmd):
+        def make_parser(ctx: Any, _made: Any = cmd.make_parser) -> Any:
+            return _strict(_made(ctx), ctx)
+
+        cmd.make_parser = make_parser
+    if hasattr(cmd, "resolve_command") and "resolve_command" not in vars(cmd):
+        def resolve_command(ctx: Any, args: list[str], _made: Any = cmd.resolve_command) -> Any:
+            try:
+                return _made(ctx, args)
+            except _UsageError as exc:
+                # Click's "No such command" is a bare UsageError (NoSuchCommand from Click 8.4)
+                if type(exc) is _UsageError and args:
+                    exc.command_name = args[0]
+                raise
+
+        cmd.resolve_command = resolve_command
+
+
+def _strict(parser: Any, ctx: Any) -> Any:
+    """`parser`, stricter: an option that takes one value, given twice with two different
+    values, is bad input (Click keeps the last one silently: `--to-offset 5 --to-offset 6`
+    would reset to 6); and its errors carry the command's context (Click's parser raises some
+    without one, which could then not name the command)."""
+    options = {id(o): o for o in (*getattr(parser, "_long_opt", {}).values(),
+                                  *getattr(parser, "_short_opt", {}).values())}
+    for option in options.values():
+        if option.action == "store":
+            option.process = _once(option)
+    parse = parser.parse_args
+
+    def parse_args(args: list[str]) -> Any:
+        try:
+            return parse(args=args)
+        except _UsageError as exc:
+            if exc.ctx is None:
+                exc.ctx = ctx
+            raise
+
+    parser.parse_args = parse_args
+    return parser
+
+
+_UNSET = object()
+
+
+def _once(option: Any) -> Any:
+    def process(value: Any, state: Any, _process: Any = option.process) -> None:
+        before = state.opts.get(option.dest, _UNSET)
+        if before is not _UNSET and before != value:
+            name = max(option._long_opts or option._short_opts, key=len)
+            exc = _click("BadOptionUsage")(name, f"option {name!r} given twice")
+            exc.given_twice = (before, value)
+            raise exc
+        _process(value, state)
+
+    return process
+
+
+# -- the one line -------------------------------------------------------------------------------
 
 def translate(exc: Exception) -> OffsetkeeperError:
     """The error to report for Click's exception `exc`: a usage error is bad input (exit 2), in
     one line naming the command, the bad value and what was expected; any other keeps Click's
     exit code (a file Click could not open: 1)."""
-    if isinstance(exc, _click("UsageError")):
+    if isinstance(exc, _UsageError):
         try:
             return UsageError(one_line(exc))
         except Exception:  # a Click this module does not know: its own message, still one line
@@ -58,6 +128,9 @@ def one_line(exc: Any) -> str:
 
 
 def _what(exc: Any, ctx: Any) -> str:
+    import difflib
+    import re
+
     if isinstance(exc, _click("NoArgsIsHelpError")):
         return f"missing command (expected one of {', '.join(_commands(ctx))})"
     name = getattr(exc, "command_name", None)  # set where a command name was not found
