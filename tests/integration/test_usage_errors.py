@@ -46,6 +46,7 @@ CASES = [
     (["groups"], ["offsetkeeper groups: missing command (expected one of list, describe, delete)"]),
     (["nosuchcommand"], ["offsetkeeper: no such command 'nosuchcommand' (expected one of "]),
     (["grups", "list"], ["no such command 'grups' (did you mean 'groups'?)"]),
+    (["--verbose", "groups", "lst"], ["no such command 'lst' (did you mean 'list'?)"]),
     (["offsets", "reset", "--to-earlist", *DOWN],
      ["offsetkeeper offsets reset: no such option '--to-earlist' (did you mean '--to-earliest'",
       "; see 'offsetkeeper offsets reset --help'"]),
@@ -98,7 +99,7 @@ def test_help_is_unchanged(tmp_path):
 def test_a_rejected_reset_moves_no_offset(tmp_path, bootstrap, unique):
     """Invariant: a reset whose command line is rejected — a target given twice with two
     values (Click would silently take the last), a misspelt target — changes no committed
-    offset and writes no snapshot, even with --execute."""
+    offset and writes no snapshot, even with --execute; a value given twice is accepted."""
     topic, group = unique("usage"), unique("g")
     create_topic(bootstrap, topic, partitions=2)
     produce_n(bootstrap, topic, 2, 10)
@@ -114,7 +115,8 @@ def test_a_rejected_reset_moves_no_offset(tmp_path, bootstrap, unique):
         assert_one_line_usage_error(run(base + extra, tmp_path), fragment)
     assert committed(bootstrap, group, topic, 2) == {0: 3, 1: 7}
     assert not store.exists()
-    # the same command line, once right, does change the offsets (the check above can fail)
-    ok = run([*base, "--to-offset", "1", "--no-snapshot"], tmp_path)
+    # the same command line, once right, does change the offsets (the check above can fail);
+    # one value given twice is that value
+    ok = run([*base, "--to-offset", "1", "--to-offset", "1", "--no-snapshot"], tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert committed(bootstrap, group, topic, 2) == {0: 1, 1: 1}

@@ -466,7 +466,7 @@ def _run(argv: list[str] | None) -> None:
     except OffsetkeeperError as exc:
         from offsetkeeper.cli.output import say
 
-        if _verbose(argv):
+        if _verbose(argv) and not isinstance(exc.__cause__, usage.ClickException):  # not a bug
             traceback.print_exc()
         say(exc.message, style="bold red", prefix="error:")
         sys.exit(exc.exit_code)
