@@ -74,3 +74,20 @@ def test_clicks_and_pydantics_sentences_become_one_clause(message, clause):
     """Invariant: a message from Click or pydantic is one clause of the line: no newline, no
     pydantic prefix, no final period, an acronym's case kept."""
     assert _clause(message) == clause
+
+
+@pytest.mark.parametrize("args", [
+    ["groups", "list", "-b", "app:hunter2x@h:9092", "-b", "h:9092"],
+    ["groups", "list", "-b", "a:1,app:hunter2x@h:9092", "--bootstrap-server", "h:9092"],
+    ["groups", "list", "-o", "app:hunter2x@h"],
+    ["history", "show", "g", "--store", "postgresql://app:hunter2x@db/h", "--store", "x.db"],
+    ["connect", "list", "--connect-password", "hunter2x", "--connect-password", "other"],
+])
+def test_a_rejected_value_shows_no_password(capsys, monkeypatch, tmp_path, args):
+    """Invariant: the values a usage error quotes never show a password — in userinfo with or
+    without a scheme (`user:pw@host:9092`), nor the value of a secret option at all."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    r = run_cli(capsys, *args)
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert "hunter2x" not in r.err and "other" not in r.err, r.err
+    assert "******" in r.err or "--connect-password' given twice with two values" in r.err, r.err

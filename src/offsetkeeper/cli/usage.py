@@ -8,15 +8,16 @@ every bad input the same way: one line on stderr, exit 2, e.g.
     '--to-earliest', '--to-latest' or '--to-history'?); see 'offsetkeeper offsets reset --help'
 
 (one line; wrapped here). `cli.main` hands every Click exception of the command tree to
-`translate` and prints the `OffsetkeeperError` it returns the way it prints every error.
-`harden` (run on each command as it is loaded) leaves on Click's exceptions the facts Click
-does not keep — the command's context, the command name that was not found, an option's two
-values — and refuses a one-value option given twice with two values. Only the standard
-library's cheap modules are imported here: this module loads at every start.
+`translate` and prints the `OffsetkeeperError` it returns the way it prints every error. Its
+parser hooks (`cli.main._harden_parsing`) leave on Click's exceptions the facts Click does not
+keep: the command's context, the command name that was not found (`command_name`), an
+option's two values (`given_twice`), the bad value (`bad_value`). Imported only when a
+command line is wrong.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -26,7 +27,6 @@ from offsetkeeper.errors import OffsetkeeperError, UsageError
 
 # Click's exceptions module as Typer uses it (its own copy of Click, or Click itself)
 _exceptions = sys.modules[typer.BadParameter.__module__]
-ClickException = _exceptions.ClickException
 _UsageError = _exceptions.UsageError
 
 
@@ -37,71 +37,6 @@ class _Absent(Exception):
 def _click(name: str) -> Any:
     return getattr(_exceptions, name, _Absent)
 
-
-# -- hooks on the command tree ------------------------------------------------------------------
-
-def harden(cmd: Any) -> None:
-    """Give `cmd` (one command or group, not its children) the stricter parser and, for a
-    group, the record of a command name that was not found."""
-    if "make_parser" not in vars(cmd):
-        def make_parser(ctx: Any, _made: Any = cmd.make_parser) -> Any:
-            return _strict(_made(ctx), ctx)
-
-        cmd.make_parser = make_parser
-    if hasattr(cmd, "resolve_command") and "resolve_command" not in vars(cmd):
-        def resolve_command(ctx: Any, args: list[str], _made: Any = cmd.resolve_command) -> Any:
-            try:
-                return _made(ctx, args)
-            except _UsageError as exc:
-                # Click's "No such command" is a bare UsageError (NoSuchCommand from Click 8.4)
-                if type(exc) is _UsageError and args:
-                    exc.command_name = args[0]
-                raise
-
-        cmd.resolve_command = resolve_command
-
-
-def _strict(parser: Any, ctx: Any) -> Any:
-    """`parser`, stricter: an option that takes one value, given twice with two different
-    values, is bad input (Click keeps the last one silently: `--to-offset 5 --to-offset 6`
-    would reset to 6); and its errors carry the command's context (Click's parser raises some
-    without one, which could then not name the command)."""
-    options = {id(o): o for o in (*getattr(parser, "_long_opt", {}).values(),
-                                  *getattr(parser, "_short_opt", {}).values())}
-    for option in options.values():
-        if option.action == "store":
-            option.process = _once(option)
-    parse = parser.parse_args
-
-    def parse_args(args: list[str]) -> Any:
-        try:
-            return parse(args=args)
-        except _UsageError as exc:
-            if exc.ctx is None:
-                exc.ctx = ctx
-            raise
-
-    parser.parse_args = parse_args
-    return parser
-
-
-_UNSET = object()
-
-
-def _once(option: Any) -> Any:
-    def process(value: Any, state: Any, _process: Any = option.process) -> None:
-        before = state.opts.get(option.dest, _UNSET)
-        if before is not _UNSET and before != value:
-            name = max(option._long_opts or option._short_opts, key=len)
-            exc = _click("BadOptionUsage")(name, f"option {name!r} given twice")
-            exc.given_twice = (before, value)
-            raise exc
-        _process(value, state)
-
-    return process
-
-
-# -- the one line -------------------------------------------------------------------------------
 
 def translate(exc: Exception) -> OffsetkeeperError:
     """The error to report for Click's exception `exc`: a usage error is bad input (exit 2), in
@@ -129,7 +64,6 @@ def one_line(exc: Any) -> str:
 
 def _what(exc: Any, ctx: Any) -> str:
     import difflib
-    import re
 
     if isinstance(exc, _click("NoArgsIsHelpError")):
         return f"missing command (expected one of {', '.join(_commands(ctx))})"
@@ -152,8 +86,10 @@ def _what(exc: Any, ctx: Any) -> str:
     if isinstance(exc, _click("BadOptionUsage")):
         twice = getattr(exc, "given_twice", None)
         if twice is not None:
-            return (f"option {exc.option_name!r} given twice, {twice[0]!r} and then {twice[1]!r} "
-                    "(it takes one value)")
+            if _secret(exc.option_name):
+                return f"option {exc.option_name!r} given twice with two values (it takes one)"
+            return (f"option {exc.option_name!r} given twice, {_shown(twice[0])} and then "
+                    f"{_shown(twice[1])} (it takes one value)")
         param = _param(ctx, exc.option_name)
         wants = param is not None and not getattr(param, "is_flag", True) and param.metavar
         return _clause(exc.message) + (f" (expected {param.metavar})" if wants else "")
@@ -172,8 +108,9 @@ def _no_such_option(exc: Any, ctx: Any) -> str:
     near = [p for p in (exc.possibilities or []) if p != exc.option_name]
     if near:
         return f"{text} (did you mean {_either(near[:3])}?)"
-    if ctx is not None and ctx.parent is None and hasattr(ctx.command, "list_commands"):
-        return f"{text} (a command's options go after its name: {ctx.command_path} COMMAND {exc.option_name} ...)"
+    if ctx is not None and hasattr(ctx.command, "list_commands"):  # a group
+        return (f"{text} (a command's options go after its name: "
+                f"{ctx.command_path} COMMAND {exc.option_name} ...)")
     return text
 
 
@@ -186,11 +123,36 @@ def _bad_value(exc: Any) -> str:
         name = _name(exc.param)
     else:
         return f"invalid value: {_clause(exc.message)}"
+    if _secret(name):
+        return f"invalid value for {name}"
     detail = _clause(exc.message)
     value = getattr(exc, "bad_value", None)
     if isinstance(value, str) and repr(value) not in detail:
-        detail = f"{value!r} ({detail})"
-    return f"invalid value for {name}: {detail}"
+        detail = f"{_shown(value)} ({detail})"
+    return f"invalid value for {name}: {_masked(detail)}"
+
+
+# `user:password@` in a value such as a bootstrap address `user:pw@host:9092` (which has no
+# scheme, so the `mask_url` every OffsetkeeperError message goes through leaves it)
+_USERINFO = r"[^,\s/@'\"]*:[^,\s/@'\"]*@"
+
+
+def _masked(text: str) -> str:
+    from offsetkeeper.redact import MASK
+
+    return re.sub(_USERINFO, f"{MASK}@", text)
+
+
+def _shown(value: Any) -> str:
+    """`value` quoted for the line, a password in it masked."""
+    return repr(_masked(str(value)))
+
+
+def _secret(option: str) -> bool:
+    """An option whose values are never shown (`--connect-password`)."""
+    from offsetkeeper.redact import is_secret_key
+
+    return is_secret_key(option)
 
 
 def _name(param: Any) -> str:
