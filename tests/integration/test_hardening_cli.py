@@ -411,7 +411,7 @@ def test_one_meaning_per_flag(capsys, bootstrap, topic, unique, tmp_path):
     assert r.code == 0, r.err
     assert json.loads(r.out)["groups"] == 1
     r = run_cli(capsys, "snapshots", "create", "-b", bootstrap, "-g", g, "-d", "x")
-    assert r.code == 2 and "No such option: -d" in r.err
+    assert r.code == 2 and "no such option '-d'" in r.err
     nosuch = unique("nosuch")
     r = run_cli(capsys, "groups", "delete", nosuch, "-b", bootstrap, "--execute")
     assert r.code == 2 and f"consumer group '{nosuch}' does not exist" in r.err

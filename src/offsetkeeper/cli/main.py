@@ -3,6 +3,12 @@
 Errors: an `OffsetkeeperError` is one line on stderr and its exit code (2 bad input, 1 failed
 operation); anything else is caught too and reported as one line with exit 1 — a Python
 traceback reaches the user only with `--verbose`, which also shows librdkafka's own log lines.
+Click's usage errors (unknown option, missing value ...) leave the command tree as such an
+error too, one line written by `cli/usage.py` (imported only then), with the facts the parser
+hooks here leave on them.
+
+Size: what every start runs lives here (the command table, value coercion, parser hooks):
+each module more is imported, or compiled, by every command.
 """
 
 from __future__ import annotations
@@ -244,7 +250,11 @@ class _Coercion:
         fast = self.fast(value, param, ctx)
         if fast is not _MISS:
             return fast
-        return self.typer_param().coerce(value, param=param, ctx=ctx)
+        try:
+            return self.typer_param().coerce(value, param=param, ctx=ctx)
+        except typer.BadParameter as exc:
+            exc.bad_value = value  # Typer's message may not name it; the one-line error does
+            raise
 
     def fast(self, value: Any, param: Any, ctx: Any) -> Any:
         """What Typer's coercion returns for `value`, or _MISS when Typer is to decide."""
@@ -302,12 +312,76 @@ def _own_coercion(param: Any) -> Any:
     return param
 
 
+def _click_exceptions() -> Any:
+    """Click's exceptions module as Typer uses it (its own copy of Click, or Click itself)."""
+    return sys.modules[typer.BadParameter.__module__]
+
+
+def _harden_parsing(cmd: Any) -> None:
+    """Give `cmd` (one command or group, not its children) the stricter parser and, for a
+    group, the record of a command name that was not found (for cli/usage.py's line)."""
+    if "make_parser" not in vars(cmd):
+        def make_parser(ctx: Any, _made: Any = cmd.make_parser) -> Any:
+            return _strict(_made(ctx), ctx)
+
+        cmd.make_parser = make_parser
+    if hasattr(cmd, "resolve_command") and "resolve_command" not in vars(cmd):
+        def resolve_command(ctx: Any, args: list[str], _made: Any = cmd.resolve_command) -> Any:
+            try:
+                return _made(ctx, args)
+            except _click_exceptions().UsageError as exc:
+                # Click's "No such command" is a bare UsageError (NoSuchCommand from Click 8.4)
+                if type(exc) is _click_exceptions().UsageError and args:
+                    exc.command_name = args[0]
+                raise
+
+        cmd.resolve_command = resolve_command
+
+
+def _strict(parser: Any, ctx: Any) -> Any:
+    """`parser`, stricter: an option that takes one value, given twice with two different
+    values, is bad input (Click keeps the last one silently: `--to-offset 5 --to-offset 6`
+    would reset to 6); and its errors carry the command's context (Click's parser raises some
+    without one, which could then not name the command)."""
+    options = {id(o): o for o in (*getattr(parser, "_long_opt", {}).values(),
+                                  *getattr(parser, "_short_opt", {}).values())}
+    for option in options.values():
+        if option.action == "store":
+            option.process = _once(option)
+    parse = parser.parse_args
+
+    def parse_args(args: list[str]) -> Any:
+        try:
+            return parse(args=args)
+        except _click_exceptions().UsageError as exc:
+            if exc.ctx is None:
+                exc.ctx = ctx
+            raise
+
+    parser.parse_args = parse_args
+    return parser
+
+
+def _once(option: Any) -> Any:
+    def process(value: Any, state: Any, _process: Any = option.process) -> None:
+        before = state.opts.get(option.dest, _MISS)
+        if before is not _MISS and before != value:
+            name = max(option._long_opts or option._short_opts, key=len)
+            exc = _click_exceptions().BadOptionUsage(name, f"option {name!r} given twice")
+            exc.given_twice = (before, value)
+            raise exc
+        _process(value, state)
+
+    return process
+
+
 def _harden(cmd: Any) -> None:
     if "get_help_option" not in vars(cmd):  # --help: an option Click makes when first asked
         def get_help_option(ctx: Any, _made: Any = cmd.get_help_option) -> Any:
             return _own_coercion(_made(ctx))
 
         cmd.get_help_option = get_help_option
+    _harden_parsing(cmd)
     for param in cmd.params:
         if not hasattr(param, "type_descriptor"):
             continue
@@ -351,6 +425,25 @@ def lazy_command() -> Any:
     base = type(root)
 
     class _Lazy(base):  # type: ignore[misc, valid-type]
+        # Every usage error of the whole tree passes through these two (the root parses its
+        # options in make_context; each subcommand is parsed and run inside invoke): Click's
+        # exceptions leave here as one-line OffsetkeeperErrors, which `main` prints.
+        def make_context(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().make_context(*args, **kwargs)
+            except _click_exceptions().ClickException as exc:
+                from offsetkeeper.cli.usage import translate
+
+                raise translate(exc) from exc
+
+        def invoke(self, ctx: Any) -> Any:
+            try:
+                return super().invoke(ctx)
+            except _click_exceptions().ClickException as exc:
+                from offsetkeeper.cli.usage import translate
+
+                raise translate(exc) from exc
+
         def list_commands(self, ctx: Any) -> list[str]:
             return [e[0] for e in _COMMANDS]
 
@@ -445,7 +538,8 @@ def _run(argv: list[str] | None) -> None:
     except OffsetkeeperError as exc:
         from offsetkeeper.cli.output import say
 
-        if _verbose(argv):
+        if _verbose(argv) and not isinstance(exc.__cause__,
+                                             _click_exceptions().ClickException):  # not a bug
             traceback.print_exc()
         say(exc.message, style="bold red", prefix="error:")
         sys.exit(exc.exit_code)
