@@ -175,7 +175,7 @@ def test_log_offsets_of_an_offline_partition_wait_for_its_leader(prod3, restore_
 
 def test_sampler_keeps_running_through_a_coordinator_crash(prod3, restore_nodes, unique, tmp_path):
     """Invariant: `history record`'s sampler survives SIGKILL of its group's coordinator (no
-    crash: librdkafka #5040 is avoided), records what it missed as failed cycles or a gap, and
+    crash: its group reads go to the Java client, see docs/kafka.md on librdkafka #5040), records what it missed as failed cycles or a gap, and
     samples the right offsets again once the coordinator moved."""
     from offsetkeeper.history.sample_cycle import SampleScope
     from offsetkeeper.history.sampler import Sampler, SamplerConfig
@@ -188,7 +188,8 @@ def test_sampler_keeps_running_through_a_coordinator_crash(prod3, restore_nodes,
     store = open_store(str(tmp_path / "h.db"))
     outcomes: list = []
     stop = threading.Event()
-    with KafkaAdmin(Connection(bootstrap), timeout=3) as admin:
+    # as `history record` builds it: a daemon facade (group reads through the Java client)
+    with KafkaAdmin(Connection(bootstrap), timeout=3, daemon=True) as admin:
         admin.alter_result(group, admin.alter_offsets_async(
             group, {TopicPartition(topic, 0): 3, TopicPartition(topic, 1): 4}))
         victim = _node_of(admin.describe_groups([group])[group].coordinator)
