@@ -52,6 +52,8 @@ from offsetkeeper.models import (
 
 DEFAULT_TIMEOUT = 15.0
 PROBE_TIMEOUT = 10.0
+# librdkafka's first backoff after a lost connection (its default: 100 ms); see `admin`.
+RECONNECT_BACKOFF_MS = 20
 LIBRDKAFKA_LOG = logging.getLogger("offsetkeeper.librdkafka")
 
 
@@ -126,6 +128,11 @@ class LibrdkafkaAdmin:
             conf.setdefault("log_level", "3")
             # Come back quickly after a broker restart (librdkafka's default backs off to 10 s).
             conf.setdefault("reconnect.backoff.max.ms", "1000")
+            # librdkafka drops its bootstrap connection once the first metadata names the
+            # brokers, failing the request in flight on it, and connects again only after
+            # max(11, reconnect.backoff.ms / 2) ms: with the default 100 ms that is ~50 ms of
+            # every command's first request (measured: first metadata 56 ms -> 15 ms).
+            conf.setdefault("reconnect.backoff.ms", str(RECONNECT_BACKOFF_MS))
             # librdkafka's own log lines go to Python logging (shown only with --verbose).
             conf.setdefault("logger", LIBRDKAFKA_LOG)
             # A failed SASL login or TLS handshake never fails a request (it times out); it is
