@@ -69,6 +69,13 @@ def test_only_answers_meaning_a_member_less_classic_group_are_taken(answer, take
                                        assignor="", group_type="classic", members=())
 
 
+def test_a_group_two_brokers_answer_for_is_described_on_its_own():
+    """Invariant: a group listed by two brokers (its coordinator moving) is left to the
+    per-group describe, which asks its current coordinator: one answer may be stale."""
+    got = _admin(_Listing([_group("g00"), _group("g00"), _group("g01")]))._describe_member_less(IDS)
+    assert set(got) == {"g01"}
+
+
 def test_a_failed_listing_leaves_every_group_to_the_per_group_describe_from_then_on():
     """Invariant: when the batched listing fails (a broker that does not answer), nothing is
     answered from it and it is not tried again by this client (no repeated wait)."""

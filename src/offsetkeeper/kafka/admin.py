@@ -396,17 +396,18 @@ class LibrdkafkaAdmin:
         FindCoordinator and a DescribeGroups): 2 ms instead of 66 ms for 200 groups, measured
         (a bulk reset describes every group two or three times, issue 32).
 
-        Only answers that mean the same as `describe_consumer_groups`' are taken: no error, a
-        `consumer` (or empty) protocol type, a live state other than Dead, and no member. Every
-        other group is left to the per-group describe: a group with members (its refusal names
-        them as before), a consumer-protocol group (KIP-848: DescribeGroups calls it Dead,
-        member-less, while it runs), a share, streams or Connect group, one that does not
-        exist. The group's coordinator answered the DescribeGroups, which is the check an
+        Only answers that mean the same as `describe_consumer_groups`' are taken: one broker's
+        (not two: a coordinator moving), no error, a `consumer` (or empty) protocol type, a
+        live state other than Dead, and no member. Every other group is left to the per-group
+        describe: a group with members (its refusal names them as before), a consumer-protocol
+        group (KIP-848: DescribeGroups calls it Dead, member-less, while it runs), a share,
+        streams or Connect group, one that does not exist. The group's coordinator answered the DescribeGroups, which is the check an
         offset read needs (librdkafka #5040, `committed_offsets_each`). Used for at least
         BATCH_DESCRIBE_MIN groups, when the latest listing showed the cluster has at most
         BATCH_DESCRIBE_SPREAD times as many (every group of every broker is described); a
         failed or slow listing (a broker down) turns it off for this client."""
         import warnings
+        from collections import Counter
 
         if len(ids) < BATCH_DESCRIBE_MIN or not self._batch_describe:
             return {}
@@ -430,9 +431,11 @@ class LibrdkafkaAdmin:
         except (KafkaException, TypeError, ValueError, RuntimeError):
             self._batch_describe = False  # e.g. a broker that does not answer: per group
             return {}
+        seen = Counter(g.id for g in listed)
         out: dict[str, GroupInfo] = {}
         for g in listed:
-            if g.id not in wanted or g.error is not None or g.members \
+            # listed by two brokers: a coordinator moving, one answer may be stale
+            if g.id not in wanted or seen[g.id] > 1 or g.error is not None or g.members \
                     or (g.protocol_type or "") not in ("consumer", "") \
                     or _state_name(g.state) in ("dead", "unknown", ""):
                 continue
