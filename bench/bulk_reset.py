@@ -138,7 +138,9 @@ for f in futures:
 
 class _Counting:
     """An AdminClient that counts what offsetkeeper asks of it, per kind of Kafka request
-    (describe and offset fetch/commit per group: librdkafka sends one request per group)."""
+    (describe and offset fetch/commit per group: librdkafka sends one request per group, each
+    after a FindCoordinator; `list_groups`, the batched describe of member-less classic groups:
+    one ListGroups and one DescribeGroups per broker)."""
 
     def __init__(self, inner, counts: Counter) -> None:
         self._inner, self._counts = inner, counts

@@ -168,3 +168,44 @@ def test_every_snapshots_command_has_help_with_an_example():
     assert names == {"create", "list", "show", "diff", "verify", "rollback", "delete"}
     for c in app.registered_commands:
         assert "Example: offsetkeeper snapshots " + c.name in (c.callback.__doc__ or ""), c.name
+
+
+@pytest.mark.parametrize("given", ["/tmp/a", "/tmp/a/", "rel", "./rel", "rel/sub/", ".", "~/x",
+                                   "/", "/a//b/../c", "a:b", "x y/z"])
+def test_a_local_path_is_resolved_as_fsspec_resolves_it(given, monkeypatch, tmp_path):
+    """Invariant: the local-path shortcut that spares a reset importing fsspec (issue 32) names
+    the same file fsspec would: absolute as fsspec makes it, no trailing '/'; URLs, file:/
+    local:/data: and chained paths are left to fsspec."""
+    from fsspec.core import url_to_fs
+
+    from offsetkeeper.storage import local_path
+
+    monkeypatch.chdir(tmp_path)
+    assert local_path(given) == (url_to_fs(given)[1].rstrip("/") or "/")
+    for url in ("file:/tmp/x", "local:/x", "file:///tmp/x", "memory://a/b", "simplecache::/x"):
+        assert local_path(url) is None
+
+
+def test_saving_to_a_local_store_does_not_import_fsspec(tmp_path):
+    """Invariant: a snapshot saved to a local directory (what every reset with a snapshot does)
+    is written without importing fsspec (~20-40 ms of the command, issue 32), to the same file
+    and with the same bytes the store reads back through fsspec."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from tests.unit.test_snapshot_store import make\n"
+        "from offsetkeeper.snapshots.store import SnapshotStore\n"
+        f"s = SnapshotStore({str(tmp_path / 'snaps')!r})\n"
+        "sid = s.save(make(7))\n"
+        "assert 'fsspec' not in sys.modules, 'fsspec imported'\n"
+        "print(sid)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    sid = out.stdout.strip()
+    store = SnapshotStore(str(tmp_path / "snaps"))
+    assert store.ids() == [sid]
+    loaded = store.load(sid)
+    assert loaded.groups["g"].offsets[TopicPartition("orders", 0)].offset == 7
+    assert [p.name for p in (tmp_path / "snaps").iterdir()] == [f"{sid}.json"]

@@ -22,7 +22,7 @@ from offsetkeeper.snapshots.model import (
     SnapshotSummary,
     same_cluster,
 )
-from offsetkeeper.storage import read_regular_file, write_bytes_atomic
+from offsetkeeper.storage import local_path, read_regular_file, write_bytes_atomic
 
 STORE_ENV = "OFFSETKEEPER_SNAPSHOT_STORE"
 SUFFIX = ".json"
@@ -73,15 +73,28 @@ class SnapshotStore:
     def __init__(self, url: str | None = None) -> None:
         self.url = str(url) if url else resolve_store_url(None)
         target = self.url if "://" in self.url else str(Path(self.url).expanduser())
-        import fsspec  # here: a dry run resolves the store's URL only (fsspec: ~20 ms to import)
+        root = local_path(target)
+        self._fs: fsspec.AbstractFileSystem | None = None
+        if root is None:
+            import fsspec  # here: a dry run resolves the store's URL only (~20 ms to import)
 
-        try:
-            self.fs, self.root = fsspec.core.url_to_fs(target)
-        except (ValueError, ImportError) as exc:
-            raise UsageError(f"snapshot store '{self.display_url}' cannot be opened: "
-                             f"{mask_url(exc, known=self.url)}") from exc
-        self.root = self.root.rstrip("/") or "/"
-        self._local = "file" in _protocols(self.fs)
+            try:
+                self._fs, root = fsspec.core.url_to_fs(target)
+            except (ValueError, ImportError) as exc:
+                raise UsageError(f"snapshot store '{self.display_url}' cannot be opened: "
+                                 f"{mask_url(exc, known=self.url)}") from exc
+        self.root = root.rstrip("/") or "/"
+        self._local = self._fs is None or "file" in _protocols(self._fs)
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        """The store's fsspec filesystem; for a local directory made on first use (saving a
+        snapshot there, what a reset does, needs none)."""
+        if self._fs is None:
+            import fsspec
+
+            self._fs = fsspec.filesystem("file")
+        return self._fs
 
     def __repr__(self) -> str:
         return f"SnapshotStore({self.display_url!r})"
@@ -105,7 +118,7 @@ class SnapshotStore:
         """Write a snapshot atomically; returns its id. An existing id is never overwritten."""
         final = self.path(snapshot.id)
         try:
-            exists = self.fs.exists(final)
+            exists = os.path.lexists(final) if self._fs is None else self.fs.exists(final)
         except OSError as exc:
             raise StoreError(f"cannot read snapshot store {self.display(self.root)}: "
                              f"{exc.strerror or exc}") from None
@@ -148,7 +161,7 @@ class SnapshotStore:
         path = self.path(snapshot_id)
         shown = self.display(path)
         try:
-            data = read_regular_file(self.fs, path, local=self._local, limit=MAX_SNAPSHOT_BYTES,
+            data = read_regular_file(self._fs, path, local=self._local, limit=MAX_SNAPSHOT_BYTES,
                                      what=f"snapshot {snapshot_id} ({shown})")
         except FileNotFoundError:
             raise NotFoundError(f"snapshot {snapshot_id} not found: no file {shown} "
