@@ -1038,9 +1038,10 @@ class KafkaAdmin:
     topic_ids = _rd(LibrdkafkaAdmin.topic_ids)
     create_topic = _rd(LibrdkafkaAdmin.create_topic)
 
-    # -- consumer groups and their committed offsets (librdkafka) --------------------------------
+    # -- consumer groups and their committed offsets (librdkafka; a daemon's reads: Java) -------
     list_groups = _rd(LibrdkafkaAdmin.list_groups)
     all_group_ids = _rd(LibrdkafkaAdmin.all_group_ids)
+
     def _java_reads(self) -> bool:
         """Whether group reads go to the Java client: a daemon facade, with Java here.
 
@@ -1062,15 +1063,23 @@ class KafkaAdmin:
         `LibrdkafkaAdmin.describe_groups_each`; a daemon facade asks the Java client)."""
         if not self._java_reads():
             return self.rd.describe_groups_each(group_ids, real_states=real_states)
+        answers = self._java_each(group_ids, self.java.describe_consumer_groups_verbose,
+                                  _group_info)
+        return self.java.with_other_group_types(answers) if real_states else answers
+
+    def _java_each(self, group_ids: Iterable[str], read: Callable[[list[str]], dict[str, Any]],
+                   answer: Callable[[str, Any], Any]) -> dict[str, Any]:
+        """`answer(group, its entry of read(groups))` per group, in the order asked, each once;
+        a read that fails as a whole (the helper died or timed out) is every group's error."""
         ids = list(dict.fromkeys(group_ids))
         if not ids:
             return {}
         try:
-            details = self.java.describe_consumer_groups_verbose(ids)
+            got = read(ids)
         except OffsetkeeperError as exc:
             return dict.fromkeys(ids, exc)
-        answers = {g: _group_info(g, details.get(g)) for g in ids}
-        return self.java.with_other_group_types(answers) if real_states else answers
+        return {g: answer(g, got.get(g)) for g in ids}
+
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
         """One group's committed offsets (partitions without a commit are absent); raises."""
         return unwrap_each(self.committed_offsets_each([group_id]))[group_id]
@@ -1086,14 +1095,9 @@ class KafkaAdmin:
         one request per coordinator."""
         if not self._java_reads():
             return self.rd.committed_offsets_each(group_ids, described=described)
-        ids = list(dict.fromkeys(group_ids))
-        if not ids:
-            return {}
-        try:
-            read = self.java.exact_committed_offsets(ids)
-        except OffsetkeeperError as exc:
-            return dict.fromkeys(ids, exc)
-        return {g: read.get(g, {}) for g in ids}
+        return self._java_each(group_ids, self.java.exact_committed_offsets,
+                               lambda _g, read: {} if read is None else read)
+
     alter_offsets_async = _rd(LibrdkafkaAdmin.alter_offsets_async)
     alter_result = _rd(LibrdkafkaAdmin.alter_result)
     delete_offsets = _rd(LibrdkafkaAdmin.delete_offsets)
