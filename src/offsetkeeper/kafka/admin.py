@@ -1053,9 +1053,9 @@ class KafkaAdmin:
         Its JVM starts once per process; a one-off command keeps librdkafka (no JVM start)."""
         return self.daemon and jvm.available()
 
-    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
-        """State, coordinator, assignor and members (with assignments) of each group."""
-        return unwrap_each(self.describe_groups_each(group_ids))
+    # the one-group forms, as the librdkafka client's: they call this facade's `_each` forms
+    describe_groups = LibrdkafkaAdmin.describe_groups
+    committed_offsets = LibrdkafkaAdmin.committed_offsets
 
     def describe_groups_each(self, group_ids: Iterable[str], *, real_states: bool = True,
                              ) -> dict[str, GroupInfo | OffsetkeeperError]:
@@ -1079,10 +1079,6 @@ class KafkaAdmin:
         except OffsetkeeperError as exc:
             return dict.fromkeys(ids, exc)
         return {g: answer(g, got.get(g)) for g in ids}
-
-    def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
-        """One group's committed offsets (partitions without a commit are absent); raises."""
-        return unwrap_each(self.committed_offsets_each([group_id]))[group_id]
 
     def committed_offsets_each(
         self, group_ids: Iterable[str], *,
