@@ -7,7 +7,8 @@ as empty units, which never complete, so the run hangs at its end with idle work
 (#1371). A CI run hung so for an hour after a native crash in one test: a crash must fail that
 test and the run, never hang it. `remove_node` below requeues only files with tests still to run
 and counts the crashed test as done (xdist has already reported it failed); `_reschedule` keeps
-a worker supplied until it holds two tests, and tells it when no more will come.
+a worker supplied until it holds two tests, tells it when no more will come, and waits for a
+replacement's collection before giving it any.
 """
 
 from __future__ import annotations
@@ -44,14 +45,23 @@ def apply() -> None:
     def _reschedule(self, node):
         # A worker runs a test only once it knows the next one, or that none will come: a
         # replacement given one unit with one test in it waited for ever (#1327). So it gets
-        # units until it holds two tests, and is told when the queue is empty.
-        reschedule(self, node)
-        if node not in self.assigned_work or node.shutting_down:
+        # units until it holds two tests, and is told when the queue is empty. A replacement
+        # still collecting is left alone: it is scheduled when its collection is in (xdist
+        # would hand it a unit it cannot index yet: KeyError, when two workers crashed).
+        if node not in self.registered_collections:
             return
-        while self.workqueue and self._pending_of(self.assigned_work[node]) < 2:
-            self._assign_work_unit(node)
-        if not self.workqueue:
-            node.shutdown()
+        try:
+            reschedule(self, node)
+            if node not in self.assigned_work or node.shutting_down:
+                return
+            while self.workqueue and self._pending_of(self.assigned_work[node]) < 2:
+                self._assign_work_unit(node)
+            if not self.workqueue:
+                node.shutdown()
+        except OSError:
+            # the worker died after its last report (its channel is closed): its node-down
+            # event follows, and `remove_node` puts what it held back on the queue
+            return
 
     remove_node.offsetkeeper_fix = True
     LoadScopeScheduling.remove_node = remove_node

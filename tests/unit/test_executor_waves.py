@@ -251,11 +251,11 @@ def _snapshot_taking_reads(seen: list, *, clock=None, slow_s: float = 0.0):
     return snap
 
 
-def test_the_snapshot_and_the_first_re_check_share_one_read(clock):
+def test_the_snapshot_and_the_re_checks_share_one_read(clock):
     """Invariant (issue 32, bulk reset fixed costs): with a snapshot_fn that takes reads, the
     executor reads every group's state and offsets once, before anything changes; the snapshot
-    is made from exactly that read and the first wave re-checks against it (no second read);
-    later waves still read right before their change, and every group is read back."""
+    is made from exactly that read and the waves that start while it is fresh re-check against
+    it (no second read); every group is read back."""
     admin = cluster({f"g{i}": {0: 1, 1: 2} for i in range(5)})
     seen: list = []
     report = run(admin, reset_plan(admin), max_concurrent=2, snapshot_fn=_snapshot_taking_reads(seen))
@@ -269,9 +269,114 @@ def test_the_snapshot_and_the_first_re_check_share_one_read(clock):
     # nothing was changed before the snapshot: only the two reads
     assert [c for c, _ in calls_before] == ["describe_groups_each", "committed_offsets_each"]
     describes = [ids for call, ids in admin.calls if call == "describe_groups_each"]
-    # the shared read (5 groups), then waves 2 and 3 (2 + 1); wave 1 re-checked the shared read
-    assert [len(ids) for ids in describes] == [5, 2, 1]
+    # the shared read (5 groups) only: the fake clock stands still, so all three waves
+    # (2 + 2 + 1 groups) start within SNAPSHOT_READS_FRESH_S of it
+    assert [len(ids) for ids in describes] == [5]
     assert admin.count("alter_offsets_async") == 5
+    # read back per wave (3), confirmed once at the end, besides the shared read
+    assert admin.count("committed_offsets_each") == 1 + 3 + 1
+
+
+def test_a_wave_starting_after_the_reads_went_stale_reads_again(clock):
+    """Invariant: a wave that starts more than SNAPSHOT_READS_FRESH_S after the shared read
+    re-checks with its own read, right before its change: a group that gained a member while
+    the first wave ran is refused, the others succeed."""
+    from offsetkeeper.reset import apply
+
+    admin = cluster({f"g{i}": {0: 1, 1: 2} for i in range(4)})
+    plan = reset_plan(admin)
+    # the first wave's read-back takes long, and g3 gains a member meanwhile
+    admin.after("alter_result", lambda adm: clock.advance(apply.SNAPSHOT_READS_FRESH_S + 0.5),
+                times=1)
+    admin.after("alter_result", lambda adm: adm.set_members("g3", 1), times=1)
+    report = run(admin, plan, max_concurrent=2, snapshot_fn=_snapshot_taking_reads([]))
+    describes = [ids for call, ids in admin.calls if call == "describe_groups_each"]
+    assert [sorted(ids) for ids in describes] == [["g0", "g1", "g2", "g3"], ["g2", "g3"]]
+    assert {g: r.status for g, r in by_group(report).items()} == {
+        "g0": GroupStatus.SUCCESS, "g1": GroupStatus.SUCCESS, "g2": GroupStatus.SUCCESS,
+        "g3": GroupStatus.REFUSED}
+    assert admin.committed("g3") == {TopicPartition(TOPIC, 0): 1, TopicPartition(TOPIC, 1): 2}
+
+
+def _planned(admin, clock, *, age_s: float):
+    """A plan and the reads it was made from, as if read `age_s` before the executor starts."""
+    from offsetkeeper.reset.facts import plan_with_reads
+    from offsetkeeper.reset.plan import GroupReads, ResetScope, TopicSpec
+
+    plan, reads = plan_with_reads(admin, ResetScope(groups=tuple(sorted(admin.groups)),
+                                                    topics=(TopicSpec(TOPIC),)), ToOffset(50))
+    assert reads is not None
+    return plan, GroupReads(reads.described, reads.committed, clock.monotonic() - age_s)
+
+
+def test_fresh_planning_reads_are_the_snapshot_and_the_re_check(clock):
+    """Invariant (issue 32): a plan executed within SNAPSHOT_READS_FRESH_S of its reads (`offsets
+    reset --execute` without a prompt) is snapshotted from exactly those reads and re-checked
+    against them: nothing is read between planning and the first commit, and every group is
+    still read back and confirmed."""
+    from dataclasses import replace
+
+    from offsetkeeper.reset.apply import apply_plan
+
+    admin = cluster({"a": {0: 1, 1: 2}, "b": {0: 3, 1: 4}})
+    plan, reads = _planned(admin, clock, age_s=0.2)
+    seen: list = []
+    admin.calls.clear()
+    report = apply_plan(admin, plan, replace(FAST, snapshot_fn=_snapshot_taking_reads(seen)),
+                        reads=reads)
+    assert report.status is ReportStatus.SUCCESS and report.snapshot_id == "snap-1"
+    [(groups, snap_reads, calls_before)] = seen
+    assert sorted(groups) == ["a", "b"]
+    assert snap_reads == (reads.described, reads.committed)
+    assert calls_before == []
+    first_commit = [c for c, _ in admin.calls].index("alter_offsets_async")
+    assert not any(c in ("describe_groups_each", "committed_offsets_each")
+                   for c, _ in admin.calls[:first_commit])
+    assert admin.count("committed_offsets_each") == 2  # the read-back and the confirmation
+    assert admin.committed("a") == {TopicPartition(TOPIC, 0): 50, TopicPartition(TOPIC, 1): 50}
+
+
+@pytest.mark.parametrize("with_snapshot", [True, False])
+def test_stale_planning_reads_are_read_again(clock, with_snapshot):
+    """Invariant: planning reads older than SNAPSHOT_READS_FRESH_S (a plan confirmed at a prompt)
+    are not used: the executor reads the groups itself before the snapshot and the first
+    commit, and refuses a group that gained a member since planning."""
+    from dataclasses import replace
+
+    from offsetkeeper.reset import apply
+    from offsetkeeper.reset.apply import apply_plan
+
+    admin = cluster({"a": {0: 1, 1: 2}, "b": {0: 3, 1: 4}})
+    plan, reads = _planned(admin, clock, age_s=apply.SNAPSHOT_READS_FRESH_S + 0.1)
+    admin.set_members("b", 1)
+    seen: list = []
+    admin.calls.clear()
+    opts = replace(FAST, snapshot_fn=_snapshot_taking_reads(seen)) if with_snapshot else FAST
+    report = apply_plan(admin, plan, opts, reads=reads)
+    assert [c for c, _ in admin.calls if c != "ping"][:2] == ["describe_groups_each",
+                                                               "committed_offsets_each"]
+    if with_snapshot:
+        assert seen[0][1] is not None and seen[0][1] != (reads.described, reads.committed)
+    assert by_group(report)["a"].status is GroupStatus.SUCCESS
+    assert by_group(report)["b"].status is GroupStatus.REFUSED
+    assert admin.committed("b") == {TopicPartition(TOPIC, 0): 3, TopicPartition(TOPIC, 1): 4}
+
+
+def test_planning_reads_with_an_error_are_read_again(clock):
+    """Invariant: planning reads that hold an error for a group about to change are not a
+    re-check; the executor reads the groups itself."""
+    from offsetkeeper.errors import KafkaOperationError
+    from offsetkeeper.reset.apply import apply_plan
+    from offsetkeeper.reset.plan import GroupReads
+
+    admin = cluster({"a": {0: 1, 1: 2}})
+    plan, reads = _planned(admin, clock, age_s=0.0)
+    bad = GroupReads(reads.described, {"a": KafkaOperationError("boom")}, reads.at)
+    admin.calls.clear()
+    report = apply_plan(admin, plan, FAST, reads=bad)
+    assert [c for c, _ in admin.calls if c != "ping"][:2] == ["describe_groups_each",
+                                                               "committed_offsets_each"]
+    assert report.status is ReportStatus.SUCCESS
 
 
 def test_a_slow_snapshot_makes_the_first_wave_read_again(clock):

@@ -349,3 +349,49 @@ def test_a_read_that_stays_failing_or_fails_for_good_ends_the_run_before_any_cha
             reset_offsets(admin, request(tmp_path, TargetKind.TO_OFFSET, "50", execute=True))
         assert admin.committed("g") == {P0: 10, P1: 20}
         assert admin.count("committed_offsets_each") - before == 1
+
+
+def test_execute_right_after_planning_reads_each_group_once_before_the_commit(tmp_path, monkeypatch):
+    """Invariant (issue 32): `reset --execute` without a prompt plans and executes within
+    SNAPSHOT_READS_FRESH_S, so planning's read of the group is also the snapshot's and the
+    re-check: one describe and one offset read before the commit (then the read-back and the
+    confirmation), and the snapshot still holds the offsets from before."""
+    from offsetkeeper.reset import apply, facts
+    from tests.fake_admin import FakeClock
+
+    clock = FakeClock()
+    monkeypatch.setattr(apply, "time", clock)
+    monkeypatch.setattr(facts, "time", clock)
+    admin = cluster()
+    admin.calls.clear()
+    done = reset_offsets(admin, request(tmp_path, TargetKind.TO_OFFSET, "50", execute=True))
+    assert done.report is not None and done.report.status is ReportStatus.SUCCESS
+    calls = [c for c, _ in admin.calls]
+    first_commit = calls.index("alter_offsets_async")
+    assert calls[:first_commit].count("describe_groups_each") == 1
+    assert calls[:first_commit].count("committed_offsets_each") == 1
+    assert calls.count("committed_offsets_each") == 3
+    snap = SnapshotStore(str(tmp_path / "snapshots")).load(done.report.snapshot_id)
+    assert {tp: c.offset for tp, c in snap.groups["g"].offsets.items()} == {P0: 10, P1: 20}
+    assert admin.committed("g") == {P0: 50, P1: 50}
+
+
+def test_a_previewed_plan_is_read_again_when_confirmed_however_soon(tmp_path, monkeypatch):
+    """Invariant: a plan shown before it is executed (the dashboard's preview, then its
+    confirmation: `prepare_reset`, `execute_planned`) is re-checked against a new read of the
+    groups, even when the confirmation comes within SNAPSHOT_READS_FRESH_S: offsets another
+    writer moved in between are refused, never overwritten."""
+    from offsetkeeper.ops.reset import execute_planned, prepare_reset
+    from offsetkeeper.reset import apply, facts
+    from tests.fake_admin import FakeClock
+
+    clock = FakeClock()
+    monkeypatch.setattr(apply, "time", clock)
+    monkeypatch.setattr(facts, "time", clock)
+    admin = cluster()
+    planned = prepare_reset(admin, request(tmp_path, TargetKind.TO_OFFSET, "50", execute=True))
+    admin.commit("g", {P0: 12})
+    report = execute_planned(admin, planned)
+    assert report.status is not ReportStatus.SUCCESS
+    assert "changed since planning" in (report.results[0].error or "")
+    assert admin.committed("g") == {P0: 12, P1: 20}

@@ -29,9 +29,9 @@ from offsetkeeper.reset.apply import (
     ReportStatus,
     apply_plan,
 )
-from offsetkeeper.reset.facts import build_delete_plan, build_plan, check_creatable
+from offsetkeeper.reset.facts import build_delete_plan, check_creatable, plan_with_reads
 from offsetkeeper.reset.options import ExecuteOptions
-from offsetkeeper.reset.plan import ResetPlan, ResetScope
+from offsetkeeper.reset.plan import GroupReads, ResetPlan, ResetScope
 
 
 @dataclass(frozen=True)
@@ -169,13 +169,15 @@ def apply_options(opts: ExecuteOptions, *, description: str = "",
 
 
 def execute_plan(admin: AdminPort, plan: ResetPlan, opts: ExecuteOptions, *, description: str = "",
-                 progress: ProgressFn = no_progress) -> ApplyReport:
+                 progress: ProgressFn = no_progress, reads: GroupReads | None = None) -> ApplyReport:
     """Execute a plan made earlier (e.g. previewed in the dashboard, then confirmed).
 
     Safe to call later than planning: the executor refuses groups that gained members or whose
-    offsets moved since the plan was made.
+    offsets moved since the plan was made. `reads`: the groups as planning read them (see
+    `apply_plan`).
     """
-    return apply_plan(admin, plan, apply_options(opts, description=description, progress=progress))
+    return apply_plan(admin, plan, apply_options(opts, description=description, progress=progress),
+                      reads=reads)
 
 
 def write_user_file(path: Path, text: str, *, what: str, mode: int | None = None) -> str:
@@ -219,15 +221,22 @@ def plan_reset_request(admin: AdminPort, req: ResetRequest, *, progress: Progres
                        ) -> tuple[ResetPlan, tuple[str, ...]]:
     """Resolve the target and plan the reset (nothing is changed); returns the plan and notes.
     `progress` hears the lines of a plan file read and the groups planned."""
+    plan, notes, _ = _plan_request(admin, req, progress=progress)
+    return plan, notes
+
+
+def _plan_request(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn,
+                  ) -> tuple[ResetPlan, tuple[str, ...], GroupReads | None]:
     ctx = TargetContext(admin=admin,
                         snapshot_store=snapshot_store_url(req.options.snapshot_store,
                                                           req.options.config_path),
                         allow_cluster_mismatch=req.allow_cluster_mismatch,
                         scope=req.scope, progress=progress)
     resolved = resolve_target(req.target, ctx)
-    plan = build_plan(admin, req.scope, resolved.target, label=resolved.label,
-                      allow_unknown_state=req.options.allow_unknown_state, progress=progress)
-    return plan, resolved.notes + _missing_named_groups(plan, req)
+    plan, reads = plan_with_reads(admin, req.scope, resolved.target, label=resolved.label,
+                                  allow_unknown_state=req.options.allow_unknown_state,
+                                  progress=progress)
+    return plan, resolved.notes + _missing_named_groups(plan, req), reads
 
 
 def _missing_named_groups(plan: ResetPlan, req: ResetRequest) -> tuple[str, ...]:
@@ -329,7 +338,14 @@ def prepare_reset(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn =
     files. A plan that would create groups nobody asked for is refused here when
     `req.execute` (exit 2, nothing written); a dry run carries the refusal in `error`.
     `progress` hears the lines of a plan file read and the groups planned."""
-    plan, notes = plan_reset_request(admin, req, progress=progress)
+    return _prepare(admin, req, progress=progress)[0]
+
+
+def _prepare(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn,
+             ) -> tuple[PlannedChange, GroupReads | None]:
+    """`prepare_reset`, and the groups as planning read them (for an execution that follows at
+    once, with no one shown the plan in between)."""
+    plan, notes, reads = _plan_request(admin, req, progress=progress)
     error = None
     try:
         check_creatable(plan, admin)
@@ -339,17 +355,20 @@ def prepare_reset(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn =
         error = exc  # the dry run shows the plan, then says it (exit 2)
     notes = notes + _earlier_run_note(admin, plan, req) + _without_commits_notes(plan, req)
     return PlannedChange(plan, req.options, f"before reset {plan.target}", "reset", notes,
-                         _write_files(plan, req), error)
+                         _write_files(plan, req), error), reads
 
 
 def execute_planned(admin: AdminPort, planned: PlannedChange, *,
-                    progress: ProgressFn = no_progress) -> ApplyReport:
+                    progress: ProgressFn = no_progress, reads: GroupReads | None = None,
+                    ) -> ApplyReport:
     """Run a planned change through the one executor (made now, or previewed earlier and
-    confirmed). A reset that would create groups nobody asked for is refused (exit 2)."""
+    confirmed). A reset that would create groups nobody asked for is refused (exit 2).
+    `reads`: only for a plan executed straight after it was made, nobody shown it in between
+    (`reset_offsets`): planning's reads of the groups (see `apply_plan`)."""
     if planned.kind == "reset":
         check_creatable(planned.plan, admin)
     return execute_plan(admin, planned.plan, planned.options, description=planned.description,
-                        progress=progress)
+                        progress=progress, reads=reads)
 
 
 def reset_offsets(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn = no_progress) -> Outcome:
@@ -364,7 +383,7 @@ def reset_offsets(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn =
                              "$OFFSETKEEPER_LIVE_SIGNING_KEY): the operator key the group's "
                              "consumers trust; make one with `offsetkeeper live-key generate`")
         signer = load_signer(req.live_signing_key)  # bad key: exit 2 before anything changes
-    planned = prepare_reset(admin, req, progress=progress)
+    planned, reads = _prepare(admin, req, progress=progress)
     plan, notes, files = planned.plan, planned.notes, planned.files
     if signer is not None:
         from offsetkeeper.consumer.live import ControlTopicChannel
@@ -376,7 +395,8 @@ def reset_offsets(admin: AdminPort, req: ResetRequest, *, progress: ProgressFn =
             live=channel))
         report, dropped = _drop_unused_snapshot(admin, report, req, withdrawn=channel.withdrawn)
         return Outcome(plan, report, notes + dropped, files, live=True)
-    report = execute_planned(admin, planned, progress=progress) if req.execute else None
+    report = execute_planned(admin, planned, progress=progress, reads=reads) \
+        if req.execute else None
     return Outcome(plan, report, notes, files, error=planned.error)
 
 

@@ -42,7 +42,7 @@ from offsetkeeper.kafka.ports import AdminPort, GroupsPort
 from offsetkeeper.models import CommittedOffset, TopicPartition
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.options import ExecuteOptions
-from offsetkeeper.reset.plan import GroupPlan, PlanKind, ResetPlan, refusal_of
+from offsetkeeper.reset.plan import GroupPlan, GroupReads, PlanKind, ResetPlan, refusal_of
 
 
 class GroupStatus(StrEnum):
@@ -70,12 +70,16 @@ class ReportStatus(StrEnum):
 # snapshot_fn(admin, groups, description, *, uncommitted) -> snapshot id; `uncommitted`: per
 # group, the partitions the plan commits to that have no committed offset now (the snapshot
 # records them, so a rollback deletes those commits again). A snapshot_fn whose attribute
-# `takes_reads` is true also takes `reads=(described, committed)`: the groups as the executor
-# just read them, which it then uses as the first wave's re-check (see `_read_for_snapshot`).
+# `takes_reads` is true also takes `reads=(described, committed)`: the groups as planning or the
+# executor just read them, which the executor then uses as its re-check (see `apply_plan`).
 SnapshotFn = Callable[..., str]
 
-# The first wave re-checks with the reads the snapshot was made from only when the snapshot
-# was saved within this long after them; a slower store (a remote URL) means reading again.
+# Reads of the groups (planning's, or the snapshot's) stand for a wave's re-check only while
+# they are at most this old when the wave starts: the re-check is there for what changes
+# between planning and the commit, and a second is the window the commit itself already has
+# (its request in flight, the read-back after it). Older reads (a slow remote snapshot store,
+# the later waves of a big run) mean reading again; a plan previewed and confirmed later (the
+# dashboard) passes none.
 SNAPSHOT_READS_FRESH_S = 1.0
 
 
@@ -245,9 +249,9 @@ class _Wave:
     of a kind in flight at once (librdkafka routes each to its group's coordinator)."""
 
     def __init__(self, admin: AdminPort, kind: PlanKind, opts: ApplyOptions,
-                 prepared: tuple[Mapping, Mapping] | None = None) -> None:
+                 prepared: GroupReads | None = None) -> None:
         self.admin, self.kind, self.opts = admin, kind, opts
-        # (described, committed) read for the snapshot just before this wave (first wave only)
+        # the groups as read a moment ago (planning, the snapshot): this wave's re-check
         self.prepared = prepared
         self.done: list[GroupResult] = []
         self.retry: list[_Job] = []
@@ -291,9 +295,9 @@ class _Wave:
         or tool may have moved them: last writer would silently win)."""
         ids = [j.plan.group for j in jobs]
         prepared = self.prepared if self.prepared is not None and all(
-            g in self.prepared[0] and g in self.prepared[1] for g in ids) else None
+            g in self.prepared.described and g in self.prepared.committed for g in ids) else None
         try:
-            infos = {g: prepared[0][g] for g in ids} if prepared is not None else \
+            infos = {g: prepared.described[g] for g in ids} if prepared is not None else \
                 self.admin.describe_groups_each(ids)
         except Exception as exc:  # the whole request failed (e.g. no broker reachable)
             err = translate(exc, action="describe groups")
@@ -311,7 +315,8 @@ class _Wave:
                 self.fail(job, GroupStatus.REFUSED, refusal.message)
             else:
                 alive.append(job)
-        reads = {j.plan.group: prepared[1][j.plan.group] for j in alive} if prepared is not None \
+        reads = {j.plan.group: prepared.committed[j.plan.group] for j in alive} \
+            if prepared is not None \
             else self.admin.committed_offsets_each([job.plan.group for job in alive],
                                                    described=infos)
         eligible = []
@@ -592,10 +597,10 @@ def _initial_results(plans: list[GroupPlan], kind: PlanKind) -> tuple[list[Group
 
 
 def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
-             prepared: tuple[Mapping, Mapping] | None = None) -> list[GroupResult]:
+             prepared: GroupReads | None = None) -> list[GroupResult]:
     """Run groups through waves of at most `max_concurrent` groups, retrying retriable ones.
-    `prepared`: the groups' states and offsets read for the snapshot a moment ago, the first
-    wave's re-check."""
+    `prepared`: the groups' states and offsets read a moment ago (planning, the snapshot): the
+    re-check of the waves that start within SNAPSHOT_READS_FRESH_S of it, retries aside."""
     run = opts.options
     plans = list(plan.groups)
     total = len(plans)
@@ -630,8 +635,10 @@ def _execute(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
             continue
         for job in wave:
             job.started = job.started or time.monotonic()
-        w = _Wave(admin, plan.kind, opts, prepared)
-        prepared = None  # later waves read again, right before their change
+        # a retried group is read again: its state now includes this run's earlier attempt
+        fresh = prepared if prepared is not None and not ready and \
+            time.monotonic() - prepared.at <= SNAPSHOT_READS_FRESH_S else None
+        w = _Wave(admin, plan.kind, opts, fresh)
         w.run(wave)
         if w.retry:
             admin.reconnect()
@@ -813,36 +820,44 @@ def admin_for(admin: AdminPort, plan: ResetPlan) -> AdminPort:
     return admin.for_group_type(plan.group_type)
 
 
-def apply_plan(admin: AdminPort, plan: ResetPlan, options: ApplyOptions | None = None) -> ApplyReport:
+def apply_plan(admin: AdminPort, plan: ResetPlan, options: ApplyOptions | None = None, *,
+               reads: GroupReads | None = None) -> ApplyReport:
     """Execute `plan` against the cluster of `admin`; never raises for per-group failures.
 
     The snapshot (when `snapshot_fn` is given) is taken before anything changes; if it cannot
-    be taken, nothing is changed and the error propagates.
+    be taken, nothing is changed and the error propagates. `reads`: the groups as planning read
+    them (`reset.facts.plan_with_reads`); while at most SNAPSHOT_READS_FRESH_S old they are the
+    snapshot's reads and the re-check, else the executor reads the groups again itself.
     """
     opts = options or ApplyOptions()
-    admin = admin_for(admin, plan)
-    snapshot_id = None
-    prepared = None
+    view = admin_for(admin, plan)
     groups = groups_to_change(plan, live=opts.live is not None)
+    # a share plan's view reads start offsets, not the committed offsets planning read
+    fresh = reads if reads is not None and view is admin and opts.live is None \
+        and plan.kind is not PlanKind.DELETE_GROUPS \
+        and reads.usable_for(groups, within_s=SNAPSHOT_READS_FRESH_S, now=time.monotonic()) \
+        else None
+    admin = view
+    snapshot_id = None
     if opts.snapshot_fn is not None and groups:
         description = opts.description or f"before {plan.kind} {plan.target}"
-        reads = _read_for_snapshot(admin, plan, opts, groups)
+        if fresh is None or not getattr(opts.snapshot_fn, "takes_reads", False):
+            fresh = _read_for_snapshot(admin, plan, opts, groups)
         snapshot_id = opts.snapshot_fn(admin, groups, description,
                                        uncommitted=uncommitted_partitions(plan),
-                                       **({"reads": reads[1:]} if reads else {}))
-        if reads and time.monotonic() - reads[0] <= SNAPSHOT_READS_FRESH_S:
-            prepared = reads[1:]
+                                       **({"reads": (fresh.described, fresh.committed)}
+                                          if fresh is not None else {}))
     start = time.monotonic()
     results = _execute_live(admin, plan, opts, snapshot_id) if opts.live is not None \
-        else _execute(admin, plan, opts, prepared)
+        else _execute(admin, plan, opts, fresh)
     return ApplyReport(results=tuple(results), elapsed_s=time.monotonic() - start,
                        snapshot_id=snapshot_id, kind=plan.kind)
 
 
 def _read_for_snapshot(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
-                       groups: list[str]) -> tuple[float, dict, dict] | None:
-    """The groups' states and committed offsets, read once for both the snapshot and the first
-    wave's re-check (the same two reads the re-check makes), with the time they were read; None
+                       groups: list[str]) -> GroupReads | None:
+    """The groups' states and committed offsets, read once for both the snapshot and the
+    re-check (the same two reads the re-check makes), with the time they were read; None
     where the snapshot reads for itself: its snapshot_fn does not take reads, a live reset
     (its own checks), a group deletion, or any group whose read still failed after its
     retriable errors were read again (the snapshot then reads again and fails the run as
@@ -858,4 +873,4 @@ def _read_for_snapshot(admin: AdminPort, plan: ResetPlan, opts: ApplyOptions,
         return None
     if any(isinstance(v, Exception) for v in (*described.values(), *committed.values())):
         return None
-    return time.monotonic(), described, committed
+    return GroupReads(described, committed, time.monotonic())

@@ -6,6 +6,8 @@ into a plan without any I/O. `build_plan` / `build_delete_plan` do both steps.
 
 from __future__ import annotations
 
+import time
+
 from offsetkeeper.errors import UnknownGroupError, UnknownTopicError, UsageError
 from offsetkeeper.kafka.errors import unknown_group
 from offsetkeeper.kafka.ports import AdminPort, GroupsPort, KafkaPort
@@ -13,6 +15,7 @@ from offsetkeeper.models import TopicPartition, check_names
 from offsetkeeper.progress import ProgressEvent, ProgressFn, no_progress
 from offsetkeeper.reset.plan import (
     GroupFacts,
+    GroupReads,
     ResetFacts,
     ResetPlan,
     ResetScope,
@@ -91,8 +94,6 @@ def read_groups(admin: AdminPort, groups: list[str]) -> tuple[dict, dict]:
     error are read again (READ_RETRY_PAUSES_S, for up to READ_RETRY_FOR_S); what still fails
     stays in the answer for the caller to report. Groups the principal may not describe are
     not asked for offsets."""
-    import time
-
     from offsetkeeper.errors import OffsetkeeperError
 
     def read(ids: list[str]) -> tuple[dict, dict]:
@@ -118,13 +119,14 @@ def read_groups(admin: AdminPort, groups: list[str]) -> tuple[dict, dict]:
     return infos, committed
 
 
-def _group_facts(admin: AdminPort, groups: list[str]) -> dict[str, GroupFacts]:
-    """State and committed offsets of each group (`read_groups`: retriable errors read again).
-    A group the principal is not authorized for (ACLs) is marked `denied` so the plan refuses
-    it alone; any other error fails the run."""
+def _group_facts(admin: AdminPort, groups: list[str]) -> tuple[dict[str, GroupFacts], GroupReads]:
+    """State and committed offsets of each group (`read_groups`: retriable errors read again),
+    and the reads they came from. A group the principal is not authorized for (ACLs) is marked
+    `denied` so the plan refuses it alone; any other error fails the run."""
     from offsetkeeper.models import GroupInfo
 
     infos, committed = read_groups(admin, groups)
+    reads = GroupReads(infos, committed, time.monotonic())
     out = {}
     for g in groups:
         res = committed.get(g, infos.get(g))
@@ -136,7 +138,7 @@ def _group_facts(admin: AdminPort, groups: list[str]) -> dict[str, GroupFacts]:
             if isinstance(r, Exception):
                 raise r
         out[g] = GroupFacts(infos[g], committed[g])
-    return out
+    return out, reads
 
 
 def check_creatable(plan: ResetPlan, admin: AdminPort | None = None) -> None:
@@ -164,7 +166,7 @@ def gather_facts(admin: AdminPort, scope: ResetScope, target: ResetTarget, group
                  allow_unknown_state: bool = False, may_create: frozenset[str] = frozenset()
                  ) -> ResetFacts:
     """Read group states, committed offsets, partitions, watermarks (and times) for planning."""
-    gfacts = _group_facts(admin, groups)
+    gfacts, reads = _group_facts(admin, groups)
 
     needs_commit = isinstance(target, ShiftBy) or (scope.all_topics and not isinstance(target, FromOffsets))
     lacking = [g for g, gf in gfacts.items() if not gf.committed and not gf.denied]
@@ -200,14 +202,23 @@ def gather_facts(admin: AdminPort, scope: ResetScope, target: ResetTarget, group
     watermarks = admin.watermarks(all_tps)
     time_offsets = admin.offsets_for_time(all_tps, target.timestamp_ms) \
         if isinstance(target, ToDatetime) else {}
-    return ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=watermarks,
+    return ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=watermarks, reads=reads,
                       time_offsets=time_offsets, allow_unknown_state=allow_unknown_state,
                       may_create=may_create)
 
 
 def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, label: str = "",
                allow_unknown_state: bool = False, progress: ProgressFn = no_progress) -> ResetPlan:
-    """Read the cluster and plan the reset (nothing is changed).
+    """Read the cluster and plan the reset (nothing is changed): `plan_with_reads`' plan."""
+    return plan_with_reads(admin, scope, target, label=label,
+                           allow_unknown_state=allow_unknown_state, progress=progress)[0]
+
+
+def plan_with_reads(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, label: str = "",
+                    allow_unknown_state: bool = False, progress: ProgressFn = no_progress,
+                    ) -> tuple[ResetPlan, GroupReads | None]:
+    """Read the cluster and plan the reset (nothing is changed); also the groups' reads the
+    plan was made from (`apply_plan(..., reads=)` takes them while they are fresh).
 
     Groups that do not exist are marked in the plan; they may be created by executing it only
     when `scope.create_groups` is set or the target's input names them (a several-group CSV, a
@@ -232,7 +243,7 @@ def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, labe
         where = f" of {target.source}" if isinstance(target, FromOffsets) else ""
         raise UsageError(f"the reset selects no partition: none of the {len(groups)} group(s) in "
                          f"scope has a partition{where} in the topics given")
-    return plan
+    return plan, facts.reads
 
 
 def build_delete_plan(admin: AdminPort, scope: ResetScope, *, whole_groups: bool,
@@ -241,7 +252,7 @@ def build_delete_plan(admin: AdminPort, scope: ResetScope, *, whole_groups: bool
     if not whole_groups and not scope.topics:
         raise UsageError("offsets delete needs --topic TOPIC[:P,...]")
     groups = resolve_groups(admin, scope)
-    gfacts = _group_facts(admin, groups)
+    gfacts, _ = _group_facts(admin, groups)
     parts, _ = admin.resolve_partitions(scope.topics)
     topic_parts = {t: tuple(p) for t, p in parts.items()}
     if not whole_groups:

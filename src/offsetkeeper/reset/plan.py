@@ -134,6 +134,26 @@ class GroupFacts:
 
 
 @dataclass(frozen=True)
+class GroupReads:
+    """Groups as one read saw them (`reset.facts.read_groups`): each group's describe answer
+    and committed offsets (a value, or the group's error) and when the answers were in (a
+    `time.monotonic()` reading). Planning keeps them so that the executor, when it runs a moment
+    later, takes them as its snapshot's reads and its re-check instead of reading again."""
+
+    described: Mapping[str, object]
+    committed: Mapping[str, object]
+    at: float
+
+    def usable_for(self, groups: list[str], *, within_s: float, now: float) -> bool:
+        """Every group of `groups` read without error, at most `within_s` before `now`."""
+        if now - self.at > within_s:
+            return False
+        return all(g in self.described and g in self.committed
+                   and not isinstance(self.described[g], Exception)
+                   and not isinstance(self.committed[g], Exception) for g in groups)
+
+
+@dataclass(frozen=True)
 class ResetFacts:
     """Everything planning needs, read from the cluster beforehand."""
 
@@ -145,6 +165,8 @@ class ResetFacts:
     allow_unknown_state: bool = False
     # Groups that do not exist yet and may be created by the commit.
     may_create: frozenset[str] = frozenset()
+    # The reads `groups` was made from (planning does not look at them; the executor may).
+    reads: GroupReads | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
