@@ -174,7 +174,7 @@ def connect_start(
     data_dir: WorkerDirOpt = None, output: OutputOpt = OutputFormat.table,
 ) -> None:
     """Start a distributed Connect worker in the background; wait while it starts, until its
-    REST API answers. Prints its REST URL.
+    REST API answers and it has joined its group. Prints its REST URL.
 
     Example: offsetkeeper dev-broker connect start -b 127.0.0.1:9092
     """

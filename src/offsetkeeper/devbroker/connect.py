@@ -153,6 +153,23 @@ def _rest_answers(url: str) -> bool:
         return False
 
 
+def _group_joined(bootstrap: str, group: str) -> bool:
+    """The worker's group exists on the cluster (the worker has joined it): what a tool
+    listing the cluster's groups sees. Its REST API answers before that."""
+    import warnings
+
+    from offsetkeeper.kafka import clients
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            # librdkafka's typed listing leaves out groups of protocol type `connect`
+            found = clients.admin_client({"bootstrap.servers": bootstrap}).list_groups(timeout=5)
+    except Exception:  # not yet: keep waiting while the worker makes progress
+        return False
+    return any(g.id == group for g in found)
+
+
 def _log_size(d: Path, name: str) -> int:
     total = 0
     for p in (d / f"{name}.log", d / f"{name}.stdout.log"):
@@ -191,7 +208,8 @@ def worker_status(data_dir: str | Path | None = None) -> WorkerStatus:
 
 def start_worker(bootstrap: str, data_dir: str | Path | None = None, *, port: int = 0,
                  idle: float = 120.0, tied: bool = False) -> WorkerStatus:
-    """Start a distributed Connect worker against `bootstrap`; wait until its REST API answers.
+    """Start a distributed Connect worker against `bootstrap`; wait until its REST API answers
+    and it has joined its group.
 
     Its internal topics are named after a group id made for this data directory, so several
     workers (tests, the demo) share one cluster without meeting. `port` 0 takes a free port.
@@ -253,7 +271,8 @@ def start_worker(bootstrap: str, data_dir: str | Path | None = None, *, port: in
         {"pid": proc.pid, "url": url, "bootstrap": bootstrap, "group_id": group,
          "offsets_topic": f"{group}-offsets", "tied": tied}))
     try:
-        _wait_progress(d, proc, "connect", lambda: _rest_answers(url), idle=idle)
+        _wait_progress(d, proc, "connect",
+                       lambda: _rest_answers(url) and _group_joined(bootstrap, group), idle=idle)
     except BaseException:
         stop_worker(d)
         raise
