@@ -95,3 +95,53 @@ def test_a_bulk_reset_reads_each_group_no_more_than_its_checks_need(
         assert {tp: c.offset for tp, c in snap.groups[g].offsets.items()} == {
             TopicPartition(topic, 0): 2, TopicPartition(topic, 1): 3}
         assert committed(bootstrap, g, topic, 2) == {0: 5, 1: 5}
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_consumer_joining_after_planning_within_the_window_keeps_its_group_unchanged(
+        bootstrap, unique, tmp_path, monkeypatch, protocol):
+    """Invariant: when planning's read stands for the re-check (the window pinned open here), a
+    consumer that joins its group after that read still leaves the group as it was: Kafka
+    refuses an admin commit to a group with members, the group is not reported SUCCESS, its
+    offsets are unchanged, and the other group is reset."""
+    from offsetkeeper.reset import apply
+    from offsetkeeper.reset.apply import GroupStatus
+    from tests.kafkatools import LiveConsumer
+
+    monkeypatch.setattr(apply, "SNAPSHOT_READS_FRESH_S", 3600.0)
+    topic = unique("join")
+    create_topic(bootstrap, topic, 2)
+    produce_n(bootstrap, topic, 2, 6)
+    quiet, joined = unique("quiet"), unique("joined")
+    for g in (quiet, joined):
+        commit(bootstrap, g, {(topic, 0): 2, (topic, 1): 3})
+    consumers: list = []
+    real = apply.uncommitted_partitions
+
+    def join_then(plan):
+        # after the executor decided to use planning's read, before its first commit
+        if not consumers:
+            consumers.append(LiveConsumer(bootstrap, joined, [topic], protocol=protocol))
+        return real(plan)
+
+    monkeypatch.setattr(apply, "uncommitted_partitions", join_then)
+    req = ResetRequest(target=TargetSpec(TargetKind.TO_OFFSET, "5"),
+                       scope=ResetScope(groups=(quiet, joined), topics=(TopicSpec(topic),)),
+                       execute=True,
+                       options=ExecuteOptions(snapshot_store=str(tmp_path / "snaps"), retries=2,
+                                              backoff_base_s=0.05))
+    try:
+        with KafkaAdmin(Connection(bootstrap)) as admin:
+            outcome = reset_offsets(admin, req)
+        assert consumers and consumers[0].wait_assigned(0), "the consumer never joined"
+        results = {r.group: r for r in outcome.report.results}
+        assert results[quiet].status is GroupStatus.SUCCESS
+        assert results[joined].status is GroupStatus.FAILED, results[joined]
+        assert results[joined].partitions_changed == 0
+        # Kafka's refusal, said as the planner's own check says it
+        assert all("has active members" in e for e in results[joined].partition_errors.values())
+        assert committed(bootstrap, quiet, topic, 2) == {0: 5, 1: 5}
+        assert committed(bootstrap, joined, topic, 2) == {0: 2, 1: 3}
+    finally:
+        for c in consumers:
+            c.stop()
