@@ -202,9 +202,9 @@ def gather_facts(admin: AdminPort, scope: ResetScope, target: ResetTarget, group
     watermarks = admin.watermarks(all_tps)
     time_offsets = admin.offsets_for_time(all_tps, target.timestamp_ms) \
         if isinstance(target, ToDatetime) else {}
-    return ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=watermarks, reads=reads,
+    return ResetFacts(groups=gfacts, topic_partitions=topic_parts, watermarks=watermarks,
                       time_offsets=time_offsets, allow_unknown_state=allow_unknown_state,
-                      may_create=may_create)
+                      may_create=may_create, reads=reads)
 
 
 def build_plan(admin: AdminPort, scope: ResetScope, target: ResetTarget, *, label: str = "",
