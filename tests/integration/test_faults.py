@@ -247,11 +247,47 @@ def test_consumer_library_loses_nothing_when_its_coordinator_is_killed(prod3, re
     assert committed(bootstrap, group, topic, 2, isolated=True) == {0: 300, 1: 300}
 
 
+# The backup of the test below runs in a process of its own (its driver's Kafka reads use
+# librdkafka, which can abort the process when a node dies under a request: #4605, #5040; a CI
+# run lost a pytest worker so). It starts its Spark session, says "ready", waits for "go".
+_BACKUP_CHILD = """
+import json, sys
+from offsetkeeper.backup.config import BackupConfig
+from offsetkeeper.backup.run import run_backup
+from offsetkeeper.config import Connection
+from offsetkeeper.errors import OffsetkeeperError
+from offsetkeeper.spark.session import get_spark
+
+bootstrap, topic, dest = sys.argv[1:4]
+spark = get_spark("local[2]")
+print("ready", flush=True)
+sys.stdin.readline()
+config = BackupConfig(connection=Connection(bootstrap), include=(topic,), destination=dest,
+                      backup_id="b1")
+try:
+    run_backup(config, spark=spark)
+except OffsetkeeperError as exc:
+    print("error " + json.dumps(str(exc)), flush=True)
+    sys.exit(3)
+print("done", flush=True)
+"""
+
+
+def _line_of(proc: subprocess.Popen, timeout: float) -> str:
+    """The child's next stdout line, or "" when it ended or said nothing within `timeout`."""
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return got[0].strip() if got else ""
+
+
 @pytest.mark.spark
 def test_backup_with_a_partition_leader_killed_is_exact(prod3, restore_nodes, spark, unique,
                                                         tmp_path):
     """Invariant: a backup whose partition leader is SIGKILLed while it reads holds exactly
-    the records an independent consumer reads afterwards (nothing lost, nothing twice)."""
+    the records an independent consumer reads afterwards (nothing lost, nothing twice); a run
+    that failed or died on the way is run again and then holds exactly those records."""
     from backup_support import independent_read, rows_of
     from offsetkeeper.backup.config import BackupConfig
     from offsetkeeper.backup.manifest import read_backup_records
@@ -262,23 +298,40 @@ def test_backup_with_a_partition_leader_killed_is_exact(prod3, restore_nodes, sp
     create_topic(bootstrap, topic, 3)
     produce_n(bootstrap, topic, 3, 4000)
     victim = _leaders(bootstrap, topic)[0]
-    killer = threading.Timer(0.5, devbroker.kill_node, args=(data, victim))
-    killer.start()
     dest = str(tmp_path / "bk")
-    config = BackupConfig(connection=Connection(bootstrap), include=(topic,), destination=dest,
-                          backup_id="b1")
+    child = subprocess.Popen([sys.executable, "-c", _BACKUP_CHILD, bootstrap, topic, dest],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    killer = threading.Timer(0.5, devbroker.kill_node, args=(data, victim))
     try:
-        run_backup(config, spark=spark)
-    except OffsetkeeperError as exc:
+        # the timeouts only turn a hang into a failure: a Spark session starts in seconds
+        assert _line_of(child, 300) == "ready", "the backup process did not start its session"
+        killer.start()
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        out, _ = child.communicate(timeout=600)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+    killer.join()
+    crashed = child.returncode < 0
+    if child.returncode == 3:
         # killed while planning (a request to the dying node timed out): the run says so in one
         # line, records nothing, and the rerun is the whole backup
-        assert "\n" not in str(exc)
-        killer.join()
+        [said] = [line for line in out.splitlines() if line.startswith("error ")]
+        assert "\n" not in json.loads(said[len("error "):])
+    elif not crashed:
+        assert child.returncode == 0 and "done" in out, (child.returncode, out)
+    if child.returncode != 0:
+        config = BackupConfig(connection=Connection(bootstrap), include=(topic,),
+                              destination=dest, backup_id="b1")
         run_backup(config, spark=spark)
-    killer.join()
     backed_up = rows_of(read_backup_records(spark, dest, "b1").where(f"topic = '{topic}'"))
     assert backed_up == independent_read(bootstrap, topic, 3)
     assert len(backed_up) == 12000
+    if crashed:
+        pytest.xfail(f"the backup process died by signal {-child.returncode} while the leader "
+                     "was killed (librdkafka #4605/#5040); the rerun backed up every record once")
 
 
 @pytest.mark.spark
